@@ -1,0 +1,95 @@
+package artifacts
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// WriteJSON encodes v as indented JSON and replaces path atomically: a
+// reader sees either the old file or the complete new one, never a torn
+// write, even if the process dies mid-way. The data is fsynced before the
+// rename and the directory after it, so the rename survives a power cut.
+func WriteJSON(path string, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// WriteFile replaces path with data atomically (temp file in the same
+// directory, fsync, rename, fsync of the directory).
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	committed = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ReadJSON decodes the artifact at path into v and checks its envelope, so
+// that a file of another type or a newer version is refused rather than
+// half-understood.
+func ReadJSON(path, wantType string, maxVersion int, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var env Envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if env.Type != wantType {
+		return fmt.Errorf("read %s: type is %q, want %q", path, env.Type, wantType)
+	}
+	if env.Version < 1 || env.Version > maxVersion {
+		return fmt.Errorf("read %s: version %d is not supported (this harness reads up to %d)", path, env.Version, maxVersion)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package artifacts
+
+import (
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+
+	"github.com/zeebo/blake3"
+)
+
+// Digest is a content digest in its written form, "blake3:<64 hex>".
+// Keeping the algorithm in the string lets a later version change it without
+// a reader mistaking one kind of digest for another.
+type Digest string
+
+const digestPrefix = "blake3:"
+
+// DigestBytes returns the digest of b.
+func DigestBytes(b []byte) Digest {
+	sum := blake3.Sum256(b)
+	return Digest(digestPrefix + hex.EncodeToString(sum[:]))
+}
+
+// DigestString returns the digest of s.
+func DigestString(s string) Digest { return DigestBytes([]byte(s)) }
+
+// DigestReader streams r through the hash and returns the digest and the
+// number of bytes read. Files are never read whole into memory to hash them.
+func DigestReader(r io.Reader) (Digest, int64, error) {
+	h := NewHasher()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return "", n, err
+	}
+	return h.Digest(), n, nil
+}
+
+// Hasher accumulates bytes into a Digest.
+type Hasher struct{ h hash.Hash }
+
+// NewHasher returns an empty Hasher.
+func NewHasher() *Hasher { return &Hasher{h: blake3.New()} }
+
+func (h *Hasher) Write(p []byte) (int, error) { return h.h.Write(p) }
+
+// WriteField adds a length-prefixed field. Digests over lists (a skill tree,
+// a registry, a run identity) use it so that ("ab","c") and ("a","bc") never
+// collide.
+func (h *Hasher) WriteField(s string) {
+	fmt.Fprintf(h.h, "%d:", len(s))
+	io.WriteString(h.h, s)
+}
+
+// Digest returns the digest of everything written so far.
+func (h *Hasher) Digest() Digest {
+	return Digest(digestPrefix + hex.EncodeToString(h.h.Sum(nil)))
+}
+
+// Valid reports whether d has the written form "blake3:<64 lowercase hex>".
+func (d Digest) Valid() bool {
+	s, ok := strings.CutPrefix(string(d), digestPrefix)
+	if !ok || len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

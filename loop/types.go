@@ -1,0 +1,123 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Role is the speaker of a message in the chat protocol.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of the conversation. Only the fields of its role are
+// set: ToolCalls on assistant messages, ToolCallID on tool results.
+type Message struct {
+	Role       Role       `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string     `json:"toolCallId,omitempty"`
+}
+
+// ToolCall is the model's request to run a tool. Arguments is the raw JSON
+// text exactly as the model produced it; it may be malformed.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec is what the model is told about a tool.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Params are the generation parameters. They are part of the run identity
+// and of a cassette key; nil and zero mean "provider default" and are not sent.
+type Params struct {
+	Temperature         *float64 `json:"temperature,omitempty"`
+	TopP                *float64 `json:"topP,omitempty"`
+	Seed                *int64   `json:"seed,omitempty"`
+	MaxCompletionTokens int64    `json:"maxCompletionTokens,omitempty"`
+}
+
+// Request is one call to the model. Its canonical JSON encoding (this
+// struct's field order, tool parameters re-encoded with sorted keys) is what
+// a cassette key digests.
+type Request struct {
+	Model    string     `json:"model"`
+	Messages []Message  `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+	Params   Params     `json:"params"`
+}
+
+// Usage counts tokens as the provider reported them.
+type Usage struct {
+	PromptTokens     int64 `json:"promptTokens"`
+	CompletionTokens int64 `json:"completionTokens"`
+	CachedTokens     int64 `json:"cachedTokens"`
+	TotalTokens      int64 `json:"totalTokens"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		TotalTokens:      u.TotalTokens + v.TotalTokens,
+	}
+}
+
+// Response is the model's answer to one Request.
+type Response struct {
+	Message      Message `json:"message"`
+	FinishReason string  `json:"finishReason"`
+	Usage        Usage   `json:"usage"`
+}
+
+// Model produces the next assistant message. Implementations: the
+// OpenAI-compatible HTTP provider and the cassette player.
+type Model interface {
+	Complete(ctx context.Context, req Request) (Response, error)
+}
+
+// Effect classifies what a tool can do to the world; policy decides on it.
+type Effect string
+
+const (
+	EffectRead       Effect = "read"
+	EffectWrite      Effect = "write"
+	EffectSideEffect Effect = "side-effect"
+)
+
+// Tool is a capability offered to the model. Call receives arguments that
+// already parsed as JSON and validated against Spec().Parameters.
+type Tool interface {
+	Spec() ToolSpec
+	Effect() Effect
+	Call(ctx context.Context, call ToolCall, args json.RawMessage) (ToolResult, error)
+}
+
+// ToolResult is what a tool returns. Content is what the model sees. Status
+// is "ok" or "error" (a refusal or failure the model may recover from); an
+// error returned from Call instead is an infrastructure failure that ends
+// the run. Record is the tool's full, typed output, stored under
+// tool-outputs/ and never shown to the model.
+type ToolResult struct {
+	Content string `json:"content"`
+	Status  string `json:"status"`
+	Record  any    `json:"record,omitempty"`
+}
+
+const (
+	StatusOK    = "ok"
+	StatusError = "error"
+)
