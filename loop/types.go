@@ -121,3 +121,18 @@ const (
 	StatusOK    = "ok"
 	StatusError = "error"
 )
+
+// ErrorResult is the model-visible form of a refusal or tool failure: a
+// stable machine code and a sentence that says what to do instead.
+func ErrorResult(code, msg string, record any) ToolResult {
+	b, _ := json.Marshal(struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{Error: struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
+	return ToolResult{Content: string(b), Status: StatusError, Record: record}
+}
