@@ -32,6 +32,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 		// Errors are printed once, by Main, with an exit code chosen there.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Commands: []*cli.Command{
+			runCommand(),
 			skillsCommand(),
 		},
 	}

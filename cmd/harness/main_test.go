@@ -16,18 +16,23 @@ func TestMain(m *testing.M) {
 	})
 }
 
+var osWriteFile = os.WriteFile
+
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitCode,
+			"exitcode":           cmdExitCode,
+			"fakemodel":          cmdFakeModel,
+			"fakemodel-requests": cmdFakeModelRequests,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
 			for _, k := range []string{"OPENAI_API_KEY", "HARNESS_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"} {
 				env.Setenv(k, "")
 			}
+			env.Values[fakeModelKey{}] = &fakeModelSlot{}
 			return nil
 		},
 	})

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/harness-dev/harness/loop/looptest"
+)
+
+// cmdFakeModel starts a loopback OpenAI-compatible server for the rest of
+// the script and exports its URL as $MODEL_URL:
+//
+//	fakemodel replies.json
+//
+// replies.json is a JSON array of looptest.Reply.
+func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakemodel replies.json")
+	}
+	var replies []looptest.Reply
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &replies))
+	srv := looptest.New(replies)
+	ts.Defer(srv.Close)
+	ts.Setenv("MODEL_URL", srv.URL)
+	ts.Value(fakeModelKey{}).(*fakeModelSlot).srv = srv
+}
+
+// fakeModelKey finds the per-script slot (seeded in Setup) that holds the
+// running fake server, so later commands can read its requests.
+type fakeModelKey struct{}
+
+type fakeModelSlot struct{ srv *looptest.Server }
+
+// cmdFakeModelRequests writes what the fake server received, one request
+// body per line followed by its headers, so scripts can grep it:
+//
+//	fakemodel-requests requests.txt
+func cmdFakeModelRequests(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakemodel-requests FILE")
+	}
+	srv := ts.Value(fakeModelKey{}).(*fakeModelSlot).srv
+	if srv == nil {
+		ts.Fatalf("fakemodel-requests: no fakemodel started")
+	}
+	var b strings.Builder
+	for _, r := range srv.Requests() {
+		b.Write(r.Body)
+		b.WriteByte('\n')
+		for k, vs := range r.Header {
+			b.WriteString("header " + k + ": " + strings.Join(vs, ",") + "\n")
+		}
+	}
+	ts.Check(writeWorkFile(ts, args[0], b.String()))
+}
+
+func writeWorkFile(ts *testscript.TestScript, name, content string) error {
+	return osWriteFile(ts.MkAbs(name), []byte(content), 0o644)
+}

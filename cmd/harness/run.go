@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/run"
+)
+
+var runOptions = []option{
+	{name: "workspace", usage: "workspace `DIR` the agent works in; the model sees it as /workspace", def: "."},
+	{name: "cwd", usage: "working `DIR` for relative tool paths, relative to the workspace", def: ""},
+	{name: "skills-root", kind: kindStrings, usage: "skill root `DIR` (precedence in the order given); must lie inside the workspace"},
+	{name: "skill", kind: kindStrings, usage: "preload skill `NAME` for this run (needs --skills-root)"},
+	{name: "prompt", usage: "the task `TEXT`", def: ""},
+	{name: "prompt-file", usage: "read the task from `FILE` (- for standard input)", def: ""},
+	{name: "model", usage: "model `NAME`", def: ""},
+	{name: "base-url", usage: "OpenAI-compatible API base `URL`", def: "", envFallbacks: []string{"OPENAI_BASE_URL"}},
+	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file"},
+	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: 50},
+	{name: "timeout", kind: kindDuration, usage: "wall-clock limit for the run, e.g. 10m (exit 3, resumable)"},
+	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
+	{name: "artifacts-dir", usage: "`DIR` that holds run directories", def: ".harness/runs"},
+	{name: "run-id", usage: "run `ID` (default: a new time-sortable id)", def: ""},
+	{name: "json", kind: kindBool, usage: "stream journal events to stdout as JSONL and nothing else"},
+	{name: "record", usage: "record model exchanges into cassette `FILE`", def: ""},
+	{name: "replay", usage: "serve model responses from cassette `FILE`: no network, no key", def: ""},
+	{name: "quiet", kind: kindBool, usage: "no progress on stderr"},
+}
+
+func runCommand() *cli.Command {
+	flags := []cli.Flag{&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with the same keys as the flags (flag > env > config > default) [$HARNESS_CONFIG]"}}
+	for _, o := range runOptions {
+		flags = append(flags, o.cliFlag())
+	}
+	return &cli.Command{
+		Name:  "run",
+		Usage: "run one agent task against an OpenAI-compatible model",
+		UsageText: "harness run --workspace W --skills-root W/skills --skill NAME --model M --prompt TEXT\n" +
+			"harness run --replay cassette.jsonl --model M --prompt TEXT   (offline)",
+		Description: "Resolves the workspace and skill roots, snapshots a digested skill registry, preloads the\n" +
+			"named skills as context, and runs the prompt loop. The run directory (default\n" +
+			".harness/runs/<run-id>) receives run.json, journal.jsonl, skill-registry.json,\n" +
+			"skill-activations.json and tool-outputs/. The API key is read from $HARNESS_API_KEY, then\n" +
+			"$OPENAI_API_KEY, and is never written anywhere.\n\n" +
+			"The final answer is printed on stdout (unless --json); progress goes to stderr.\n" +
+			"Exit codes: 0 success, 1 failed, 2 usage or configuration, 3 limit reached, 4 model provider\n" +
+			"error, 5 refused by policy, 130 interrupted.",
+		Flags: flags,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			return runAction(ctx, cmd)
+		},
+	}
+}
+
+func runAction(ctx context.Context, cmd *cli.Command) error {
+	if cmd.NArg() > 0 {
+		return usagef(fmt.Sprintf("unexpected argument %q: pass the task with --prompt TEXT", cmd.Args().First()))
+	}
+	ro, err := resolveOptions(cmd, runOptions)
+	if err != nil {
+		return err
+	}
+	prompt, promptSource, err := readPrompt(cmd.Root().Reader, ro)
+	if err != nil {
+		return err
+	}
+	key := os.Getenv("HARNESS_API_KEY")
+	if key == "" {
+		key = os.Getenv("OPENAI_API_KEY")
+	}
+	opts := run.Options{
+		Workspace:    ro.str("workspace"),
+		Cwd:          ro.str("cwd"),
+		SkillsRoots:  ro.strs("skills-root"),
+		Skills:       ro.strs("skill"),
+		Prompt:       prompt,
+		PromptSource: promptSource,
+		Model:        ro.str("model"),
+		BaseURL:      ro.str("base-url"),
+		APIKey:       key,
+		AllowTools:   ro.strs("allow-tool"),
+		MaxTurns:     ro.int("max-turns"),
+		Timeout:      ro.dur("timeout"),
+		MaxTokens:    int64(ro.int("max-tokens")),
+		ArtifactsDir: ro.str("artifacts-dir"),
+		RunID:        ro.str("run-id"),
+		Record:       ro.str("record"),
+		Replay:       ro.str("replay"),
+		JSON:         ro.boolean("json"),
+		Quiet:        ro.boolean("quiet"),
+		Sources:      ro.sources,
+		ConfigFile:   ro.config,
+		Stdout:       cmd.Root().Writer,
+		Stderr:       cmd.Root().ErrWriter,
+		Version:      version,
+	}
+	res, err := run.Run(ctx, opts)
+	stderr := cmd.Root().ErrWriter
+	if res != nil {
+		if err == nil && !opts.JSON {
+			fmt.Fprintln(cmd.Root().Writer, res.Final)
+		}
+		if !opts.Quiet {
+			fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
+		}
+	}
+	return err
+}
+
+func readPrompt(stdin io.Reader, ro *resolvedOptions) (string, string, error) {
+	text, file := ro.str("prompt"), ro.str("prompt-file")
+	if text != "" && file != "" {
+		return "", "", usagef("--prompt and --prompt-file cannot be used together: pick one")
+	}
+	switch {
+	case file == "-":
+		b, err := io.ReadAll(io.LimitReader(stdin, 16<<20))
+		if err != nil {
+			return "", "", usagef(fmt.Sprintf("--prompt-file -: %v", err))
+		}
+		return string(b), "stdin", nil
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", "", usagef(fmt.Sprintf("--prompt-file %s: %v", file, err))
+		}
+		return string(b), "file:" + file, nil
+	}
+	return text, ro.sources["prompt"], nil
+}

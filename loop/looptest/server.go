@@ -1,0 +1,165 @@
+// Package looptest serves scripted OpenAI-compatible chat completions over
+// real HTTP on loopback, for tests that drive the real client end to end.
+// It records every request it receives so tests can assert what the model
+// was sent.
+package looptest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+)
+
+// Reply is one scripted response, served in order.
+type Reply struct {
+	// Content is the assistant text of a successful reply.
+	Content string `json:"content,omitempty"`
+	// ToolCalls, when set, make the reply a tool-call turn.
+	ToolCalls []Call `json:"toolCalls,omitempty"`
+	// Status, when not 0 or 200, makes the reply an API error with that
+	// HTTP status; RetryAfter sets the Retry-After header.
+	Status     int    `json:"status,omitempty"`
+	RetryAfter string `json:"retryAfter,omitempty"`
+	// Usage overrides the default token counts (10 prompt, 5 completion).
+	Usage *Usage `json:"usage,omitempty"`
+	// Hang makes the server hold the request until the client gives up,
+	// to exercise timeouts and interrupts without sleeping.
+	Hang bool `json:"hang,omitempty"`
+}
+
+// Call is a scripted tool call.
+type Call struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Usage is a scripted token count.
+type Usage struct {
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+	Cached     int64 `json:"cached"`
+}
+
+// Request is one request the server received.
+type Request struct {
+	Header http.Header
+	Body   json.RawMessage
+}
+
+// Server is a running fake provider.
+type Server struct {
+	URL string
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	replies  []Reply
+	next     int
+	requests []Request
+}
+
+// New starts a server that answers /chat/completions with replies in order.
+// When the script runs out it answers 400 with a message saying so.
+func New(replies []Reply) *Server {
+	s := &Server{replies: replies}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	s.URL = s.srv.URL + "/v1"
+	return s
+}
+
+// Close stops the server, releasing any hanging request.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// Requests returns a copy of the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body})
+	var rep *Reply
+	if s.next < len(s.replies) {
+		rep = &s.replies[s.next]
+		s.next++
+	}
+	n := s.next
+	s.mu.Unlock()
+
+	if r.URL.Path != "/v1/chat/completions" {
+		writeError(w, http.StatusNotFound, "not_found", "fake server only serves /v1/chat/completions, got "+r.URL.Path)
+		return
+	}
+	if rep == nil {
+		writeError(w, http.StatusBadRequest, "script_exhausted", fmt.Sprintf("fake server: no scripted reply for request %d", n+1))
+		return
+	}
+	if rep.Hang {
+		<-r.Context().Done()
+		return
+	}
+	if rep.Status != 0 && rep.Status != http.StatusOK {
+		if rep.RetryAfter != "" {
+			w.Header().Set("Retry-After", rep.RetryAfter)
+		}
+		writeError(w, rep.Status, "scripted_error", fmt.Sprintf("scripted status %d", rep.Status))
+		return
+	}
+	writeJSON(w, http.StatusOK, completion(n, rep))
+}
+
+func completion(n int, rep *Reply) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": rep.Content}
+	finish := "stop"
+	if len(rep.ToolCalls) > 0 {
+		var calls []map[string]any
+		for i, c := range rep.ToolCalls {
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("call_%d_%d", n, i+1)
+			}
+			calls = append(calls, map[string]any{
+				"id": id, "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": c.Arguments},
+			})
+		}
+		msg["tool_calls"] = calls
+		finish = "tool_calls"
+	}
+	u := Usage{Prompt: 10, Completion: 5}
+	if rep.Usage != nil {
+		u = *rep.Usage
+	}
+	return map[string]any{
+		"id":      fmt.Sprintf("chatcmpl-%d", n),
+		"object":  "chat.completion",
+		"created": 0,
+		"model":   "fake",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage": map[string]any{
+			"prompt_tokens":         u.Prompt,
+			"completion_tokens":     u.Completion,
+			"total_tokens":          u.Prompt + u.Completion,
+			"prompt_tokens_details": map[string]any{"cached_tokens": u.Cached},
+		},
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": code}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,66 @@
+package run
+
+import (
+	"io"
+	"time"
+)
+
+// Options is everything one `harness run` needs. The zero value of each
+// field is documented; cmd/harness fills it from flags, environment and the
+// config file and records where each value came from in Sources.
+type Options struct {
+	// Workspace is the directory the agent works in ("" = the current
+	// directory). It appears to the model as /workspace.
+	Workspace string
+	// Cwd is the working directory for relative tool paths, relative to the
+	// workspace ("" = the workspace root).
+	Cwd string
+	// SkillsRoots are skill roots in precedence order, relative to the
+	// invocation directory; each must resolve inside the workspace. Empty
+	// disables skills.
+	SkillsRoots []string
+	// Skills are preloaded in this order (duplicates dropped).
+	Skills []string
+	// Prompt is the operator's task. PromptSource says where it came from
+	// ("flag", "file:<path>", "stdin") for the manifest.
+	Prompt       string
+	PromptSource string
+
+	Model string
+	// BaseURL of the OpenAI-compatible API ("" = the provider default).
+	BaseURL string
+	// APIKey authenticates to the provider. It is never written anywhere.
+	APIKey string
+
+	// AllowTools enables write and side-effect tools by name; read tools are
+	// always available.
+	AllowTools []string
+
+	MaxTurns  int           // 0 = unlimited (the CLI default is 50)
+	Timeout   time.Duration // wall clock for the whole run; 0 = none
+	MaxTokens int64         // total tokens; 0 = unlimited
+
+	// ArtifactsDir holds run directories ("" = .harness/runs under the
+	// invocation directory). RunID names this run's directory ("" = a new
+	// time-sortable id).
+	ArtifactsDir string
+	RunID        string
+
+	Record string // cassette to record model exchanges into
+	Replay string // cassette to serve model responses from (no network, no key)
+
+	JSON  bool // stream journal events to Stdout as JSONL
+	Quiet bool // no progress on Stderr
+
+	// Sources maps each option name (the flag's name) to where its value
+	// came from: "flag", "env", "config" or "default".
+	Sources map[string]string
+	// ConfigFile is the --config file that was read, if any.
+	ConfigFile string
+
+	Stdout, Stderr io.Writer
+	// Now is the clock (nil = time.Now); tests pin it.
+	Now func() time.Time
+	// Version is the harness version, part of the run identity.
+	Version string
+}
