@@ -63,4 +63,8 @@ type Options struct {
 	Now func() time.Time
 	// Version is the harness version, part of the run identity.
 	Version string
+
+	// afterSnapshot lets in-package tests change the workspace between the
+	// snapshot and the preload, the window the preload digest check guards.
+	afterSnapshot func()
 }

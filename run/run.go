@@ -247,6 +247,9 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	if err := r.snapshot(ctx); err != nil {
 		return nil, err
 	}
+	if r.opts.afterSnapshot != nil {
+		r.opts.afterSnapshot()
+	}
 	history, err := r.preload()
 	if err != nil {
 		return nil, err

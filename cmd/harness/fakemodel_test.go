@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -58,4 +60,30 @@ func cmdFakeModelRequests(ts *testscript.TestScript, neg bool, args []string) {
 
 func writeWorkFile(ts *testscript.TestScript, name, content string) error {
 	return osWriteFile(ts.MkAbs(name), []byte(content), 0o644)
+}
+
+// cmdFakeModelWait blocks until the fake server has received at least N
+// requests, so a script can signal a background run while its model request
+// is in flight:
+//
+//	fakemodel-wait 1
+func cmdFakeModelWait(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakemodel-wait N")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	srv := ts.Value(fakeModelKey{}).(*fakeModelSlot).srv
+	if srv == nil {
+		ts.Fatalf("fakemodel-wait: no fakemodel started")
+	}
+	// Poll rather than sleep a fixed time: the wait ends as soon as the
+	// request arrives, and the deadline only turns a hang into a failure.
+	deadline := time.Now().Add(time.Minute)
+	for len(srv.Requests()) < n {
+		if time.Now().After(deadline) {
+			ts.Fatalf("fakemodel-wait: %d requests after a minute, want %d", len(srv.Requests()), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -26,6 +26,7 @@ func TestScripts(t *testing.T) {
 			"exitcode":           cmdExitCode,
 			"fakemodel":          cmdFakeModel,
 			"fakemodel-requests": cmdFakeModelRequests,
+			"fakemodel-wait":     cmdFakeModelWait,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.

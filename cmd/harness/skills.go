@@ -1,7 +1,403 @@
 package main
 
-import "github.com/urfave/cli/v3"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/skills"
+)
+
+// sandboxWorkspace is where the model sees the workspace; the skills
+// commands print the same sandbox paths a run would record.
+const sandboxWorkspace = "/workspace"
 
 func skillsCommand() *cli.Command {
-	return &cli.Command{Name: "skills", Usage: "inspect and validate skill roots"}
+	return &cli.Command{
+		Name:  "skills",
+		Usage: "inspect, validate and snapshot skill roots",
+		Description: "A skill is a directory holding SKILL.md (YAML frontmatter with name and description,\n" +
+			"then Markdown instructions); every other file below it is a supporting resource.\n" +
+			"Roots are given with --skills-root (repeatable; the first root that defines a name wins).",
+		Commands: []*cli.Command{
+			skillsListCommand(),
+			skillsShowCommand(),
+			skillsValidateCommand(),
+			skillsSnapshotCommand(),
+		},
+	}
+}
+
+// scanFlags are shared by the subcommands that scan roots.
+func scanFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "skills-root", Usage: "skill root `DIR` (repeatable, precedence in the order given)", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
+		&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR`, for the sandbox paths (/workspace/...) a run would show", Value: ".", Sources: cli.EnvVars("HARNESS_WORKSPACE")},
+		&cli.IntFlag{Name: "max-depth", Usage: "discovery depth below each root", Value: skills.DefaultLimits().DiscoveryDepth},
+		&cli.IntFlag{Name: "max-dirs", Usage: "directories visited per root during discovery", Value: skills.DefaultLimits().DiscoveryDirs},
+		&cli.IntFlag{Name: "max-resource-depth", Usage: "resource depth below each skill", Value: skills.DefaultLimits().ResourceDepth},
+		&cli.IntFlag{Name: "max-resources", Usage: "resource files indexed per skill", Value: skills.DefaultLimits().ResourceFiles},
+	}
+}
+
+func limitsFrom(cmd *cli.Command) (skills.Limits, error) {
+	l := skills.Limits{
+		DiscoveryDepth: int(cmd.Int("max-depth")),
+		DiscoveryDirs:  int(cmd.Int("max-dirs")),
+		ResourceDepth:  int(cmd.Int("max-resource-depth")),
+		ResourceFiles:  int(cmd.Int("max-resources")),
+	}
+	if l.DiscoveryDepth < 1 || l.DiscoveryDirs < 1 || l.ResourceDepth < 1 || l.ResourceFiles < 1 {
+		return l, usagef("scan limits must be at least 1 (--max-depth, --max-dirs, --max-resource-depth, --max-resources)")
+	}
+	return l, nil
+}
+
+// scanRoots resolves the roots the way `harness run` does (absolute,
+// symlinks evaluated) and scans them.
+func scanRoots(ctx context.Context, cmd *cli.Command) (*skills.Registry, error) {
+	roots := cmd.StringSlice("skills-root")
+	if len(roots) == 0 {
+		return nil, usagef("no skill root: pass --skills-root DIR (repeatable) or set HARNESS_SKILLS_ROOT")
+	}
+	ws, err := realDir(cmd.String("workspace"), "--workspace")
+	if err != nil {
+		return nil, err
+	}
+	var resolved []string
+	for _, r := range roots {
+		abs, err := realDir(r, "--skills-root")
+		if err != nil {
+			return nil, err
+		}
+		resolved = append(resolved, abs)
+	}
+	limits, err := limitsFrom(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return skills.Scan(ctx, skills.ScanOptions{
+		Roots:            resolved,
+		Workspace:        ws,
+		SandboxWorkspace: sandboxWorkspace,
+		Limits:           limits,
+	})
+}
+
+func realDir(p, flag string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", usagef(fmt.Sprintf("%s %s: no such directory", flag, p))
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.IsDir() {
+		return "", usagef(fmt.Sprintf("%s %s: not a directory", flag, p))
+	}
+	return abs, nil
+}
+
+// skillList is the --json output of `harness skills list`.
+type skillList struct {
+	artifacts.Envelope
+	Digest      artifacts.Digest    `json:"digest"`
+	Skills      []skillListEntry    `json:"skills"`
+	Diagnostics []skills.Diagnostic `json:"diagnostics"`
+}
+
+type skillListEntry struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Root        string           `json:"root"`
+	SkillPath   string           `json:"skillPath"`
+	Digest      artifacts.Digest `json:"digest"`
+	ShadowedBy  string           `json:"shadowedBy,omitempty"`
+	Resources   int              `json:"resources"`
+	Diagnostics int              `json:"diagnostics"`
+}
+
+func skillsListCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "list",
+		Usage:     "list the skills under the roots",
+		UsageText: "harness skills list --skills-root DIR [--skills-root DIR]... [--json]",
+		Flags:     append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() > 0 {
+				return usagef(fmt.Sprintf("unexpected argument %q: give roots with --skills-root", cmd.Args().First()))
+			}
+			reg, err := scanRoots(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			out := skillList{Envelope: artifacts.NewEnvelope("harness.skill-list", 1), Digest: reg.Digest, Skills: []skillListEntry{}, Diagnostics: reg.Diagnostics}
+			for _, s := range reg.Skills {
+				out.Skills = append(out.Skills, skillListEntry{
+					Name: s.Name, Description: s.Description, Root: s.Root, SkillPath: s.SkillPath,
+					Digest: s.Digest, ShadowedBy: s.ShadowedBy, Resources: len(s.Resources), Diagnostics: len(s.Diagnostics),
+				})
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return writeJSONTo(w, out)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tDESCRIPTION\tROOT\tDIAGNOSTICS")
+			for _, s := range out.Skills {
+				name := s.Name
+				if s.ShadowedBy != "" {
+					name += " (shadowed)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, shorten(s.Description, 60), s.Root, s.Diagnostics)
+			}
+			tw.Flush()
+			fmt.Fprintf(cmd.Root().ErrWriter, "%d skills, %d registry diagnostics\n", len(out.Skills), len(reg.Diagnostics))
+			return nil
+		},
+	}
+}
+
+func skillsShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "show one skill: metadata, body size and resources",
+		UsageText: "harness skills show NAME --skills-root DIR [--json]",
+		Flags:     append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the skill's registry record as JSON"}),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness skills show takes exactly one skill NAME")
+			}
+			reg, err := scanRoots(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			name := cmd.Args().First()
+			s, ok := reg.Lookup(name)
+			if !ok {
+				avail := strings.Join(reg.Available(), ", ")
+				if avail == "" {
+					avail = "none"
+				}
+				return usagef(fmt.Sprintf("skill not found: %s; available skills: %s", name, avail))
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return writeJSONTo(w, s)
+			}
+			printSkill(w, s)
+			return nil
+		},
+	}
+}
+
+func printSkill(w io.Writer, s *skills.Skill) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "name:\t%s\n", s.Name)
+	fmt.Fprintf(tw, "description:\t%s\n", s.Description)
+	fmt.Fprintf(tw, "SKILL.md:\t%s\n", s.SkillPath)
+	if s.SandboxSkillPath != "" {
+		fmt.Fprintf(tw, "sandbox path:\t%s\n", s.SandboxSkillPath)
+	}
+	fmt.Fprintf(tw, "digest:\t%s\n", s.Digest)
+	fmt.Fprintf(tw, "tree digest:\t%s\n", s.TreeDigest)
+	if fi, err := os.Stat(s.SkillPath); err == nil {
+		fmt.Fprintf(tw, "body:\t%d bytes\n", fi.Size()-int64(s.BodyOffset))
+	}
+	for _, k := range sortedKeys(s.Frontmatter) {
+		if k == "name" || k == "description" {
+			continue
+		}
+		b, _ := json.Marshal(s.Frontmatter[k])
+		fmt.Fprintf(tw, "%s:\t%s\n", k, shorten(string(b), 100))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nresources (%d):\n", len(s.Resources))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range s.Resources {
+		extra := r.ContentKind
+		if r.Runtime != "" {
+			extra += ", " + r.Runtime
+		}
+		if r.Referenced {
+			extra += ", referenced"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d bytes\t%s\n", r.Path, r.Kind, r.Size, extra)
+	}
+	tw.Flush()
+	if len(s.Diagnostics) > 0 {
+		fmt.Fprintf(w, "\ndiagnostics (%d):\n", len(s.Diagnostics))
+		for _, d := range s.Diagnostics {
+			fmt.Fprintf(w, "  - %s\n", formatDiagnostic(d))
+		}
+	}
+}
+
+func formatDiagnostic(d skills.Diagnostic) string {
+	loc := d.Path
+	if d.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", d.Path, d.Line)
+	}
+	if loc != "" {
+		loc = " (" + loc + ")"
+	}
+	return fmt.Sprintf("%s: %s [%s]%s", d.Severity, d.Detail, d.Code, loc)
+}
+
+func skillsValidateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "validate",
+		Usage: "check skill directories or roots; exit 1 when any error is found",
+		UsageText: "harness skills validate [--strict] [--json] PATH...\n\n" +
+			"PATH is a skill directory (holding SKILL.md) or a root of skills.\n" +
+			"Without --strict the lenient rules of `harness run` apply: only what would make a run\n" +
+			"skip the skill is an error. --strict applies the Agent Skills specification's rules.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "strict", Usage: "apply the Agent Skills specification's rules (allowed keys, name and field lengths, directory name)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the validation results as JSON"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() == 0 {
+				return usagef("harness skills validate needs at least one PATH (a skill directory or a root)")
+			}
+			results := []*skills.Validation{}
+			failed := false
+			for _, p := range cmd.Args().Slice() {
+				if _, err := os.Stat(p); err != nil {
+					return usagef(fmt.Sprintf("validate %s: no such file or directory", p))
+				}
+				v, err := skills.Validate(ctx, p, skills.ValidateOptions{Strict: cmd.Bool("strict")})
+				if err != nil {
+					return usagef(fmt.Sprintf("validate %s: %v", p, err))
+				}
+				results = append(results, v)
+				failed = failed || v.HasErrors()
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if err := writeJSONTo(w, struct {
+					artifacts.Envelope
+					Valid   bool                 `json:"valid"`
+					Results []*skills.Validation `json:"results"`
+				}{artifacts.NewEnvelope("harness.skill-validation", 1), !failed, results}); err != nil {
+					return err
+				}
+			} else {
+				for _, v := range results {
+					printValidation(w, v)
+				}
+			}
+			if failed {
+				return &codeError{code: exitFailed, msg: "validation failed"}
+			}
+			return nil
+		},
+	}
+}
+
+func printValidation(w io.Writer, v *skills.Validation) {
+	for _, d := range v.Diagnostics {
+		fmt.Fprintf(w, "%s: %s\n", v.Path, formatDiagnostic(d))
+	}
+	if len(v.Skills) == 0 && len(v.Diagnostics) == 0 {
+		fmt.Fprintf(w, "No skills found in %s\n", v.Path)
+	}
+	for _, s := range v.Skills {
+		bad := hasError(s.Diagnostics)
+		if bad {
+			fmt.Fprintf(w, "Validation failed for %s:\n", s.Path)
+		} else {
+			fmt.Fprintf(w, "Valid skill: %s\n", s.Path)
+		}
+		for _, d := range s.Diagnostics {
+			fmt.Fprintf(w, "  - %s\n", formatDiagnostic(d))
+		}
+	}
+}
+
+func hasError(ds []skills.Diagnostic) bool {
+	for _, d := range ds {
+		if d.Severity == skills.SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+func skillsSnapshotCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "snapshot",
+		Usage:     "write the registry snapshot (skill-registry.json) a run would take",
+		UsageText: "harness skills snapshot --skills-root DIR [--skills-root DIR]... --out FILE",
+		Flags:     append(scanFlags(), &cli.StringFlag{Name: "out", Usage: "write the snapshot to `FILE` (- for standard output)", Required: true}),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() > 0 {
+				return usagef(fmt.Sprintf("unexpected argument %q: give roots with --skills-root", cmd.Args().First()))
+			}
+			reg, err := scanRoots(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			out := cmd.String("out")
+			if out == "-" {
+				return writeJSONTo(cmd.Root().Writer, reg)
+			}
+			if err := artifacts.WriteJSON(out, reg); err != nil {
+				return fmt.Errorf("write snapshot: %w", err)
+			}
+			fmt.Fprintf(cmd.Root().ErrWriter, "wrote %s: %d skills, %d diagnostics, digest %s\n", out, len(reg.Skills), countDiagnostics(reg), reg.Digest)
+			return nil
+		},
+	}
+}
+
+func countDiagnostics(reg *skills.Registry) int {
+	n := len(reg.Diagnostics)
+	for _, s := range reg.Skills {
+		n += len(s.Diagnostics)
+		for _, r := range s.Resources {
+			n += len(r.Diagnostics)
+		}
+	}
+	return n
+}
+
+func writeJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	return nil
+}
+
+// shorten cuts s to at most n runes on one line, marking the cut.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
