@@ -1,0 +1,355 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+)
+
+// Reason says why a run of the loop ended.
+type Reason string
+
+const (
+	ReasonCompleted     Reason = "completed"
+	ReasonLimitTurns    Reason = "limit.turns"
+	ReasonLimitTokens   Reason = "limit.tokens"
+	ReasonLimitTimeout  Reason = "limit.timeout"
+	ReasonInterrupted   Reason = "interrupted"
+	ReasonProviderError Reason = "provider_error" // including a cassette mismatch on replay
+	ReasonFailed        Reason = "failed"         // the model ended in error, or a tool failed inside harness
+)
+
+// Limits bound a run. Zero means unlimited.
+type Limits struct {
+	MaxTurns  int
+	Timeout   time.Duration
+	MaxTokens int64
+}
+
+// Config is what one run of the loop needs.
+type Config struct {
+	Model     Model
+	ModelName string
+	Params    Params
+	Tools     []Tool
+	Limits    Limits
+	// Journal receives the events of every turn.
+	Journal *artifacts.Journal
+	// ToolOutputDir receives one file per tool call; created if missing.
+	ToolOutputDir string
+}
+
+// Outcome is how a run of the loop ended.
+type Outcome struct {
+	Reason    Reason
+	Final     Message // the last assistant message, when completed
+	Turns     int
+	Usage     Usage
+	TurnUsage []Usage
+	Messages  []Message // the whole conversation at the end
+	Err       error
+}
+
+// Journal event records written by the loop.
+type (
+	ModelRequestEvent struct {
+		Turn     int              `json:"turn"`
+		Key      artifacts.Digest `json:"key"`
+		Messages int              `json:"messages"`
+	}
+	ModelResponseEvent struct {
+		Turn         int        `json:"turn"`
+		Content      string     `json:"content"`
+		ToolCalls    []ToolCall `json:"toolCalls"`
+		FinishReason string     `json:"finishReason"`
+		Usage        Usage      `json:"usage"`
+	}
+	ToolStartedEvent struct {
+		Turn      int    `json:"turn"`
+		CallID    string `json:"callId"`
+		Tool      string `json:"tool"`
+		Arguments string `json:"arguments"`
+	}
+	ToolFinishedEvent struct {
+		Turn   int    `json:"turn"`
+		CallID string `json:"callId"`
+		Tool   string `json:"tool"`
+		Status string `json:"status"`
+		Code   string `json:"code,omitempty"`
+		Output string `json:"output"`
+	}
+	LimitReachedEvent struct {
+		Limit string `json:"limit"` // turns | tokens | timeout
+		Value string `json:"value"`
+		Turns int    `json:"turns"`
+		Usage Usage  `json:"usage"`
+	}
+)
+
+// ToolOutput is tool-outputs/<call>-<tool>.json: the full result of a call.
+type ToolOutput struct {
+	artifacts.Envelope
+	Turn      int    `json:"turn"`
+	CallID    string `json:"callId"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Status    string `json:"status"`
+	Content   string `json:"content"`
+	Record    any    `json:"record,omitempty"`
+}
+
+type engine struct {
+	cfg      Config
+	tools    map[string]Tool
+	schemas  map[string]*schema
+	names    []string
+	specs    []ToolSpec
+	outNames map[string]bool
+	out      Outcome
+}
+
+// Run drives the model until it answers without tool calls, a limit is
+// reached, ctx is cancelled (an interrupt), or something fails. It always
+// returns an Outcome; the journal is complete for whatever happened.
+func Run(ctx context.Context, cfg Config, history []Message) Outcome {
+	e := &engine{cfg: cfg, tools: map[string]Tool{}, schemas: map[string]*schema{}, outNames: map[string]bool{}}
+	e.out.Messages = slices.Clone(history)
+	e.out.TurnUsage = []Usage{}
+	for _, t := range cfg.Tools {
+		spec := t.Spec()
+		s, err := compileSchema(spec.Name, spec.Parameters)
+		if err != nil {
+			return e.fail(fmt.Errorf("tool %s: %w", spec.Name, err))
+		}
+		e.tools[spec.Name], e.schemas[spec.Name] = t, s
+		e.names = append(e.names, spec.Name)
+		e.specs = append(e.specs, spec)
+	}
+	if cfg.ToolOutputDir != "" {
+		if err := os.MkdirAll(cfg.ToolOutputDir, 0o755); err != nil {
+			return e.fail(fmt.Errorf("tool outputs: %w", err))
+		}
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if cfg.Limits.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, cfg.Limits.Timeout)
+	}
+	defer cancel()
+	return e.loop(ctx, runCtx)
+}
+
+func (e *engine) loop(parent, ctx context.Context) Outcome {
+	for {
+		if r, ok := e.stopped(parent, ctx); ok {
+			return e.end(r, nil)
+		}
+		if m := e.cfg.Limits.MaxTurns; m > 0 && e.out.Turns >= m {
+			return e.limit(ReasonLimitTurns, "turns", fmt.Sprint(m))
+		}
+		if m := e.cfg.Limits.MaxTokens; m > 0 && e.out.Usage.TotalTokens >= m {
+			return e.limit(ReasonLimitTokens, "tokens", fmt.Sprint(m))
+		}
+		turn := e.out.Turns + 1
+		req := Request{Model: e.cfg.ModelName, Messages: e.out.Messages, Tools: e.specs, Params: e.cfg.Params}
+		key, err := RequestKey(req)
+		if err != nil {
+			return e.fail(err)
+		}
+		if err := e.journal("model.request", ModelRequestEvent{Turn: turn, Key: key, Messages: len(req.Messages)}); err != nil {
+			return e.fail(err)
+		}
+		resp, err := e.cfg.Model.Complete(ctx, req)
+		if err != nil {
+			if r, ok := e.stopped(parent, ctx); ok {
+				return e.end(r, nil)
+			}
+			return e.end(ReasonProviderError, err)
+		}
+		e.out.Turns = turn
+		e.out.Usage = e.out.Usage.Add(resp.Usage)
+		e.out.TurnUsage = append(e.out.TurnUsage, resp.Usage)
+		msg := resp.Message
+		msg.Role = RoleAssistant
+		e.out.Messages = append(e.out.Messages, msg)
+		calls := msg.ToolCalls
+		if calls == nil {
+			calls = []ToolCall{}
+		}
+		if err := e.journal("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Usage: resp.Usage}); err != nil {
+			return e.fail(err)
+		}
+		if len(msg.ToolCalls) == 0 {
+			if msg.Content == "" && (resp.FinishReason == "length" || resp.FinishReason == "content_filter") {
+				return e.end(ReasonFailed, fmt.Errorf("the model stopped without an answer (finish reason %q)", resp.FinishReason))
+			}
+			e.out.Final = msg
+			return e.end(ReasonCompleted, nil)
+		}
+		for _, call := range msg.ToolCalls {
+			// An interrupt stops before the next call; a call already
+			// running sees the cancelled context itself.
+			if r, ok := e.stopped(parent, ctx); ok {
+				return e.end(r, nil)
+			}
+			if err := e.callTool(ctx, turn, call); err != nil {
+				return e.fail(err)
+			}
+		}
+	}
+}
+
+// stopped reports whether the caller interrupted the run or the wall-clock
+// limit ended it; the caller's context wins when both have ended.
+func (e *engine) stopped(parent, ctx context.Context) (Reason, bool) {
+	if parent.Err() != nil {
+		return ReasonInterrupted, true
+	}
+	if ctx.Err() != nil {
+		if err := e.journal("limit.reached", LimitReachedEvent{Limit: "timeout", Value: e.cfg.Limits.Timeout.String(), Turns: e.out.Turns, Usage: e.out.Usage}); err != nil {
+			return ReasonFailed, true
+		}
+		return ReasonLimitTimeout, true
+	}
+	return "", false
+}
+
+func (e *engine) limit(r Reason, name, value string) Outcome {
+	if err := e.journal("limit.reached", LimitReachedEvent{Limit: name, Value: value, Turns: e.out.Turns, Usage: e.out.Usage}); err != nil {
+		return e.fail(err)
+	}
+	return e.end(r, nil)
+}
+
+func (e *engine) end(r Reason, err error) Outcome {
+	e.out.Reason, e.out.Err = r, err
+	return e.out
+}
+
+func (e *engine) fail(err error) Outcome { return e.end(ReasonFailed, err) }
+
+func (e *engine) journal(typ string, data any) error {
+	if e.cfg.Journal == nil {
+		return nil
+	}
+	_, err := e.cfg.Journal.Append(typ, data)
+	return err
+}
+
+// callTool runs one tool call and records it. Problems with the call
+// itself become error results the model sees; only a harness fault (a Go
+// error from the tool, or a failed write) is returned.
+func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
+	if err := e.journal("tool.started", ToolStartedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments}); err != nil {
+		return err
+	}
+	res, code, toolErr := e.invoke(ctx, call)
+	if toolErr != nil {
+		res = ErrorResult("tool_failed", fmt.Sprintf("%s failed inside harness: %v", call.Name, toolErr), nil)
+		code = "tool_failed"
+	}
+	if res.Status == "" {
+		res.Status = StatusOK
+	}
+	out, err := e.writeOutput(turn, call, res)
+	if err != nil {
+		return err
+	}
+	if err := e.journal("tool.finished", ToolFinishedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Status: res.Status, Code: code, Output: out}); err != nil {
+		return err
+	}
+	e.out.Messages = append(e.out.Messages, Message{Role: RoleTool, Content: res.Content, ToolCallID: call.ID})
+	if toolErr != nil {
+		return fmt.Errorf("tool %s: %w", call.Name, toolErr)
+	}
+	return nil
+}
+
+func (e *engine) invoke(ctx context.Context, call ToolCall) (ToolResult, string, error) {
+	t, ok := e.tools[call.Name]
+	if !ok {
+		msg := fmt.Sprintf("there is no tool named %q; available tools: %s", call.Name, strings.Join(e.names, ", "))
+		return ErrorResult("tool_unknown", msg, nil), "tool_unknown", nil
+	}
+	args := json.RawMessage(call.Arguments)
+	if strings.TrimSpace(call.Arguments) == "" {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		return ErrorResult("arguments_invalid_json", fmt.Sprintf("the arguments of %s are not valid JSON; send one JSON object", call.Name), nil), "arguments_invalid_json", nil
+	}
+	if err := e.schemas[call.Name].validate(args); err != nil {
+		return ErrorResult("arguments_invalid", fmt.Sprintf("the arguments of %s do not match its schema: %v", call.Name, err), nil), "arguments_invalid", nil
+	}
+	res, err := t.Call(ctx, call, args)
+	if err != nil {
+		return res, "", err
+	}
+	code := ""
+	if res.Status == StatusError {
+		code = errorCode(res.Content)
+	}
+	return res, code, nil
+}
+
+// errorCode extracts the code of an ErrorResult's content, for the journal.
+func errorCode(content string) string {
+	var v struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(content), &v) != nil {
+		return ""
+	}
+	return v.Error.Code
+}
+
+// writeOutput stores the full result and returns its path relative to the
+// run directory.
+func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, error) {
+	if e.cfg.ToolOutputDir == "" {
+		return "", nil
+	}
+	base := fileSafe(call.ID) + "-" + fileSafe(call.Name)
+	name := base + ".json"
+	for i := 2; e.outNames[name]; i++ {
+		name = fmt.Sprintf("%s-%d.json", base, i)
+	}
+	e.outNames[name] = true
+	rec := ToolOutput{
+		Envelope: artifacts.NewEnvelope("harness.tool-output", 1),
+		Turn:     turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
+		Status: res.Status, Content: res.Content, Record: res.Record,
+	}
+	if err := artifacts.WriteJSON(filepath.Join(e.cfg.ToolOutputDir, name), rec); err != nil {
+		return "", fmt.Errorf("write tool output: %w", err)
+	}
+	return filepath.Base(e.cfg.ToolOutputDir) + "/" + name, nil
+}
+
+// fileSafe keeps ids chosen by the model from naming paths: only
+// [A-Za-z0-9_-] survive, and the length is bounded.
+func fileSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+		if b.Len() >= 64 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "call"
+	}
+	return b.String()
+}

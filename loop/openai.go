@@ -1,0 +1,213 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// DefaultBaseURL is used when OpenAIConfig.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// OpenAIConfig configures the OpenAI-compatible Chat Completions model.
+// Only what is set here reaches the wire: unlike openai.NewClient, the
+// model never reads OPENAI_* environment variables, so a stray
+// OPENAI_ORG_ID on a CI runner cannot change whom a run bills.
+type OpenAIConfig struct {
+	BaseURL          string // "" = DefaultBaseURL
+	APIKey           string
+	OrgID, ProjectID string // sent only when set
+	Retry            RetryPolicy
+	HTTPClient       *http.Client // nil = http.DefaultClient
+	// OnAttempt is told about every failed attempt, retried or final.
+	OnAttempt func(Attempt)
+}
+
+// OpenAI is a Model backed by an OpenAI-compatible /chat/completions API.
+type OpenAI struct {
+	svc   openai.ChatCompletionService
+	retry RetryPolicy
+	on    func(Attempt)
+}
+
+// NewOpenAI builds the model from explicit options only.
+func NewOpenAI(cfg OpenAIConfig) *OpenAI {
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	opts := []option.RequestOption{
+		option.WithHTTPClient(hc),
+		option.WithBaseURL(base),
+		option.WithAPIKey(cfg.APIKey),
+		// Retries are ours, so that every attempt is journaled.
+		option.WithMaxRetries(0),
+	}
+	if cfg.OrgID != "" {
+		opts = append(opts, option.WithOrganization(cfg.OrgID))
+	}
+	if cfg.ProjectID != "" {
+		opts = append(opts, option.WithProject(cfg.ProjectID))
+	}
+	return &OpenAI{
+		// The service constructor, unlike NewClient, applies no
+		// environment defaults.
+		svc:   openai.NewChatCompletionService(opts...),
+		retry: cfg.Retry.withDefaults(),
+		on:    cfg.OnAttempt,
+	}
+}
+
+// Complete sends one request, retrying transient failures.
+func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
+	params, err := toParams(req)
+	if err != nil {
+		return Response{}, err
+	}
+	var resp Response
+	err = m.retry.do(ctx, m.on, func(ctx context.Context) error {
+		c, err := m.svc.New(ctx, params)
+		if err != nil {
+			return err
+		}
+		resp, err = fromCompletion(c)
+		return err
+	})
+	return resp, err
+}
+
+func toParams(req Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleSystem:
+			p.Messages = append(p.Messages, openai.SystemMessage(m.Content))
+		case RoleUser:
+			p.Messages = append(p.Messages, openai.UserMessage(m.Content))
+		case RoleTool:
+			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
+		case RoleAssistant:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" {
+				a.Content.OfString = openai.String(m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       c.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
+					},
+				})
+			}
+			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		default:
+			return p, fmt.Errorf("message role %q is not supported", m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		var params map[string]any
+		if len(t.Parameters) > 0 {
+			if err := json.Unmarshal(t.Parameters, &params); err != nil {
+				return p, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+			}
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name:        t.Name,
+			Description: openai.String(t.Description),
+			Parameters:  shared.FunctionParameters(params),
+		}))
+	}
+	if v := req.Params.Temperature; v != nil {
+		p.Temperature = openai.Float(*v)
+	}
+	if v := req.Params.TopP; v != nil {
+		p.TopP = openai.Float(*v)
+	}
+	if v := req.Params.Seed; v != nil {
+		p.Seed = openai.Int(*v)
+	}
+	if v := req.Params.MaxCompletionTokens; v > 0 {
+		p.MaxCompletionTokens = openai.Int(v)
+	}
+	return p, nil
+}
+
+func fromCompletion(c *openai.ChatCompletion) (Response, error) {
+	if len(c.Choices) == 0 {
+		return Response{}, &ProviderError{Message: "the provider answered with no choices"}
+	}
+	ch := c.Choices[0]
+	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return Response{
+		Message:      msg,
+		FinishReason: ch.FinishReason,
+		Usage: Usage{
+			PromptTokens:     c.Usage.PromptTokens,
+			CompletionTokens: c.Usage.CompletionTokens,
+			CachedTokens:     c.Usage.PromptTokensDetails.CachedTokens,
+			TotalTokens:      c.Usage.TotalTokens,
+		},
+	}, nil
+}
+
+// ProviderError is a failure of the model provider, after retries.
+type ProviderError struct {
+	Status    int    // HTTP status, 0 for a transport failure
+	Code      string // the provider's error code, if any
+	Message   string
+	Retryable bool // the failure was transient (the retry budget ran out)
+	Attempts  int
+}
+
+func (e *ProviderError) Error() string {
+	var s string
+	if e.Status != 0 {
+		s = fmt.Sprintf("model provider answered HTTP %d", e.Status)
+	} else {
+		s = "model provider unreachable"
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Attempts > 1 {
+		s += fmt.Sprintf(" (after %d attempts)", e.Attempts)
+	}
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		s += "; check the API key in HARNESS_API_KEY (or OPENAI_API_KEY) and --base-url"
+	case http.StatusNotFound:
+		s += "; check --base-url (it should end in /v1) and --model"
+	}
+	return s
+}
+
+// providerError converts an SDK or transport error into a ProviderError.
+func providerError(err error, attempts int, retryable bool) *ProviderError {
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		cp := *pe
+		cp.Attempts, cp.Retryable = attempts, retryable
+		return &cp
+	}
+	var api *openai.Error
+	if errors.As(err, &api) {
+		return &ProviderError{Status: api.StatusCode, Code: api.Code, Message: api.Message, Attempts: attempts, Retryable: retryable}
+	}
+	return &ProviderError{Message: err.Error(), Attempts: attempts, Retryable: retryable}
+}

@@ -1,0 +1,132 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+)
+
+// RetryPolicy bounds how transient provider failures are retried. Zero
+// fields take the defaults: 4 attempts, 500ms base delay, 30s cap.
+type RetryPolicy struct {
+	MaxAttempts int
+	BaseDelay   time.Duration
+	MaxDelay    time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 4
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = 500 * time.Millisecond
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = 30 * time.Second
+	}
+	return p
+}
+
+// Attempt records one failed attempt to reach the model. Attempts are
+// transport detail: journaled, never part of the run identity.
+type Attempt struct {
+	Attempt int    `json:"attempt"`
+	Status  int    `json:"status,omitempty"`
+	Error   string `json:"error"`
+	DelayMs int64  `json:"delayMs"`
+	GiveUp  bool   `json:"giveUp"`
+}
+
+// do runs call until it succeeds, fails permanently, the budget is spent,
+// or ctx ends. Context errors are returned as they are, never as provider
+// errors, so the caller can tell an interrupt from an outage.
+func (p RetryPolicy) do(ctx context.Context, on func(Attempt), call func(context.Context) error) error {
+	for n := 1; ; n++ {
+		err := call(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		status, transient := classify(err)
+		last := !transient || n >= p.MaxAttempts
+		delay := time.Duration(0)
+		if !last {
+			delay = p.delay(n, err)
+		}
+		if on != nil {
+			on(Attempt{Attempt: n, Status: status, Error: providerError(err, n, transient).Error(), DelayMs: delay.Milliseconds(), GiveUp: last})
+		}
+		if last {
+			return providerError(err, n, transient)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// delay is exponential in the attempt number, or what the server asked
+// for with Retry-After, never more than MaxDelay.
+func (p RetryPolicy) delay(attempt int, err error) time.Duration {
+	d := p.BaseDelay << (attempt - 1)
+	if d <= 0 || d > p.MaxDelay {
+		d = p.MaxDelay
+	}
+	var api *openai.Error
+	if errors.As(err, &api) && api.Response != nil {
+		if ra, ok := retryAfter(api.Response.Header.Get("Retry-After"), time.Now()); ok {
+			d = ra
+		}
+	}
+	return min(d, p.MaxDelay)
+}
+
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// classify says whether err is worth another attempt: rate limits, server
+// errors and connections that broke mid-way are; everything the request
+// itself got wrong is not.
+func classify(err error) (status int, transient bool) {
+	var api *openai.Error
+	if errors.As(err, &api) {
+		s := api.StatusCode
+		return s, s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500
+	}
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		return pe.Status, false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
+		return 0, true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return 0, true
+	}
+	return 0, false
+}

@@ -1,0 +1,70 @@
+package loop
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// schema validates tool-call arguments against the tool's declared JSON
+// schema, so a tool never sees arguments its schema rules out.
+type schema struct{ s *jsonschema.Schema }
+
+func compileSchema(name string, raw json.RawMessage) (*schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return &schema{}, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	url := "harness:tool/" + name + ".json"
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	return &schema{s: s}, nil
+}
+
+func (s *schema) validate(args json.RawMessage) error {
+	if s.s == nil {
+		return nil
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return err
+	}
+	if err := s.s.Validate(v); err != nil {
+		if ve, ok := err.(*jsonschema.ValidationError); ok {
+			return fmt.Errorf("%s", describe(ve))
+		}
+		return err
+	}
+	return nil
+}
+
+// describe turns a validation error tree into one line per leaf, each
+// naming the argument it is about.
+func describe(ve *jsonschema.ValidationError) string {
+	var parts []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			parts = append(parts, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(nil)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,149 @@
+package skills
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/token"
+)
+
+var bom = []byte("\xef\xbb\xbf")
+
+// frontmatterError is why SKILL.md has no usable frontmatter.
+type frontmatterError struct {
+	Code string
+	Msg  string
+	Line int // 1-based line in SKILL.md, 0 when unknown
+}
+
+func (e *frontmatterError) Error() string { return e.Msg }
+
+// splitFrontmatter separates the YAML frontmatter from the body. The
+// frontmatter starts on the first line, which must be exactly `---` (after
+// an optional UTF-8 BOM), and ends at the next line that is exactly `---`.
+// CRLF line ends are accepted. yamlLine is the 1-based line of the first
+// YAML line; bodyOffset is the byte offset of the body in data.
+func splitFrontmatter(data []byte) (fm []byte, yamlLine int, body []byte, bodyOffset int, err error) {
+	start := 0
+	if bytes.HasPrefix(data, bom) {
+		start = len(bom)
+	}
+	first, next, ok := line(data, start)
+	if !ok || string(first) != "---" {
+		return nil, 0, nil, 0, &frontmatterError{Code: CodeFrontmatterMissing, Msg: "SKILL.md must start with a line '---' opening the YAML frontmatter", Line: 1}
+	}
+	fmStart := next
+	pos := next
+	for n := 2; pos <= len(data); n++ {
+		l, after, ok := line(data, pos)
+		if !ok {
+			break
+		}
+		if string(l) == "---" {
+			return data[fmStart:pos], 2, data[after:], after, nil
+		}
+		pos = after
+	}
+	return nil, 0, nil, 0, &frontmatterError{Code: CodeFrontmatterUnclosed, Msg: "the frontmatter opened on line 1 is never closed: add a line '---' after the YAML", Line: 1}
+}
+
+// line returns the line starting at pos without its line end (LF or CRLF)
+// and the offset after it. ok is false at the end of data.
+func line(data []byte, pos int) (l []byte, next int, ok bool) {
+	if pos >= len(data) {
+		return nil, len(data), false
+	}
+	i := bytes.IndexByte(data[pos:], '\n')
+	if i < 0 {
+		return data[pos:], len(data), true
+	}
+	l = data[pos : pos+i]
+	l = bytes.TrimSuffix(l, []byte("\r"))
+	return l, pos + i + 1, true
+}
+
+// yamlError is what goccy/go-yaml errors carry: a message and the token
+// it is about.
+type yamlError interface {
+	GetToken() *token.Token
+	GetMessage() string
+}
+
+// parseFrontmatter decodes the YAML into JSON-compatible values. Duplicate
+// keys are an error (goccy/go-yaml rejects them by default).
+func parseFrontmatter(fm []byte, yamlLine int) (map[string]any, error) {
+	var v any
+	if err := yaml.UnmarshalWithOptions(fm, &v); err != nil {
+		msg, ln := err.Error(), 0
+		var ye yamlError
+		if errors.As(err, &ye) {
+			msg = ye.GetMessage()
+			if t := ye.GetToken(); t != nil && t.Position != nil {
+				ln = yamlLine + t.Position.Line - 1
+			}
+		}
+		return nil, &frontmatterError{Code: CodeFrontmatterInvalid, Msg: "invalid YAML in frontmatter: " + msg, Line: ln}
+	}
+	if v == nil {
+		return map[string]any{}, nil
+	}
+	m, ok := jsonValue(v).(map[string]any)
+	if !ok {
+		return nil, &frontmatterError{Code: CodeFrontmatterNotMapping, Msg: fmt.Sprintf("the frontmatter must be a YAML mapping of keys to values, not a %s", kindOf(v)), Line: yamlLine}
+	}
+	return m, nil
+}
+
+// jsonValue converts decoded YAML into values encoding/json can write:
+// string-keyed maps, and no NaN or infinities.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Sprint(x)
+		}
+		return x
+	case float32:
+		return jsonValue(float64(x))
+	case string, bool, nil, int, int64, uint64, int32, uint32, int8, int16, uint8, uint16, uint:
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	default:
+		return "scalar"
+	}
+}

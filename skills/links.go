@@ -1,0 +1,116 @@
+package skills
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// checkLinks resolves every relative link and image in the body of
+// SKILL.md against the skill's resources: a target inside the skill marks
+// those resources referenced; anything else is a broken-reference warning.
+func checkLinks(s *Skill) []Diagnostic {
+	if len(s.body) == 0 {
+		return nil
+	}
+	doc := goldmark.DefaultParser().Parse(text.NewReader(s.body))
+	var ds []Diagnostic
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		var dest []byte
+		switch l := n.(type) {
+		case *ast.Link:
+			dest = l.Destination
+		case *ast.Image:
+			dest = l.Destination
+		default:
+			return ast.WalkContinue, nil
+		}
+		target, ok := localTarget(string(dest))
+		if !ok {
+			return ast.WalkContinue, nil
+		}
+		if target == "" || !markReferenced(s, target) {
+			ds = append(ds, Diagnostic{
+				Severity: SeverityWarning,
+				Code:     CodeBrokenReference,
+				Detail:   fmt.Sprintf("link target '%s' is not a file inside the skill", dest),
+				Path:     s.SkillPath,
+				Line:     s.bodyLine + lineOf(s.body, n, dest),
+			})
+		}
+		return ast.WalkContinue, nil
+	})
+	return ds
+}
+
+// localTarget returns the skill-relative path a link points at. ok is
+// false for links that are not about files (URLs, mail, in-page anchors);
+// target is "" for a local link that leaves the skill.
+func localTarget(dest string) (target string, ok bool) {
+	if dest == "" || strings.HasPrefix(dest, "#") {
+		return "", false
+	}
+	if u, err := url.Parse(dest); err == nil && u.Scheme != "" {
+		return "", false
+	}
+	if i := strings.IndexAny(dest, "?#"); i >= 0 {
+		dest = dest[:i]
+	}
+	if un, err := url.PathUnescape(dest); err == nil {
+		dest = un
+	}
+	if strings.HasPrefix(dest, "/") {
+		return "", true
+	}
+	p := path.Clean(dest)
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return "", true
+	}
+	return p, true
+}
+
+// markReferenced marks the resource at target, or every resource below a
+// directory target, and reports whether anything matched.
+func markReferenced(s *Skill, target string) bool {
+	if target == "." {
+		return true
+	}
+	found := false
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		if r.Path == target || strings.HasPrefix(r.Path, target+"/") {
+			r.Referenced = true
+			found = true
+		}
+	}
+	return found
+}
+
+// lineOf finds the 0-based line of a link in the body: the first
+// occurrence of its destination at or after the start of its block.
+func lineOf(body []byte, n ast.Node, dest []byte) int {
+	start := 0
+	for p := n; p != nil; p = p.Parent() {
+		if p.Type() == ast.TypeBlock && p.Lines().Len() > 0 {
+			start = p.Lines().At(0).Start
+			break
+		}
+	}
+	if start > len(body) {
+		start = 0
+	}
+	at := start
+	if i := bytes.Index(body[start:], dest); i >= 0 {
+		at = start + i
+	}
+	return bytes.Count(body[:at], []byte("\n"))
+}

@@ -1,0 +1,97 @@
+package skills
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits of the Agent Skills specification.
+const (
+	maxNameLen          = 64
+	maxDescriptionLen   = 1024
+	maxCompatibilityLen = 500
+)
+
+// allowedKeys are the only frontmatter keys the specification defines;
+// strict validation rejects every other key.
+var allowedKeys = []string{"allowed-tools", "compatibility", "description", "license", "metadata", "name"}
+
+// ValidName reports whether name follows the specification: 1 to 64
+// lowercase letters, digits and single hyphens, not starting or ending
+// with a hyphen.
+func ValidName(name string) bool {
+	if name == "" || len(name) > maxNameLen {
+		return false
+	}
+	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkFields applies the specification's field rules to parsed
+// frontmatter. In lenient mode they are warnings (the skill still loads,
+// as the compatibility contract asks); strict mode makes them errors and
+// adds the rules only a validator enforces (allowed keys, metadata shape).
+func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool) []Diagnostic {
+	sev := SeverityWarning
+	if strict {
+		sev = SeverityError
+	}
+	var ds []Diagnostic
+	add := func(code, format string, args ...any) {
+		ds = append(ds, Diagnostic{Severity: sev, Code: code, Detail: fmt.Sprintf(format, args...), Path: skillPath})
+	}
+	if n := utf8.RuneCountInString(name); n > maxNameLen {
+		add(CodeFieldTooLong, "Skill name '%s' exceeds %d character limit (%d chars)", name, maxNameLen, n)
+	} else if !ValidName(name) {
+		add(CodeNameInvalid, "Skill name '%s' must use only lowercase letters, digits and single hyphens, and must not start or end with a hyphen", name)
+	}
+	if dirName != "" && name != dirName {
+		add(CodeNameMismatch, "Directory name '%s' must match skill name '%s'", dirName, name)
+	}
+	if d, ok := fm["description"].(string); ok {
+		if n := utf8.RuneCountInString(d); n > maxDescriptionLen {
+			add(CodeFieldTooLong, "Description exceeds %d character limit (%d chars)", maxDescriptionLen, n)
+		}
+	}
+	if c, ok := fm["compatibility"]; ok {
+		s, isStr := c.(string)
+		switch {
+		case !isStr && strict:
+			add(CodeFieldTooLong, "Field 'compatibility' must be a string")
+		case utf8.RuneCountInString(s) > maxCompatibilityLen:
+			add(CodeFieldTooLong, "Compatibility exceeds %d character limit (%d chars)", maxCompatibilityLen, utf8.RuneCountInString(s))
+		}
+	}
+	if !strict {
+		return ds
+	}
+	var extra []string
+	for k := range fm {
+		if !slices.Contains(allowedKeys, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		add(CodeUnexpectedFields, "Unexpected fields in frontmatter: %s. Only %s are allowed; move other data under 'metadata'", strings.Join(extra, ", "), strings.Join(allowedKeys, ", "))
+	}
+	if m, ok := fm["metadata"]; ok {
+		if _, isMap := m.(map[string]any); !isMap {
+			add(CodeMetadataNotMapping, "Field 'metadata' must be a mapping of keys to values")
+		}
+	}
+	if _, ok := fm["name"]; !ok {
+		add(CodeNameMissing, "Missing required field in frontmatter: name")
+	}
+	return ds
+}

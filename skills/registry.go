@@ -1,0 +1,199 @@
+package skills
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+)
+
+// RegistryType and RegistryVersion identify skill-registry.json.
+const (
+	RegistryType    = "harness.skill-registry"
+	RegistryVersion = 1
+)
+
+// Limits bound the traversal of skill roots. They are recorded in the
+// snapshot; reaching one is a scan-limit-reached diagnostic, never a
+// silent cut.
+type Limits struct {
+	DiscoveryDepth int `json:"discoveryDepth"` // directory levels below a root searched for SKILL.md
+	DiscoveryDirs  int `json:"discoveryDirs"`  // directories visited per root while discovering
+	ResourceDepth  int `json:"resourceDepth"`  // directory levels below a skill indexed as resources
+	ResourceFiles  int `json:"resourceFiles"`  // files indexed per skill
+}
+
+// DefaultLimits are the limits used for zero fields.
+func DefaultLimits() Limits {
+	return Limits{DiscoveryDepth: 6, DiscoveryDirs: 2000, ResourceDepth: 8, ResourceFiles: 2000}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.DiscoveryDepth <= 0 {
+		l.DiscoveryDepth = d.DiscoveryDepth
+	}
+	if l.DiscoveryDirs <= 0 {
+		l.DiscoveryDirs = d.DiscoveryDirs
+	}
+	if l.ResourceDepth <= 0 {
+		l.ResourceDepth = d.ResourceDepth
+	}
+	if l.ResourceFiles <= 0 {
+		l.ResourceFiles = d.ResourceFiles
+	}
+	return l
+}
+
+// Registry is skill-registry.json: the run-start snapshot of every skill
+// under the configured roots. Its Go type is the artifact's schema.
+type Registry struct {
+	artifacts.Envelope
+	GeneratedAt time.Time        `json:"generatedAt"`
+	Roots       []Root           `json:"roots"`
+	Limits      Limits           `json:"limits"`
+	Digest      artifacts.Digest `json:"digest"`
+	Skills      []Skill          `json:"skills"`
+	Diagnostics []Diagnostic     `json:"diagnostics"`
+}
+
+// Root is a configured skill root, in precedence order.
+type Root struct {
+	Path        string `json:"path"`
+	SandboxPath string `json:"sandboxPath"`
+}
+
+// Skill is one accepted skill directory.
+type Skill struct {
+	Name             string           `json:"name"`
+	Description      string           `json:"description"`
+	Root             string           `json:"root"`
+	SkillPath        string           `json:"skillPath"`
+	SkillDir         string           `json:"skillDir"`
+	SandboxSkillPath string           `json:"sandboxSkillPath"`
+	SandboxSkillDir  string           `json:"sandboxSkillDir"`
+	Digest           artifacts.Digest `json:"digest"`
+	TreeDigest       artifacts.Digest `json:"treeDigest"`
+	Frontmatter      map[string]any   `json:"frontmatter"`
+	BodyOffset       int              `json:"bodyOffset"`
+	// ShadowedBy is the SKILL.md path of the skill that won the name: a
+	// root earlier in the precedence order, or an earlier path in the same
+	// root. A shadowed skill is kept for the record and never loaded.
+	ShadowedBy  string       `json:"shadowedBy,omitempty"`
+	Resources   []Resource   `json:"resources"`
+	Diagnostics []Diagnostic `json:"diagnostics"`
+
+	rootIndex int
+	relDir    string    // skill directory relative to its root, slash-separated
+	body      []byte    // the Markdown after the frontmatter, for link checks
+	bodyLine  int       // 1-based line of SKILL.md where the body starts
+	fsRoot    *scanRoot // the root the skill was found in, during a scan
+}
+
+// Resource is one supporting file of a skill.
+type Resource struct {
+	Path        string           `json:"path"`
+	Kind        string           `json:"kind"`
+	HostPath    string           `json:"hostPath"`
+	SandboxPath string           `json:"sandboxPath"`
+	Size        int64            `json:"size"`
+	Digest      artifacts.Digest `json:"digest"`
+	ContentKind string           `json:"contentKind"`
+	Referenced  bool             `json:"referenced"`
+	Executable  *bool            `json:"executable,omitempty"`
+	Shebang     string           `json:"shebang,omitempty"`
+	Runtime     string           `json:"runtime,omitempty"`
+	Diagnostics []Diagnostic     `json:"diagnostics"`
+}
+
+// Resource kinds, by the first path segment.
+const (
+	KindReference = "reference"
+	KindAsset     = "asset"
+	KindTemplate  = "template"
+	KindScript    = "script"
+	KindOther     = "other"
+)
+
+func resourceKind(rel string) string {
+	first, _, _ := strings.Cut(rel, "/")
+	switch first {
+	case "references":
+		return KindReference
+	case "assets":
+		return KindAsset
+	case "templates":
+		return KindTemplate
+	case "scripts":
+		return KindScript
+	}
+	return KindOther
+}
+
+// Lookup returns the effective skill called name: not shadowed.
+func (r *Registry) Lookup(name string) (*Skill, bool) {
+	if r == nil {
+		return nil, false
+	}
+	for i := range r.Skills {
+		if r.Skills[i].Name == name && r.Skills[i].ShadowedBy == "" {
+			return &r.Skills[i], true
+		}
+	}
+	return nil, false
+}
+
+// Available lists the names of the effective skills, sorted.
+func (r *Registry) Available() []string {
+	if r == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range r.Skills {
+		if s.ShadowedBy == "" {
+			out = append(out, s.Name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Resource returns the skill's resource at the slash path rel.
+func (s *Skill) Resource(rel string) (*Resource, bool) {
+	i, ok := slices.BinarySearchFunc(s.Resources, rel, func(r Resource, p string) int { return strings.Compare(r.Path, p) })
+	if !ok {
+		return nil, false
+	}
+	return &s.Resources[i], true
+}
+
+// treeDigest digests the sorted (path, digest) list of a skill's resources.
+func treeDigest(rs []Resource) artifacts.Digest {
+	h := artifacts.NewHasher()
+	h.WriteField("harness.skill-tree/1")
+	for _, r := range rs {
+		h.WriteField(r.Path)
+		h.WriteField(string(r.Digest))
+	}
+	return h.Digest()
+}
+
+// registryDigest covers every skill's identity and content and the
+// limits, but no host path and no time: the same tree under another
+// checkout directory has the same digest.
+func registryDigest(limits Limits, skills []Skill) artifacts.Digest {
+	h := artifacts.NewHasher()
+	h.WriteField("harness.skill-registry/1")
+	h.WriteField(fmt.Sprintf("%d/%d/%d/%d", limits.DiscoveryDepth, limits.DiscoveryDirs, limits.ResourceDepth, limits.ResourceFiles))
+	for _, s := range skills {
+		h.WriteField(s.Name)
+		h.WriteField(fmt.Sprint(s.rootIndex))
+		h.WriteField(s.relDir)
+		h.WriteField(string(s.Digest))
+		h.WriteField(string(s.TreeDigest))
+		h.WriteField(fmt.Sprint(s.ShadowedBy != ""))
+	}
+	return h.Digest()
+}

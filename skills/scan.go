@@ -1,0 +1,467 @@
+package skills
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/harness-dev/harness/artifacts"
+)
+
+// maxSkillFile bounds SKILL.md: it is read whole and injected into a
+// model's context, so a larger one is a mistake, not a skill.
+const maxSkillFile = 1 << 20
+
+// ScanOptions configure Scan. Zero Limits fields take DefaultLimits.
+type ScanOptions struct {
+	// Roots are absolute host paths in precedence order.
+	Roots []string
+	// Workspace is the absolute host workspace; sandbox paths are
+	// SandboxWorkspace joined with paths relative to it. Paths outside it
+	// get no sandbox path.
+	Workspace        string
+	SandboxWorkspace string
+	Limits           Limits
+	// Now stamps generatedAt (nil = time.Now).
+	Now func() time.Time
+}
+
+// Scan snapshots the skill roots. It fails only for a root that cannot be
+// scanned at all or when ctx ends; every problem inside a root is a
+// Diagnostic in the registry.
+func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
+	if len(opts.Roots) == 0 {
+		return nil, errors.New("scan: no skill roots")
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	sc, err := newScanner(opts.Roots, opts.Workspace, opts.SandboxWorkspace, opts.Limits.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	defer sc.close()
+	var cands []candidate
+	for _, r := range sc.roots {
+		cs, err := sc.discover(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, cs...)
+	}
+	var loaded []*Skill
+	for _, c := range cands {
+		s, diags, ok := sc.load(c, false)
+		if !ok {
+			sc.diags = append(sc.diags, diags...)
+			continue
+		}
+		s.Diagnostics = append(s.Diagnostics, diags...)
+		loaded = append(loaded, s)
+	}
+	if err := sc.digestAll(ctx, loaded); err != nil {
+		return nil, err
+	}
+	reg := &Registry{
+		Envelope:    artifacts.NewEnvelope(RegistryType, RegistryVersion),
+		GeneratedAt: now().UTC(),
+		Limits:      sc.limits,
+		Skills:      []Skill{},
+	}
+	for _, r := range sc.roots {
+		reg.Roots = append(reg.Roots, Root{Path: r.path, SandboxPath: sc.sandbox(r.path)})
+	}
+	for _, s := range loaded {
+		sc.finishSkill(s)
+		reg.Skills = append(reg.Skills, *s)
+	}
+	resolvePrecedence(reg.Skills)
+	slices.SortStableFunc(reg.Skills, func(a, b Skill) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		if a.rootIndex != b.rootIndex {
+			return a.rootIndex - b.rootIndex
+		}
+		return strings.Compare(a.SkillPath, b.SkillPath)
+	})
+	reg.Diagnostics = sortDiagnostics(sc.diags)
+	reg.Digest = registryDigest(reg.Limits, reg.Skills)
+	return reg, nil
+}
+
+// resolvePrecedence marks every skill whose name an earlier one already
+// took: earlier roots win, and within a root the byte-wise first SKILL.md
+// path wins.
+func resolvePrecedence(ss []Skill) {
+	order := make([]int, len(ss))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if ss[a].rootIndex != ss[b].rootIndex {
+			return ss[a].rootIndex - ss[b].rootIndex
+		}
+		return strings.Compare(ss[a].SkillPath, ss[b].SkillPath)
+	})
+	winner := map[string]int{}
+	for _, i := range order {
+		s := &ss[i]
+		w, taken := winner[s.Name]
+		if !taken {
+			winner[s.Name] = i
+			continue
+		}
+		s.ShadowedBy = ss[w].SkillPath
+		d := Diagnostic{Severity: SeverityWarning, Path: s.SkillPath}
+		if ss[w].rootIndex == s.rootIndex {
+			d.Code = CodeDuplicateSkillName
+			d.Detail = fmt.Sprintf("skill name '%s' is also defined by %s, which sorts first in the same root and wins; rename one of them", s.Name, ss[w].SkillPath)
+		} else {
+			d.Code = CodeSkillShadowed
+			d.Detail = fmt.Sprintf("skill '%s' is shadowed by %s from an earlier --skills-root", s.Name, ss[w].SkillPath)
+		}
+		s.Diagnostics = append(s.Diagnostics, d)
+	}
+}
+
+func sortDiagnostics(ds []Diagnostic) []Diagnostic {
+	if ds == nil {
+		return []Diagnostic{}
+	}
+	slices.SortStableFunc(ds, func(a, b Diagnostic) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return strings.Compare(a.Code, b.Code)
+	})
+	return ds
+}
+
+type scanRoot struct {
+	index int
+	path  string // absolute, symlinks resolved
+	fs    *os.Root
+}
+
+type scanner struct {
+	roots        []*scanRoot
+	workspace    string
+	sandboxWS    string
+	limits       Limits
+	diags        []Diagnostic
+	resolvedDirs map[string]bool // every directory visited, by resolved path
+}
+
+// candidate is a directory holding SKILL.md, found by discovery.
+type candidate struct {
+	root *scanRoot
+	dir  string // host path as found under the root (not resolved)
+	rel  string // dir relative to the root, slash-separated, "." for the root
+}
+
+func newScanner(roots []string, workspace, sandboxWS string, limits Limits) (*scanner, error) {
+	sc := &scanner{workspace: workspace, sandboxWS: sandboxWS, limits: limits, resolvedDirs: map[string]bool{}}
+	for i, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			sc.close()
+			return nil, fmt.Errorf("skills root %s: %w", r, err)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			sc.close()
+			return nil, fmt.Errorf("skills root %s: %w", r, err)
+		}
+		if !fi.IsDir() {
+			sc.close()
+			return nil, fmt.Errorf("skills root %s is not a directory", r)
+		}
+		rfs, err := os.OpenRoot(abs)
+		if err != nil {
+			sc.close()
+			return nil, fmt.Errorf("skills root %s: %w", r, err)
+		}
+		sc.roots = append(sc.roots, &scanRoot{index: i, path: abs, fs: rfs})
+	}
+	return sc, nil
+}
+
+func (sc *scanner) close() {
+	for _, r := range sc.roots {
+		r.fs.Close()
+	}
+}
+
+// sandbox maps a host path to the path the model sees, or "" when the
+// path is not inside the workspace.
+func (sc *scanner) sandbox(host string) string {
+	if sc.workspace == "" || sc.sandboxWS == "" {
+		return ""
+	}
+	rel, err := filepath.Rel(sc.workspace, host)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	if rel == "." {
+		return sc.sandboxWS
+	}
+	return path.Join(sc.sandboxWS, filepath.ToSlash(rel))
+}
+
+func within(base, p string) bool {
+	return p == base || strings.HasPrefix(p, base+string(filepath.Separator))
+}
+
+func (sc *scanner) diag(sev, code, p, format string, args ...any) {
+	sc.diags = append(sc.diags, Diagnostic{Severity: sev, Code: code, Detail: fmt.Sprintf(format, args...), Path: p})
+}
+
+// discover walks one root breadth-first in byte-wise order and returns
+// the directories holding SKILL.md. A skill's subtree is not searched:
+// everything below a skill belongs to it.
+func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, error) {
+	type item struct {
+		dir, rel string
+		depth    int
+	}
+	var out []candidate
+	queue := []item{{dir: r.path, rel: "."}}
+	sc.resolvedDirs[r.path] = true
+	visited, limited := 0, false
+	for len(queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		it := queue[0]
+		queue = queue[1:]
+		visited++
+		if sc.isSkillDir(it.dir) {
+			out = append(out, candidate{root: r, dir: it.dir, rel: it.rel})
+			continue
+		}
+		entries, err := os.ReadDir(it.dir)
+		if err != nil {
+			sc.diag(SeverityWarning, CodeSkillFileUnreadable, it.dir, "cannot list directory: %v", err)
+			continue
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if strings.HasPrefix(name, ".") || name == "node_modules" {
+				continue
+			}
+			p := filepath.Join(it.dir, name)
+			isDir, ok := sc.followDir(r, p, e, CodeSkillOutsideRoot)
+			if !ok || !isDir {
+				continue
+			}
+			if it.depth+1 > sc.limits.DiscoveryDepth {
+				if !limited {
+					sc.diag(SeverityWarning, CodeScanLimitReached, p, "discovery depth limit (%d) reached; skills deeper than this are not found (raise --max-depth)", sc.limits.DiscoveryDepth)
+					limited = true
+				}
+				continue
+			}
+			if visited+len(queue) >= sc.limits.DiscoveryDirs {
+				sc.diag(SeverityWarning, CodeScanLimitReached, p, "discovery directory limit (%d) reached; the rest of the root is not searched (raise --max-dirs)", sc.limits.DiscoveryDirs)
+				return out, nil
+			}
+			rel := name
+			if it.rel != "." {
+				rel = it.rel + "/" + name
+			}
+			queue = append(queue, item{dir: p, rel: rel, depth: it.depth + 1})
+		}
+	}
+	return out, nil
+}
+
+func (sc *scanner) isSkillDir(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "SKILL.md"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// followDir decides whether entry p (inside root r) is a directory to
+// descend into. A symlink is followed only when it resolves inside the
+// same root and to a directory not yet visited, so escapes and cycles are
+// impossible; outsideCode names the diagnostic for an escape.
+func (sc *scanner) followDir(r *scanRoot, p string, e fs.DirEntry, outsideCode string) (isDir, ok bool) {
+	if e.Type()&fs.ModeSymlink == 0 {
+		if !e.IsDir() {
+			return false, true
+		}
+		// A real directory has a unique path; cycles need symlinks.
+		return true, true
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		sc.diag(SeverityWarning, outsideCode, p, "symbolic link does not resolve: %v", err)
+		return false, false
+	}
+	if !within(r.path, real) {
+		sc.diag(SeverityWarning, outsideCode, p, "symbolic link resolves to %s, outside the skills root %s; it is ignored", real, r.path)
+		return false, false
+	}
+	fi, err := os.Stat(real)
+	if err != nil || !fi.IsDir() {
+		return false, true
+	}
+	if sc.resolvedDirs[real] || within(real, filepath.Dir(p)) {
+		sc.diag(SeverityInfo, CodeSymlinkCycle, p, "symbolic link to %s, which is already scanned (or contains this link); not followed again", real)
+		return false, false
+	}
+	sc.resolvedDirs[real] = true
+	return true, true
+}
+
+// load reads and checks one candidate's SKILL.md and lists its resources.
+// ok is false when the skill must be skipped; diags then say why.
+func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic, ok bool) {
+	skillPath := filepath.Join(c.dir, "SKILL.md")
+	errd := func(code, msg string, line int) (*Skill, []Diagnostic, bool) {
+		return nil, append(diags, Diagnostic{Severity: SeverityError, Code: code, Detail: msg, Path: skillPath, Line: line}), false
+	}
+	real, err := filepath.EvalSymlinks(skillPath)
+	if err != nil {
+		return errd(CodeSkillFileUnreadable, fmt.Sprintf("cannot resolve SKILL.md: %v", err), 0)
+	}
+	if !within(c.root.path, real) {
+		return errd(CodeSkillOutsideRoot, fmt.Sprintf("SKILL.md resolves to %s, outside the skills root %s; the skill is ignored", real, c.root.path), 0)
+	}
+	data, err := readRegular(c.root.fs, relTo(c.root.path, skillPath), maxSkillFile)
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			return errd(CodeSkillFileTooLarge, fmt.Sprintf("SKILL.md is larger than %d bytes; move detail into references/", maxSkillFile), 0)
+		}
+		return errd(CodeSkillFileUnreadable, fmt.Sprintf("cannot read SKILL.md: %v", err), 0)
+	}
+	if isBinary(data, false) {
+		return errd(CodeSkillFileBinary, "SKILL.md is not UTF-8 text (it holds a NUL byte or invalid UTF-8)", 0)
+	}
+	fmRaw, yamlLine, body, bodyOffset, err := splitFrontmatter(data)
+	if err != nil {
+		fe := err.(*frontmatterError)
+		return errd(fe.Code, fe.Msg, fe.Line)
+	}
+	fm, err := parseFrontmatter(fmRaw, yamlLine)
+	if err != nil {
+		fe := err.(*frontmatterError)
+		return errd(fe.Code, fe.Msg, fe.Line)
+	}
+	dirName := filepath.Base(c.dir)
+	desc, _ := fm["description"].(string)
+	if strings.TrimSpace(desc) == "" {
+		return errd(CodeDescriptionMissing, "the frontmatter has no description: add 'description:' saying what the skill does and when to use it", 0)
+	}
+	name, isStr := fm["name"].(string)
+	switch {
+	case fm["name"] == nil && !strict:
+		name = dirName
+		diags = append(diags, Diagnostic{Severity: SeverityWarning, Code: CodeNameMissing, Detail: fmt.Sprintf("the frontmatter has no name; using the directory name '%s'", dirName), Path: skillPath})
+	case fm["name"] == nil:
+		name = dirName
+	case !isStr || strings.TrimSpace(name) == "":
+		name = dirName
+		diags = append(diags, Diagnostic{Severity: SeverityWarning, Code: CodeNameInvalid, Detail: fmt.Sprintf("the frontmatter name is not a non-empty string; using the directory name '%s'", dirName), Path: skillPath})
+	}
+	diags = append(diags, checkFields(fm, name, dirName, skillPath, strict)...)
+	s = &Skill{
+		Name:             name,
+		Description:      desc,
+		Root:             c.root.path,
+		SkillPath:        skillPath,
+		SkillDir:         c.dir,
+		SandboxSkillPath: sc.sandbox(skillPath),
+		SandboxSkillDir:  sc.sandbox(c.dir),
+		Digest:           artifacts.DigestBytes(data),
+		Frontmatter:      fm,
+		BodyOffset:       bodyOffset,
+		rootIndex:        c.root.index,
+		relDir:           c.rel,
+		body:             body,
+		bodyLine:         1 + strings.Count(string(data[:bodyOffset]), "\n"),
+		fsRoot:           c.root,
+	}
+	s.Resources, s.Diagnostics = sc.listResources(c, s)
+	return s, diags, true
+}
+
+var errTooLarge = errors.New("file too large")
+
+// readRegular reads a regular file through the root, refusing anything
+// else (a FIFO would block, a device could be endless) and anything over
+// max bytes.
+func readRegular(root *os.Root, rel string, max int64) ([]byte, error) {
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return nil, errTooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
+func relTo(base, p string) string {
+	rel, err := filepath.Rel(base, p)
+	if err != nil {
+		return p
+	}
+	return rel
+}
+
+// isBinary is the content guess used everywhere: a NUL byte or invalid
+// UTF-8 in the first 8 KiB. cut says b is a prefix of a longer file: a
+// multi-byte rune split at the end then does not count as invalid.
+func isBinary(b []byte, cut bool) bool {
+	if len(b) > sniffLen {
+		b, cut = b[:sniffLen], true
+	}
+	if cut {
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
+	}
+	if slices.Contains(b, 0) {
+		return true
+	}
+	return !utf8.Valid(b)
+}
+
+const sniffLen = 8 << 10
