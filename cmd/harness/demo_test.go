@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDemoReplays replays the bundled example's cassette, as the README's
+// first command does. It fails when a change to what harness sends the
+// model (system prompt, tool schemas, skill framing) makes the recording
+// stale: re-record with examples/demo/record.sh.
+func TestDemoReplays(t *testing.T) {
+	demo, err := filepath.Abs("../../examples/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"harness", "run",
+		"--workspace", filepath.Join(demo, "workspace"),
+		"--skills-root", filepath.Join(demo, "workspace", "skills"),
+		"--skill", "release-notes",
+		"--model", "gpt-4.1-mini",
+		"--prompt-file", filepath.Join(demo, "prompt.txt"),
+		"--replay", filepath.Join(demo, "cassette.jsonl"),
+		"--artifacts-dir", runs,
+	}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("demo replay exited %d; stderr:\n%s\nThe cassette is stale if a request changed: run examples/demo/record.sh", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "## v1.4.0 (2026-11-20)") {
+		t.Errorf("unexpected answer:\n%s", stdout.String())
+	}
+	entries, err := os.ReadDir(runs)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("want one run directory in %s, got %v (%v)", runs, entries, err)
+	}
+}
