@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -112,7 +113,9 @@ func (t *readFileTool) Call(ctx context.Context, call loop.ToolCall, raw json.Ra
 	}
 	sp := ws.sandboxPath(rel)
 	rec["path"] = sp
-	f, err := t.ft.root.Open(rel)
+	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+	// writer forever; the mode check below then refuses it.
+	f, err := t.ft.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return refuse(ws.rootError(rel, err), rec), nil
 	}

@@ -164,7 +164,7 @@ func digestResource(j *digestJob, buf []byte, h *blake3.Hasher) {
 		r.Diagnostics = append(r.Diagnostics, Diagnostic{Severity: SeverityWarning, Code: code, Detail: fmt.Sprintf(format, args...), Path: r.HostPath})
 		r.ContentKind = "binary"
 	}
-	f, err := j.root.Open(j.rel)
+	f, err := openNoBlock(j.root, j.rel)
 	if err != nil {
 		fail(CodeResourceUnreadable, "cannot open: %v", err)
 		return

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -408,7 +409,7 @@ var errTooLarge = errors.New("file too large")
 // else (a FIFO would block, a device could be endless) and anything over
 // max bytes.
 func readRegular(root *os.Root, rel string, max int64) ([]byte, error) {
-	f, err := root.Open(rel)
+	f, err := openNoBlock(root, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -465,3 +466,9 @@ func isBinary(b []byte, cut bool) bool {
 }
 
 const sniffLen = 8 << 10
+
+// openNoBlock opens for reading without waiting: a FIFO swapped in after
+// the mode check would otherwise block the scan until a writer appears.
+func openNoBlock(root *os.Root, rel string) (*os.File, error) {
+	return root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
