@@ -1,0 +1,220 @@
+package artifacts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type record struct {
+	Envelope
+	Name string `json:"name"`
+}
+
+func TestWriteJSONIsAtomicAndLeavesNothingBehind(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.json")
+	if err := WriteJSON(p, record{NewEnvelope("harness.test", 1), "one"}); err != nil {
+		t.Fatal(err)
+	}
+	var got record
+	if err := ReadJSON(p, "harness.test", 1, &got); err != nil || got.Name != "one" {
+		t.Fatalf("ReadJSON = %+v, %v", got, err)
+	}
+	// A value that cannot be encoded leaves the old file untouched.
+	if err := WriteJSON(p, map[string]any{"f": func() {}}); err == nil {
+		t.Fatal("encoding a func succeeded")
+	}
+	if err := ReadJSON(p, "harness.test", 1, &got); err != nil || got.Name != "one" {
+		t.Fatalf("old file damaged: %+v, %v", got, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestReadJSONChecksTheEnvelope(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"other type", `{"type":"harness.other","version":1}`, `type is "harness.other"`},
+		{"newer version", `{"type":"harness.test","version":3}`, "version 3 is not supported"},
+		{"no envelope", `{"name":"x"}`, `type is ""`},
+		{"not JSON", `{`, "unexpected end"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			os.WriteFile(p, []byte(tc.content), 0o644)
+			var r record
+			err := ReadJSON(p, "harness.test", 2, &r)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDigest(t *testing.T) {
+	// Reference values from the b3sum command.
+	if got := DigestString(""); got != "blake3:af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262" {
+		t.Errorf("digest of empty = %s", got)
+	}
+	d, n, err := DigestReader(strings.NewReader("abc"))
+	if err != nil || n != 3 || d != DigestString("abc") || !d.Valid() {
+		t.Errorf("DigestReader = %s %d %v", d, n, err)
+	}
+	for _, bad := range []Digest{"", "sha256:00", "blake3:xyz", Digest("blake3:" + strings.Repeat("0", 63))} {
+		if bad.Valid() {
+			t.Errorf("%q is valid", bad)
+		}
+	}
+	// Length-prefixed fields keep ("ab","c") apart from ("a","bc").
+	h1, h2 := NewHasher(), NewHasher()
+	h1.WriteField("ab")
+	h1.WriteField("c")
+	h2.WriteField("a")
+	h2.WriteField("bc")
+	if h1.Digest() == h2.Digest() {
+		t.Error("field boundaries do not change the digest")
+	}
+}
+
+func TestJournalAppendAndRead(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := OpenJournal(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.SetClock(func() time.Time { return time.Unix(0, 0) })
+	var teed []string
+	j.Tee(func(line []byte) { teed = append(teed, string(line)) })
+	for i := range 3 {
+		if _, err := j.Append("test.event", map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	// Reopening continues the sequence.
+	j, _ = OpenJournal(p, 4)
+	j.Append("test.more", nil)
+	j.Close()
+	f, _ := os.Open(p)
+	defer f.Close()
+	c, err := ReadJournal(f)
+	if err != nil || c.TornTail || len(c.Events) != 4 {
+		t.Fatalf("ReadJournal = %+v, %v", c, err)
+	}
+	for i, ev := range c.Events {
+		if ev.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d", i, ev.Seq)
+		}
+	}
+	if len(teed) != 3 || !strings.Contains(teed[0], `"type":"test.event"`) {
+		t.Errorf("tee got %v", teed)
+	}
+	fi, _ := os.Stat(p)
+	if c.ValidSize != fi.Size() {
+		t.Errorf("ValidSize %d, file %d", c.ValidSize, fi.Size())
+	}
+}
+
+func TestReadJournalTornAndCorrupt(t *testing.T) {
+	ok := `{"seq":1,"time":"2026-01-01T00:00:00Z","type":"a"}` + "\n"
+	for _, tc := range []struct {
+		name    string
+		in      string
+		events  int
+		torn    bool
+		corrupt bool
+	}{
+		{"empty", "", 0, false, false},
+		{"clean", ok + ok, 2, false, false},
+		{"torn partial JSON", ok + `{"seq":2,"ti`, 1, true, false},
+		{"complete JSON without newline", ok + strings.TrimSuffix(ok, "\n"), 1, true, false},
+		{"garbage last line with newline", ok + "garbage\n", 1, true, false},
+		{"corrupt middle", ok + "garbage\n" + ok, 1, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ReadJournal(strings.NewReader(tc.in))
+			if tc.corrupt {
+				if !errors.Is(err, ErrJournalCorrupt) || !strings.Contains(err.Error(), "line 2") {
+					t.Fatalf("err = %v, want ErrJournalCorrupt at line 2", err)
+				}
+				return
+			}
+			if err != nil || len(c.Events) != tc.events || c.TornTail != tc.torn {
+				t.Fatalf("got %d events torn=%v err=%v", len(c.Events), c.TornTail, err)
+			}
+			if int(c.ValidSize)+c.TornBytes != len(tc.in) {
+				t.Errorf("ValidSize %d + TornBytes %d != %d", c.ValidSize, c.TornBytes, len(tc.in))
+			}
+		})
+	}
+}
+
+func TestJournalConcurrentAppends(t *testing.T) {
+	j, err := OpenJournal(filepath.Join(t.TempDir(), "j.jsonl"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var wg sync.WaitGroup
+	seen := make(chan int64, 40)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				ev, err := j.Append("c", fmt.Sprint(g, i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				seen <- ev.Seq
+			}
+		}()
+	}
+	wg.Wait()
+	close(seen)
+	got := map[int64]bool{}
+	for s := range seen {
+		if got[s] {
+			t.Fatalf("seq %d assigned twice", s)
+		}
+		got[s] = true
+	}
+	for s := int64(1); s <= 40; s++ {
+		if !got[s] {
+			t.Errorf("seq %d missing", s)
+		}
+	}
+}
+
+// FuzzReadJournal: any input either fails or yields events whose complete
+// lines, re-read alone, give the same events and no torn tail.
+func FuzzReadJournal(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","type":"a"}` + "\n"))
+	f.Add([]byte(`{"seq":1,"type":"a"}` + "\n" + `{"seq":2,`))
+	f.Add([]byte("x\n{}\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := ReadJournal(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		if c.ValidSize > int64(len(in)) {
+			t.Fatalf("ValidSize %d > input %d", c.ValidSize, len(in))
+		}
+		again, err := ReadJournal(bytes.NewReader(in[:c.ValidSize]))
+		if err != nil || again.TornTail || len(again.Events) != len(c.Events) {
+			t.Fatalf("re-reading the valid prefix: %d events torn=%v err=%v, want %d", len(again.Events), again.TornTail, err, len(c.Events))
+		}
+	})
+}
