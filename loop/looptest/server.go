@@ -25,6 +25,9 @@ type Reply struct {
 	RetryAfter string `json:"retryAfter,omitempty"`
 	// Usage overrides the default token counts (10 prompt, 5 completion).
 	Usage *Usage `json:"usage,omitempty"`
+	// FinishReason overrides the finish reason ("stop", or "tool_calls"
+	// when ToolCalls is set), e.g. "length" for a truncated answer.
+	FinishReason string `json:"finishReason,omitempty"`
 	// Hang makes the server hold the request until the client gives up,
 	// to exercise timeouts and interrupts without sleeping.
 	Hang bool `json:"hang,omitempty"`
@@ -134,6 +137,9 @@ func completion(n int, rep *Reply) map[string]any {
 		}
 		msg["tool_calls"] = calls
 		finish = "tool_calls"
+	}
+	if rep.FinishReason != "" {
+		finish = rep.FinishReason
 	}
 	u := Usage{Prompt: 10, Completion: 5}
 	if rep.Usage != nil {
