@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // schema validates tool-call arguments against the tool's declared JSON
@@ -53,12 +55,13 @@ func (s *schema) validate(args json.RawMessage) error {
 // describe turns a validation error tree into one line per leaf, each
 // naming the argument it is about.
 func describe(ve *jsonschema.ValidationError) string {
+	p := message.NewPrinter(language.English)
 	var parts []string
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			parts = append(parts, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(nil)))
+			parts = append(parts, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(p)))
 			return
 		}
 		for _, c := range e.Causes {

@@ -1,0 +1,291 @@
+package loop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/loop/looptest"
+)
+
+// echoTool is a small real tool: it returns its "text" argument and
+// remembers the calls it served.
+type echoTool struct {
+	calls []string
+	fail  error
+}
+
+func (e *echoTool) Spec() loop.ToolSpec {
+	return loop.ToolSpec{Name: "echo", Description: "echo text", Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["text"],"properties":{"text":{"type":"string"}}}`)}
+}
+func (e *echoTool) Effect() loop.Effect { return loop.EffectRead }
+func (e *echoTool) Call(ctx context.Context, c loop.ToolCall, args json.RawMessage) (loop.ToolResult, error) {
+	if e.fail != nil {
+		return loop.ToolResult{}, e.fail
+	}
+	var a struct{ Text string }
+	json.Unmarshal(args, &a)
+	e.calls = append(e.calls, a.Text)
+	return loop.ToolResult{Content: "echo: " + a.Text, Status: loop.StatusOK}, nil
+}
+
+type harnessT struct {
+	dir     string
+	journal *artifacts.Journal
+}
+
+func newHarness(t *testing.T) *harnessT {
+	t.Helper()
+	dir := t.TempDir()
+	j, err := artifacts.OpenJournal(filepath.Join(dir, "journal.jsonl"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return &harnessT{dir: dir, journal: j}
+}
+
+func (h *harnessT) events(t *testing.T) []artifacts.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join(h.dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := artifacts.ReadJournal(f)
+	if err != nil || c.TornTail {
+		t.Fatalf("journal: %v torn=%v", err, c.TornTail)
+	}
+	return c.Events
+}
+
+func types(evs []artifacts.Event) string {
+	var ts []string
+	for _, e := range evs {
+		ts = append(ts, e.Type)
+	}
+	return strings.Join(ts, ",")
+}
+
+var fast = loop.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+
+func run(t *testing.T, h *harnessT, replies []looptest.Reply, limits loop.Limits, tools ...loop.Tool) (loop.Outcome, *looptest.Server, []loop.Attempt) {
+	t.Helper()
+	srv := looptest.New(replies)
+	t.Cleanup(srv.Close)
+	var attempts []loop.Attempt
+	model := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL, APIKey: "sk-test", Retry: fast, OnAttempt: func(a loop.Attempt) { attempts = append(attempts, a) }})
+	out := loop.Run(context.Background(), loop.Config{
+		Model: model, ModelName: "m", Tools: tools, Limits: limits,
+		Journal: h.journal, ToolOutputDir: filepath.Join(h.dir, "tool-outputs"),
+	}, []loop.Message{{Role: loop.RoleSystem, Content: "sys"}, {Role: loop.RoleUser, Content: "task"}})
+	return out, srv, attempts
+}
+
+func TestPlainAnswer(t *testing.T) {
+	h := newHarness(t)
+	out, _, _ := run(t, h, []looptest.Reply{{Content: "done", Usage: &looptest.Usage{Prompt: 7, Completion: 3, Cached: 2}}}, loop.Limits{})
+	if out.Reason != loop.ReasonCompleted || out.Final.Content != "done" || out.Turns != 1 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	want := loop.Usage{PromptTokens: 7, CompletionTokens: 3, CachedTokens: 2, TotalTokens: 10}
+	if out.Usage != want || len(out.TurnUsage) != 1 || out.TurnUsage[0] != want {
+		t.Errorf("usage = %+v / %+v", out.Usage, out.TurnUsage)
+	}
+	if got := types(h.events(t)); got != "model.request,model.response" {
+		t.Errorf("events = %s", got)
+	}
+}
+
+func TestToolCallsRunInOrderAndReachTheModel(t *testing.T) {
+	h := newHarness(t)
+	echo := &echoTool{}
+	out, srv, _ := run(t, h, []looptest.Reply{
+		{ToolCalls: []looptest.Call{
+			{ID: "c1", Name: "echo", Arguments: `{"text":"one"}`},
+			{ID: "c2", Name: "echo", Arguments: `{"text":"two"}`},
+		}},
+		{Content: "finished"},
+	}, loop.Limits{}, echo)
+	if out.Reason != loop.ReasonCompleted || strings.Join(echo.calls, ",") != "one,two" {
+		t.Fatalf("outcome %s, calls %v", out.Reason, echo.calls)
+	}
+	if got := types(h.events(t)); got != "model.request,model.response,tool.started,tool.finished,tool.started,tool.finished,model.request,model.response" {
+		t.Errorf("events = %s", got)
+	}
+	reqs := srv.Requests()
+	second := string(reqs[1].Body)
+	for _, want := range []string{`"tool_call_id":"c1"`, `"tool_call_id":"c2"`, `echo: one`, `"tool_calls"`, `"role":"tool"`} {
+		if !strings.Contains(second, want) {
+			t.Errorf("second request lacks %s: %s", want, second)
+		}
+	}
+	var rec loop.ToolOutput
+	if err := artifacts.ReadJSON(filepath.Join(h.dir, "tool-outputs", "c1-echo.json"), "harness.tool-output", 1, &rec); err != nil || rec.Content != "echo: one" {
+		t.Errorf("tool output = %+v, %v", rec, err)
+	}
+}
+
+func TestBadToolCallsBecomeResults(t *testing.T) {
+	for _, tc := range []struct{ name, tool, args, code, mention string }{
+		{"malformed JSON", "echo", `{"text":`, "arguments_invalid_json", "not valid JSON"},
+		{"unknown tool", "rm_rf", `{}`, "tool_unknown", "available tools: echo"},
+		{"missing required", "echo", `{}`, "arguments_invalid", "text"},
+		{"wrong type", "echo", `{"text":5}`, "arguments_invalid", "/text"},
+		{"extra property", "echo", `{"text":"a","x":1}`, "arguments_invalid", "x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			echo := &echoTool{}
+			out, srv, _ := run(t, h, []looptest.Reply{
+				{ToolCalls: []looptest.Call{{ID: "c1", Name: tc.tool, Arguments: tc.args}}},
+				{Content: "ok"},
+			}, loop.Limits{}, echo)
+			if out.Reason != loop.ReasonCompleted || len(echo.calls) != 0 {
+				t.Fatalf("outcome %s, calls %v", out.Reason, echo.calls)
+			}
+			var fin loop.ToolFinishedEvent
+			for _, e := range h.events(t) {
+				if e.Type == "tool.finished" {
+					json.Unmarshal(e.Data, &fin)
+				}
+			}
+			if fin.Status != loop.StatusError || fin.Code != tc.code {
+				t.Errorf("tool.finished = %+v, want code %s", fin, tc.code)
+			}
+			body := string(srv.Requests()[1].Body)
+			if !strings.Contains(body, tc.code) || !strings.Contains(body, tc.mention) {
+				t.Errorf("the model was not told %s/%s: %s", tc.code, tc.mention, body)
+			}
+		})
+	}
+}
+
+func TestToolFaultFailsTheRun(t *testing.T) {
+	h := newHarness(t)
+	out, _, _ := run(t, h, []looptest.Reply{{ToolCalls: []looptest.Call{{ID: "c1", Name: "echo", Arguments: `{"text":"a"}`}}}}, loop.Limits{}, &echoTool{fail: errors.New("disk on fire")})
+	if out.Reason != loop.ReasonFailed || !strings.Contains(out.Err.Error(), "disk on fire") {
+		t.Fatalf("outcome = %s %v", out.Reason, out.Err)
+	}
+	if got := types(h.events(t)); !strings.HasSuffix(got, "tool.started,tool.finished") {
+		t.Errorf("events = %s", got)
+	}
+}
+
+func TestRetries(t *testing.T) {
+	t.Run("429 then success", func(t *testing.T) {
+		out, _, attempts := run(t, newHarness(t), []looptest.Reply{{Status: 429, RetryAfter: "0"}, {Content: "ok"}}, loop.Limits{})
+		if out.Reason != loop.ReasonCompleted || len(attempts) != 1 || attempts[0].Status != 429 || attempts[0].GiveUp {
+			t.Fatalf("outcome %s, attempts %+v", out.Reason, attempts)
+		}
+	})
+	t.Run("500 until the budget is spent", func(t *testing.T) {
+		out, _, attempts := run(t, newHarness(t), []looptest.Reply{{Status: 500}, {Status: 502}, {Status: 503}, {Content: "never"}}, loop.Limits{})
+		var pe *loop.ProviderError
+		if out.Reason != loop.ReasonProviderError || !errors.As(out.Err, &pe) || pe.Attempts != 3 || !pe.Retryable {
+			t.Fatalf("outcome %s %v", out.Reason, out.Err)
+		}
+		if len(attempts) != 3 || !attempts[2].GiveUp {
+			t.Errorf("attempts = %+v", attempts)
+		}
+	})
+	t.Run("401 is not retried", func(t *testing.T) {
+		out, srv, _ := run(t, newHarness(t), []looptest.Reply{{Status: 401}, {Content: "never"}}, loop.Limits{})
+		if out.Reason != loop.ReasonProviderError || !strings.Contains(out.Err.Error(), "HARNESS_API_KEY") || len(srv.Requests()) != 1 {
+			t.Fatalf("outcome %s %v, %d requests", out.Reason, out.Err, len(srv.Requests()))
+		}
+	})
+}
+
+func TestLimits(t *testing.T) {
+	loopReply := looptest.Reply{ToolCalls: []looptest.Call{{Name: "echo", Arguments: `{"text":"x"}`}}}
+	for _, tc := range []struct {
+		name   string
+		limits loop.Limits
+		reason loop.Reason
+		limit  string
+	}{
+		{"turns", loop.Limits{MaxTurns: 2}, loop.ReasonLimitTurns, "turns"},
+		{"tokens", loop.Limits{MaxTokens: 20}, loop.ReasonLimitTokens, "tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			out, _, _ := run(t, h, []looptest.Reply{loopReply, loopReply, loopReply, loopReply}, tc.limits, &echoTool{})
+			if out.Reason != tc.reason || out.Turns != 2 {
+				t.Fatalf("outcome %s after %d turns", out.Reason, out.Turns)
+			}
+			evs := h.events(t)
+			last := evs[len(evs)-1]
+			var d loop.LimitReachedEvent
+			json.Unmarshal(last.Data, &d)
+			if last.Type != "limit.reached" || d.Limit != tc.limit {
+				t.Errorf("last event %s %+v", last.Type, d)
+			}
+		})
+	}
+	t.Run("timeout", func(t *testing.T) {
+		h := newHarness(t)
+		out, _, _ := run(t, h, []looptest.Reply{{Hang: true}}, loop.Limits{Timeout: 50 * time.Millisecond})
+		if out.Reason != loop.ReasonLimitTimeout {
+			t.Fatalf("outcome %s %v", out.Reason, out.Err)
+		}
+		if got := types(h.events(t)); got != "model.request,limit.reached" {
+			t.Errorf("events = %s", got)
+		}
+	})
+}
+
+func TestInterrupt(t *testing.T) {
+	h := newHarness(t)
+	srv := looptest.New([]looptest.Reply{{Hang: true}})
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(srv.Requests()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	out := loop.Run(ctx, loop.Config{Model: loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL, APIKey: "k", Retry: fast}), ModelName: "m", Journal: h.journal},
+		[]loop.Message{{Role: loop.RoleUser, Content: "x"}})
+	if out.Reason != loop.ReasonInterrupted {
+		t.Fatalf("outcome %s %v", out.Reason, out.Err)
+	}
+}
+
+func TestFinishReasonLengthFails(t *testing.T) {
+	out, _, _ := run(t, newHarness(t), []looptest.Reply{{FinishReason: "length"}}, loop.Limits{})
+	if out.Reason != loop.ReasonFailed || !strings.Contains(out.Err.Error(), "length") {
+		t.Fatalf("outcome %s %v", out.Reason, out.Err)
+	}
+}
+
+// TestEnvironmentDoesNotLeak: OPENAI_* variables on a CI runner must not
+// change where requests go or what headers they carry.
+func TestEnvironmentDoesNotLeak(t *testing.T) {
+	t.Setenv("OPENAI_ORG_ID", "org-leak")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-leak")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Leak: 1")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-env")
+	out, srv, _ := run(t, newHarness(t), []looptest.Reply{{Content: "ok"}}, loop.Limits{})
+	if out.Reason != loop.ReasonCompleted {
+		t.Fatalf("outcome %s %v", out.Reason, out.Err)
+	}
+	hdr := srv.Requests()[0].Header
+	for _, k := range []string{"Openai-Organization", "Openai-Project", "X-Leak"} {
+		if v := hdr.Get(k); v != "" {
+			t.Errorf("header %s = %q leaked from the environment", k, v)
+		}
+	}
+	if got := hdr.Get("Authorization"); got != "Bearer sk-test" {
+		t.Errorf("Authorization = %q", got)
+	}
+}

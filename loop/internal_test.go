@@ -1,0 +1,76 @@
+package loop
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+)
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"3", 3 * time.Second, true},
+		{"0", 0, true},
+		{now.Add(10 * time.Second).Format(http.TimeFormat), 10 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+		{"soon", 0, false},
+		{"", 0, false},
+		{"-1", 0, false},
+	} {
+		got, ok := retryAfter(tc.in, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("retryAfter(%q) = %v %v, want %v %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		err       error
+		transient bool
+	}{
+		{"429", &openai.Error{StatusCode: 429}, true},
+		{"500", &openai.Error{StatusCode: 500}, true},
+		{"400", &openai.Error{StatusCode: 400}, false},
+		{"401", &openai.Error{StatusCode: 401}, false},
+		{"reset", syscall.ECONNRESET, true},
+		{"EOF", io.ErrUnexpectedEOF, true},
+		{"other", io.ErrShortWrite, false},
+	} {
+		if _, got := classify(tc.err); got != tc.transient {
+			t.Errorf("%s: transient = %v", tc.name, got)
+		}
+	}
+}
+
+func TestFileSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"call_1":                "call_1",
+		"../../etc/passwd":      "______etc_passwd",
+		"":                      "call",
+		strings.Repeat("a", 99): strings.Repeat("a", 64),
+	} {
+		if got := fileSafe(in); got != want {
+			t.Errorf("fileSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRetryDelayIsBounded(t *testing.T) {
+	p := RetryPolicy{BaseDelay: time.Second, MaxDelay: 5 * time.Second}.withDefaults()
+	for n := 1; n < 70; n++ {
+		if d := p.delay(n, io.EOF); d <= 0 || d > p.MaxDelay {
+			t.Fatalf("delay(%d) = %v", n, d)
+		}
+	}
+}
