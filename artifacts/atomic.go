@@ -1,9 +1,11 @@
 package artifacts
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -13,6 +15,9 @@ import (
 // write, even if the process dies mid-way. The data is fsynced before the
 // rename and the directory after it, so the rename survives a power cut.
 func WriteJSON(path string, v any) error {
+	if s, ok := v.(JSONStreamer); ok {
+		return WriteStream(path, 0o644, s.StreamJSON)
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -23,9 +28,24 @@ func WriteJSON(path string, v any) error {
 	return WriteFile(path, buf.Bytes(), 0o644)
 }
 
+// JSONStreamer is an artifact large enough that encoding it whole in
+// memory would dominate a run's footprint (a registry of thousands of
+// skills); it writes the same indented JSON piece by piece.
+type JSONStreamer interface {
+	StreamJSON(w io.Writer) error
+}
+
 // WriteFile replaces path with data atomically (temp file in the same
 // directory, fsync, rename, fsync of the directory).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return WriteStream(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteStream replaces path atomically with what write produces.
+func WriteStream(path string, perm os.FileMode, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -39,7 +59,11 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 			os.Remove(tmpName)
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	if err := write(bw); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Chmod(perm); err != nil {

@@ -148,7 +148,7 @@ func TestScanDiagnostics(t *testing.T) {
 			writeFiles(t, root, map[string]string{"1/2/3/deep/SKILL.md": skillMD("deep", "d", "")})
 		}, Limits{DiscoveryDepth: 2}, CodeScanLimitReached, SeverityWarning, nil},
 		{"discovery directory limit", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/x": "", "b/x": "", "c/x": "", "d/x": "", "e/SKILL.md": skillMD("e", "d", "")})
+			writeFiles(t, root, map[string]string{"a/x": "", "b/x": "", "c/x": "", "d/e/SKILL.md": skillMD("e", "d", "")})
 		}, Limits{DiscoveryDirs: 3}, CodeScanLimitReached, SeverityWarning, nil},
 		{"resource file limit", func(t *testing.T, root, _ string) {
 			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/1": "", "a/2": "", "a/3": ""})

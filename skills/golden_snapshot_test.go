@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -103,6 +104,35 @@ func BenchmarkScan(b *testing.B) {
 	for b.Loop() {
 		if _, err := Scan(context.Background(), ScanOptions{Roots: []string{root}}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestStreamJSONMatchesEncoder: the streamed registry is byte-for-byte
+// what encoding/json writes.
+func TestStreamJSONMatchesEncoder(t *testing.T) {
+	for _, n := range []int{0, 1, 3} {
+		base := t.TempDir()
+		a, _ := goldenTree(t, base)
+		roots := []string{a}
+		if n == 0 {
+			roots = []string{t.TempDir()}
+		}
+		reg, err := Scan(context.Background(), ScanOptions{Roots: roots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		enc.Encode(reg)
+		var got bytes.Buffer
+		if err := reg.StreamJSON(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("streamed JSON differs:\n%s\n---\n%s", got.String(), want.String())
 		}
 	}
 }

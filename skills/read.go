@@ -3,7 +3,6 @@ package skills
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -21,11 +20,12 @@ func (r *Refusal) Error() string { return r.Msg }
 // byte-for-byte the file the snapshot digested: what a run injects is what
 // the registry recorded, or nothing.
 func ReadSkillFile(s *Skill) ([]byte, error) {
-	root, err := os.OpenRoot(s.Root)
+	sc, err := newScanner([]string{s.Root}, "", "", Limits{})
 	if err != nil {
 		return nil, &Refusal{Code: "skill_unreadable", Msg: fmt.Sprintf("skills root %s: %v", s.Root, err)}
 	}
-	defer root.Close()
+	defer sc.close()
+	root := sc.roots[0]
 	rel, err := filepath.Rel(s.Root, s.SkillPath)
 	if err != nil {
 		return nil, &Refusal{Code: "skill_outside_root", Msg: fmt.Sprintf("%s is not inside its skills root %s", s.SkillPath, s.Root)}
@@ -35,8 +35,7 @@ func ReadSkillFile(s *Skill) ([]byte, error) {
 		if errors.Is(err, errTooLarge) {
 			return nil, &Refusal{Code: "skill_snapshot_mismatch", Msg: fmt.Sprintf("%s grew past %d bytes since the snapshot", s.SkillPath, maxSkillFile)}
 		}
-		var pe *os.PathError
-		if errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent" {
+		if escapes(err) {
 			return nil, &Refusal{Code: "skill_outside_root", Msg: fmt.Sprintf("%s now resolves outside its skills root %s", s.SkillPath, s.Root)}
 		}
 		return nil, &Refusal{Code: "skill_unreadable", Msg: fmt.Sprintf("read %s: %v", s.SkillPath, err)}

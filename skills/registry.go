@@ -1,7 +1,11 @@
 package skills
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -196,4 +200,67 @@ func registryDigest(limits Limits, skills []Skill) artifacts.Digest {
 		h.WriteField(fmt.Sprint(s.ShadowedBy != ""))
 	}
 	return h.Digest()
+}
+
+// StreamJSON writes the registry as the same indented JSON that
+// encoding/json would produce, one skill at a time, so that a snapshot of
+// tens of thousands of resources never exists twice in memory.
+func (r *Registry) StreamJSON(w io.Writer) error {
+	head := *r
+	head.Skills = []Skill{}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&head); err != nil {
+		return err
+	}
+	// A raw newline never occurs inside a JSON string, so this marker can
+	// only be the top-level skills field.
+	const marker = "\n  \"skills\": [],\n"
+	before, after, ok := bytes.Cut(buf.Bytes(), []byte(marker))
+	if !ok {
+		return errors.New("registry encoding: skills field not found")
+	}
+	if _, err := w.Write(before); err != nil {
+		return err
+	}
+	if len(r.Skills) == 0 {
+		_, err := io.WriteString(w, marker)
+		if err == nil {
+			_, err = w.Write(after)
+		}
+		return err
+	}
+	if _, err := io.WriteString(w, "\n  \"skills\": [\n"); err != nil {
+		return err
+	}
+	for i := range r.Skills {
+		var sb bytes.Buffer
+		se := json.NewEncoder(&sb)
+		se.SetEscapeHTML(false)
+		se.SetIndent("    ", "  ")
+		if err := se.Encode(&r.Skills[i]); err != nil {
+			return err
+		}
+		out := bytes.TrimSuffix(sb.Bytes(), []byte("\n"))
+		sep := ",\n"
+		if i == len(r.Skills)-1 {
+			sep = "\n"
+		}
+		if _, err := io.WriteString(w, "    "); err != nil {
+			return err
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(w, "  ],\n"); err != nil {
+		return err
+	}
+	_, err := w.Write(after)
+	return err
 }

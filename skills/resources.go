@@ -28,6 +28,7 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 		ds = append(ds, Diagnostic{Severity: sev, Code: code, Detail: fmt.Sprintf(format, args...), Path: p})
 	}
 	depthNoted, full := false, false
+	visited := map[string]bool{}
 	var walk func(dir, rel string, depth int)
 	walk = func(dir, rel string, depth int) {
 		entries, err := os.ReadDir(dir)
@@ -49,14 +50,9 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 				continue
 			}
 			if e.IsDir() || e.Type()&fs.ModeSymlink != 0 {
-				isDir, ok := sc.followDir(c.root, p, e, CodeResourceOutsideRoot)
-				if !ok {
-					// followDir records its own diagnostic at scanner level;
-					// move it onto the skill, where a reviewer looks.
-					if n := len(sc.diags); n > 0 && sc.diags[n-1].Path == p {
-						ds = append(ds, sc.diags[n-1])
-						sc.diags = sc.diags[:n-1]
-					}
+				isDir, d := followDir(c.root, visited, p, e, CodeResourceOutsideRoot)
+				if d != nil {
+					ds = append(ds, *d)
 					continue
 				}
 				if isDir {
@@ -74,13 +70,20 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 					continue
 				}
 			}
-			fi, err := os.Stat(p)
-			if err != nil {
-				add(CodeResourceUnreadable, SeverityWarning, p, "cannot stat: %v", err)
-				continue
+			// A plain regular file needs no stat here: the digest pass
+			// measures it. Symlinks and special files are checked now.
+			mode := e.Type()
+			var fi fs.FileInfo
+			if mode&fs.ModeSymlink != 0 || !mode.IsRegular() || resourceKind(r) == KindScript {
+				fi, err = os.Stat(p)
+				if err != nil {
+					add(CodeResourceUnreadable, SeverityWarning, p, "cannot stat: %v", err)
+					continue
+				}
+				mode = fi.Mode()
 			}
-			if !fi.Mode().IsRegular() {
-				add(CodeResourceNotRegular, SeverityWarning, p, "not a regular file (%s); skipped and never opened", fi.Mode().Type())
+			if !mode.IsRegular() {
+				add(CodeResourceNotRegular, SeverityWarning, p, "not a regular file (%s); skipped and never opened", mode.Type())
 				continue
 			}
 			if len(rs) >= sc.limits.ResourceFiles {
@@ -93,7 +96,6 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 				Kind:        resourceKind(r),
 				HostPath:    p,
 				SandboxPath: sc.sandbox(p),
-				Size:        fi.Size(),
 				Diagnostics: []Diagnostic{},
 			}
 			if res.Kind == KindScript {
@@ -115,56 +117,70 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 }
 
 type digestJob struct {
-	root *os.Root
+	root *scanRoot
 	rel  string // path relative to the root
 	res  *Resource
 }
 
-// digestAll digests every resource of every skill with a worker pool
-// sized to the CPUs. Each file is read once, streamed: size, digest and
-// the content sniff come from the same pass. Results land in place, so the
-// outcome does not depend on scheduling.
-func (sc *scanner) digestAll(ctx context.Context, ss []*Skill) error {
-	var jobs []digestJob
-	for _, s := range ss {
-		for i := range s.Resources {
-			r := &s.Resources[i]
-			jobs = append(jobs, digestJob{root: s.fsRoot.fs, rel: relTo(s.fsRoot.path, r.HostPath), res: r})
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), max(len(jobs), 1))
-	ch := make(chan *digestJob)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
+// digester digests resources with a worker pool sized to the CPUs. Each
+// file is read once, streamed: size, digest and the content sniff come
+// from the same pass. Results land in place, so the outcome does not
+// depend on scheduling.
+type digester struct {
+	ctx context.Context
+	ch  chan digestJob
+	wg  sync.WaitGroup
+}
+
+func (sc *scanner) startDigest(ctx context.Context) *digester {
+	d := &digester{ctx: ctx, ch: make(chan digestJob, 256)}
+	for range runtime.GOMAXPROCS(0) {
+		d.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer d.wg.Done()
 			buf := make([]byte, 256<<10)
 			h := blake3.New()
-			for j := range ch {
-				digestResource(j, buf, h)
+			for j := range d.ch {
+				if ctx.Err() == nil {
+					digestResource(j, buf, h)
+				}
 			}
 		}()
 	}
-	var err error
-	for i := range jobs {
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		ch <- &jobs[i]
-	}
-	close(ch)
-	wg.Wait()
-	return err
+	return d
 }
 
-func digestResource(j *digestJob, buf []byte, h *blake3.Hasher) {
+// add queues every resource of s. The slice must not change until wait.
+func (d *digester) add(s *Skill) {
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		d.ch <- digestJob{root: s.fsRoot, rel: relTo(s.fsRoot.path, r.HostPath), res: r}
+	}
+}
+
+func (d *digester) wait() error {
+	close(d.ch)
+	d.wg.Wait()
+	return d.ctx.Err()
+}
+
+// digestAll digests the resources of skills that were listed without a
+// running digester (validation, tests).
+func (sc *scanner) digestAll(ctx context.Context, ss []*Skill) error {
+	d := sc.startDigest(ctx)
+	for _, s := range ss {
+		d.add(s)
+	}
+	return d.wait()
+}
+
+func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 	r := j.res
 	fail := func(code, format string, args ...any) {
 		r.Diagnostics = append(r.Diagnostics, Diagnostic{Severity: SeverityWarning, Code: code, Detail: fmt.Sprintf(format, args...), Path: r.HostPath})
 		r.ContentKind = "binary"
 	}
-	f, err := openNoBlock(j.root, j.rel)
+	f, err := openBeneath(j.root, j.rel)
 	if err != nil {
 		fail(CodeResourceUnreadable, "cannot open: %v", err)
 		return

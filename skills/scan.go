@@ -2,6 +2,9 @@ package skills
 
 import (
 	"context"
+	"iter"
+	"runtime"
+	"sync"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +17,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/artifacts"
 )
@@ -60,17 +65,20 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		}
 		cands = append(cands, cs...)
 	}
+	// Listing and digesting overlap: each skill's files are queued for the
+	// digest workers as soon as the skill is listed.
+	dg := sc.startDigest(ctx)
 	var loaded []*Skill
-	for _, c := range cands {
-		s, diags, ok := sc.load(c, false)
-		if !ok {
-			sc.diags = append(sc.diags, diags...)
+	for res := range sc.loadAll(ctx, cands) {
+		if !res.ok {
+			sc.diags = append(sc.diags, res.diags...)
 			continue
 		}
-		s.Diagnostics = append(s.Diagnostics, diags...)
-		loaded = append(loaded, s)
+		res.skill.Diagnostics = append(res.skill.Diagnostics, res.diags...)
+		loaded = append(loaded, res.skill)
+		dg.add(res.skill)
 	}
-	if err := sc.digestAll(ctx, loaded); err != nil {
+	if err := dg.wait(); err != nil {
 		return nil, err
 	}
 	reg := &Registry{
@@ -156,6 +164,8 @@ type scanRoot struct {
 	index int
 	path  string // absolute, symlinks resolved
 	fs    *os.Root
+	dir   *os.File // the root directory, for openat2 beneath it
+	dirfd int
 }
 
 type scanner struct {
@@ -164,7 +174,6 @@ type scanner struct {
 	sandboxWS    string
 	limits       Limits
 	diags        []Diagnostic
-	resolvedDirs map[string]bool // every directory visited, by resolved path
 }
 
 // candidate is a directory holding SKILL.md, found by discovery.
@@ -175,7 +184,7 @@ type candidate struct {
 }
 
 func newScanner(roots []string, workspace, sandboxWS string, limits Limits) (*scanner, error) {
-	sc := &scanner{workspace: workspace, sandboxWS: sandboxWS, limits: limits, resolvedDirs: map[string]bool{}}
+	sc := &scanner{workspace: workspace, sandboxWS: sandboxWS, limits: limits}
 	for i, r := range roots {
 		abs, err := filepath.Abs(r)
 		if err == nil {
@@ -199,7 +208,13 @@ func newScanner(roots []string, workspace, sandboxWS string, limits Limits) (*sc
 			sc.close()
 			return nil, fmt.Errorf("skills root %s: %w", r, err)
 		}
-		sc.roots = append(sc.roots, &scanRoot{index: i, path: abs, fs: rfs})
+		dir, err := os.Open(abs)
+		if err != nil {
+			rfs.Close()
+			sc.close()
+			return nil, fmt.Errorf("skills root %s: %w", r, err)
+		}
+		sc.roots = append(sc.roots, &scanRoot{index: i, path: abs, fs: rfs, dir: dir, dirfd: int(dir.Fd())})
 	}
 	return sc, nil
 }
@@ -207,6 +222,7 @@ func newScanner(roots []string, workspace, sandboxWS string, limits Limits) (*sc
 func (sc *scanner) close() {
 	for _, r := range sc.roots {
 		r.fs.Close()
+		r.dir.Close()
 	}
 }
 
@@ -244,19 +260,30 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 	}
 	var out []candidate
 	queue := []item{{dir: r.path, rel: "."}}
-	sc.resolvedDirs[r.path] = true
-	visited, limited := 0, false
+	visited := map[string]bool{r.path: true}
+	// Only directories whose entries are listed count against the limit:
+	// a skill directory is recognised, not searched.
+	listed, limited := 0, false
 	for len(queue) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		it := queue[0]
 		queue = queue[1:]
-		visited++
 		if sc.isSkillDir(it.dir) {
 			out = append(out, candidate{root: r, dir: it.dir, rel: it.rel})
 			continue
 		}
+		if listed == sc.limits.DiscoveryDirs {
+			sc.diag(SeverityWarning, CodeScanLimitReached, it.dir, "discovery directory limit (%d) reached; %d directories are not searched (raise --max-dirs)", sc.limits.DiscoveryDirs, len(queue)+1)
+			for _, rest := range queue {
+				if sc.isSkillDir(rest.dir) {
+					out = append(out, candidate{root: r, dir: rest.dir, rel: rest.rel})
+				}
+			}
+			return out, nil
+		}
+		listed++
 		entries, err := os.ReadDir(it.dir)
 		if err != nil {
 			sc.diag(SeverityWarning, CodeSkillFileUnreadable, it.dir, "cannot list directory: %v", err)
@@ -268,8 +295,11 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 				continue
 			}
 			p := filepath.Join(it.dir, name)
-			isDir, ok := sc.followDir(r, p, e, CodeSkillOutsideRoot)
-			if !ok || !isDir {
+			isDir, d := followDir(r, visited, p, e, CodeSkillOutsideRoot)
+			if d != nil {
+				sc.diags = append(sc.diags, *d)
+			}
+			if !isDir {
 				continue
 			}
 			if it.depth+1 > sc.limits.DiscoveryDepth {
@@ -278,10 +308,6 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 					limited = true
 				}
 				continue
-			}
-			if visited+len(queue) >= sc.limits.DiscoveryDirs {
-				sc.diag(SeverityWarning, CodeScanLimitReached, p, "discovery directory limit (%d) reached; the rest of the root is not searched (raise --max-dirs)", sc.limits.DiscoveryDirs)
-				return out, nil
 			}
 			rel := name
 			if it.rel != "." {
@@ -300,35 +326,34 @@ func (sc *scanner) isSkillDir(dir string) bool {
 
 // followDir decides whether entry p (inside root r) is a directory to
 // descend into. A symlink is followed only when it resolves inside the
-// same root and to a directory not yet visited, so escapes and cycles are
-// impossible; outsideCode names the diagnostic for an escape.
-func (sc *scanner) followDir(r *scanRoot, p string, e fs.DirEntry, outsideCode string) (isDir, ok bool) {
+// same root and to a directory not in visited, so escapes and cycles are
+// impossible; outsideCode names the diagnostic for an escape. visited
+// belongs to one walk (discovery, or one skill's resources), which keeps
+// the outcome independent of the order skills are loaded in.
+func followDir(r *scanRoot, visited map[string]bool, p string, e fs.DirEntry, outsideCode string) (isDir bool, d *Diagnostic) {
 	if e.Type()&fs.ModeSymlink == 0 {
-		if !e.IsDir() {
-			return false, true
-		}
 		// A real directory has a unique path; cycles need symlinks.
-		return true, true
+		return e.IsDir(), nil
+	}
+	diag := func(sev, code, format string, args ...any) *Diagnostic {
+		return &Diagnostic{Severity: sev, Code: code, Detail: fmt.Sprintf(format, args...), Path: p}
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		sc.diag(SeverityWarning, outsideCode, p, "symbolic link does not resolve: %v", err)
-		return false, false
+		return false, diag(SeverityWarning, outsideCode, "symbolic link does not resolve: %v", err)
 	}
 	if !within(r.path, real) {
-		sc.diag(SeverityWarning, outsideCode, p, "symbolic link resolves to %s, outside the skills root %s; it is ignored", real, r.path)
-		return false, false
+		return false, diag(SeverityWarning, outsideCode, "symbolic link resolves to %s, outside the skills root %s; it is ignored", real, r.path)
 	}
 	fi, err := os.Stat(real)
 	if err != nil || !fi.IsDir() {
-		return false, true
+		return false, nil
 	}
-	if sc.resolvedDirs[real] || within(real, filepath.Dir(p)) {
-		sc.diag(SeverityInfo, CodeSymlinkCycle, p, "symbolic link to %s, which is already scanned (or contains this link); not followed again", real)
-		return false, false
+	if visited[real] || within(real, filepath.Dir(p)) {
+		return false, diag(SeverityInfo, CodeSymlinkCycle, "symbolic link to %s, which is already scanned (or contains this link); not followed again", real)
 	}
-	sc.resolvedDirs[real] = true
-	return true, true
+	visited[real] = true
+	return true, nil
 }
 
 // load reads and checks one candidate's SKILL.md and lists its resources.
@@ -338,16 +363,14 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 	errd := func(code, msg string, line int) (*Skill, []Diagnostic, bool) {
 		return nil, append(diags, Diagnostic{Severity: SeverityError, Code: code, Detail: msg, Path: skillPath, Line: line}), false
 	}
-	real, err := filepath.EvalSymlinks(skillPath)
+	// openat2 with RESOLVE_BENEATH refuses a SKILL.md that resolves
+	// outside the root, so no separate symlink walk is needed.
+	data, err := readRegular(c.root, relTo(c.root.path, skillPath), maxSkillFile)
 	if err != nil {
-		return errd(CodeSkillFileUnreadable, fmt.Sprintf("cannot resolve SKILL.md: %v", err), 0)
-	}
-	if !within(c.root.path, real) {
-		return errd(CodeSkillOutsideRoot, fmt.Sprintf("SKILL.md resolves to %s, outside the skills root %s; the skill is ignored", real, c.root.path), 0)
-	}
-	data, err := readRegular(c.root.fs, relTo(c.root.path, skillPath), maxSkillFile)
-	if err != nil {
-		if errors.Is(err, errTooLarge) {
+		switch {
+		case escapes(err):
+			return errd(CodeSkillOutsideRoot, fmt.Sprintf("SKILL.md resolves outside the skills root %s; the skill is ignored", c.root.path), 0)
+		case errors.Is(err, errTooLarge):
 			return errd(CodeSkillFileTooLarge, fmt.Sprintf("SKILL.md is larger than %d bytes; move detail into references/", maxSkillFile), 0)
 		}
 		return errd(CodeSkillFileUnreadable, fmt.Sprintf("cannot read SKILL.md: %v", err), 0)
@@ -405,11 +428,17 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 
 var errTooLarge = errors.New("file too large")
 
+// escapes reports whether an open failed because the path leads outside
+// its root: EXDEV from openat2, or os.Root's own refusal.
+func escapes(err error) bool {
+	return errors.Is(err, unix.EXDEV) || strings.Contains(err.Error(), "path escapes from parent")
+}
+
 // readRegular reads a regular file through the root, refusing anything
 // else (a FIFO would block, a device could be endless) and anything over
 // max bytes.
-func readRegular(root *os.Root, rel string, max int64) ([]byte, error) {
-	f, err := openNoBlock(root, rel)
+func readRegular(root *scanRoot, rel string, max int64) ([]byte, error) {
+	f, err := openBeneath(root, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -471,4 +500,87 @@ const sniffLen = 8 << 10
 // the mode check would otherwise block the scan until a writer appears.
 func openNoBlock(root *os.Root, rel string) (*os.File, error) {
 	return root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// openBeneath opens rel for reading with one openat2 call that the kernel
+// confines to the root (RESOLVE_BENEATH: no "..", absolute or symlink
+// escape), which costs a single syscall where os.Root walks every path
+// component. Kernels without openat2 fall back to os.Root.
+func openBeneath(r *scanRoot, rel string) (*os.File, error) {
+	how := unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for range 3 {
+		fd, err := unix.Openat2(r.dirfd, rel, &how)
+		switch {
+		case err == nil:
+			return os.NewFile(uintptr(fd), filepath.Join(r.path, rel)), nil
+		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+			continue // a concurrent rename; the kernel asks to retry
+		case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM):
+			// No openat2 (old kernel, or a seccomp filter that denies it).
+			return openNoBlock(r.fs, rel)
+		default:
+			return nil, &os.PathError{Op: "openat2", Path: rel, Err: err}
+		}
+	}
+	return openNoBlock(r.fs, rel)
+}
+
+type loadResult struct {
+	skill *Skill
+	diags []Diagnostic
+	ok    bool
+}
+
+// loadAll loads candidates on a worker pool and yields the results in
+// candidate order, so that what follows is independent of scheduling.
+func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[loadResult] {
+	return func(yield func(loadResult) bool) {
+		results := make([]chan loadResult, len(cands))
+		for i := range results {
+			results[i] = make(chan loadResult, 1)
+		}
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					s, d, ok := sc.load(cands[i], false)
+					results[i] <- loadResult{s, d, ok}
+				}
+			}()
+		}
+		go func() {
+			defer close(next)
+			for i := range cands {
+				if ctx.Err() != nil {
+					return
+				}
+				next <- i
+			}
+		}()
+		defer wg.Wait()
+		for i := range results {
+			select {
+			case r := <-results[i]:
+				if !yield(r) {
+					go func() {
+						for range next {
+						}
+					}()
+					return
+				}
+			case <-ctx.Done():
+				go func() {
+					for range next {
+					}
+				}()
+				return
+			}
+		}
+	}
 }

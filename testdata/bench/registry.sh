@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Registry snapshot speed and memory against b3sum, over the same files:
+#   (a) 2,000 skills x 20 resources of 10 KiB (about 400 MB)
+#   (b) 20,000 skills with one small resource each
+# Page cache warm; best of 3 wall times; peak RSS from /usr/bin/time.
+# Usage: bash testdata/bench/registry.sh   (from the repository root)
+set -euo pipefail
+work=${BENCH_DIR:-/tmp/harness-bench-registry}
+mkdir -p "$work"
+command -v b3sum >/dev/null || { echo "registry.sh: b3sum missing (apt-get install b3sum)" >&2; exit 1; }
+[ -x /usr/bin/time ] || apt-get install -y -q time >/dev/null
+go build -o "$work/harness" ./cmd/harness
+go build -o "$work/gentree" ./testdata/bench/gentree
+
+gen() { # name skills files bytes
+  [ -d "$work/$1" ] || "$work/gentree" "$work/$1" "$2" "$3" "$4"
+}
+gen a 2000 20 10240
+gen b 20000 1 512
+
+best() { # prints "seconds maxrss_kb" of the fastest of 3 runs
+  local best="" line
+  for _ in 1 2 3; do
+    /usr/bin/time -o "$work/time.out" -f '%e %M' "$@" >/dev/null 2>&1
+    line=$(tail -n1 "$work/time.out")
+    if [ -z "$best" ] || awk -v a="${line% *}" -v b="${best% *}" 'BEGIN{exit !(a<b)}'; then best=$line; fi
+  done
+  echo "$best"
+}
+
+printf '%-4s %8s %8s %10s %14s %10s %7s\n' tree files MB harness_s harness_rss_MB b3sum_s ratio
+for t in a b; do
+  root="$work/$t"
+  find "$root" -type f -print0 >"$work/$t.files"
+  files=$(tr -cd '\0' <"$work/$t.files" | wc -c)
+  mb=$(du -sm --apparent-size "$root" | cut -f1)
+  xargs -0 cat <"$work/$t.files" >/dev/null # warm the page cache
+  h=$(best "$work/harness" skills snapshot --skills-root "$root" --workspace "$root" --out "$work/$t.json")
+  b=$(best sh -c "xargs -0 b3sum <'$work/$t.files'")
+  printf '%-4s %8d %8d %10s %14d %10s %7.2f\n' "$t" "$files" "$mb" "${h% *}" $((${h#* } / 1024)) "${b% *}" \
+    "$(awk -v a="${h% *}" -v b="${b% *}" 'BEGIN{print (b>0)?a/b:0}')"
+done
