@@ -2,18 +2,18 @@ package skills
 
 import (
 	"context"
-	"iter"
-	"runtime"
-	"sync"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -169,11 +169,11 @@ type scanRoot struct {
 }
 
 type scanner struct {
-	roots        []*scanRoot
-	workspace    string
-	sandboxWS    string
-	limits       Limits
-	diags        []Diagnostic
+	roots     []*scanRoot
+	workspace string
+	sandboxWS string
+	limits    Limits
+	diags     []Diagnostic
 }
 
 // candidate is a directory holding SKILL.md, found by discovery.
