@@ -36,6 +36,15 @@ type Options struct {
 	// always available.
 	AllowTools []string
 
+	// NoSkillCatalog withholds the load_skill catalog: only preloaded skills
+	// reach the model. CatalogBudget bounds the catalog in characters
+	// (0 = skills.DefaultCatalogBudget).
+	NoSkillCatalog bool
+	CatalogBudget  int
+	// AllowDrift lets skill files that changed since the snapshot be used,
+	// marked as drifted, instead of refused.
+	AllowDrift bool
+
 	MaxTurns  int           // 0 = unlimited (the CLI default is 50)
 	Timeout   time.Duration // wall clock for the whole run; 0 = none
 	MaxTokens int64         // total tokens; 0 = unlimited

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,7 +35,9 @@ type runner struct {
 	journal  *artifacts.Journal
 	manifest Manifest
 	registry *skills.Registry
-	acts     Activations
+	acts     *activationLog
+	catalog  skills.Catalog
+	token    string // frames skill context; see boundaryToken
 	stdout   io.Writer
 	stderr   io.Writer
 }
@@ -87,6 +90,9 @@ func checkOptions(o *Options) error {
 	}
 	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {
 		return usageErr("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")
+	}
+	if o.CatalogBudget < 0 {
+		return usageErr("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")
 	}
 	if o.BaseURL != "" {
 		u, err := url.Parse(o.BaseURL)
@@ -155,7 +161,7 @@ func (r *runner) open() error {
 	j.SetClock(r.now)
 	j.Tee(r.onEvent)
 	r.journal = j
-	r.acts = Activations{Envelope: artifacts.NewEnvelope("harness.skill-activations", 1), Activations: []Activation{}}
+	r.acts = newActivationLog(r.path(fileActivations), j)
 	r.manifest = r.newManifest()
 	return artifacts.WriteJSON(r.path(fileManifest), &r.manifest)
 }
@@ -276,7 +282,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	}); err != nil {
 		return nil, err
 	}
-	r.progress("run %s: model %s, %d tools, %d skills preloaded", r.res.runID, r.opts.Model, len(tools), len(r.acts.Activations))
+	r.progress("run %s: model %s, %d tools, %d skills preloaded", r.res.runID, r.opts.Model, len(tools), r.acts.count())
 	out := loop.Run(ctx, loop.Config{
 		Model:         model,
 		ModelName:     r.opts.Model,
@@ -323,6 +329,10 @@ func (r *runner) snapshot(ctx context.Context) error {
 		return &Error{Code: "registry_scan_failed", Msg: fmt.Sprintf("scan skills: %v", err), Exit: ExitUsage, Err: err}
 	}
 	r.registry = reg
+	if !r.opts.NoSkillCatalog {
+		r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
+		reg.Diagnostics = append(reg.Diagnostics, r.catalog.Diagnostics()...)
+	}
 	if err := artifacts.WriteJSON(r.path(fileRegistry), reg); err != nil {
 		return err
 	}
@@ -332,7 +342,15 @@ func (r *runner) snapshot(ctx context.Context) error {
 		Skills      int              `json:"skills"`
 		Diagnostics int              `json:"diagnostics"`
 	}{reg.Digest, len(reg.Skills), len(reg.Diagnostics)})
-	return err
+	if err != nil {
+		return err
+	}
+	for _, st := range r.catalog.Steps {
+		if _, err := r.journal.Append("catalog.truncated", st); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // preload reads each --skill at its snapshot digest and seeds the
@@ -371,28 +389,26 @@ func (r *runner) preload() ([]loop.Message, error) {
 		texts = append(texts, string(b))
 	}
 	history := []loop.Message{{Role: loop.RoleSystem, Content: systemPrompt}}
-	if len(chosen) > 0 {
-		token := boundaryToken(string(r.registry.Digest)+"\x00"+r.opts.Prompt, texts)
-		for i, s := range chosen {
-			history = append(history, loop.Message{Role: loop.RoleUser, Content: skillContextBlock(token, s, contents[i], "preloaded by the operator for this run")})
-			act := Activation{
-				Name:          s.Name,
-				Source:        "cli-preload",
-				RunID:         r.res.runID,
-				SkillPath:     s.SkillPath,
-				SandboxPath:   s.SandboxSkillPath,
-				Digest:        s.Digest,
-				ActivatedAt:   r.now().UTC(),
-				CFCPromptRole: "context",
-			}
-			r.acts.Activations = append(r.acts.Activations, act)
-			if _, err := r.journal.Append("skill.activated", act); err != nil {
-				return nil, err
-			}
+	if r.registry != nil {
+		r.token = boundaryToken(string(r.registry.Digest)+"\x00"+r.opts.Prompt, texts)
+	}
+	for i, s := range chosen {
+		history = append(history, loop.Message{Role: loop.RoleUser, Content: skillContextBlock(r.token, s, contents[i], "preloaded by the operator for this run")})
+		if err := r.acts.add(Activation{
+			Name:          s.Name,
+			Source:        SourceCLIPreload,
+			RunID:         r.res.runID,
+			SkillPath:     s.SkillPath,
+			SandboxPath:   s.SandboxSkillPath,
+			Digest:        s.Digest,
+			ActivatedAt:   r.now().UTC(),
+			CFCPromptRole: "context",
+		}); err != nil {
+			return nil, err
 		}
 	}
 	if r.registry != nil {
-		if err := artifacts.WriteJSON(r.path(fileActivations), &r.acts); err != nil {
+		if err := r.acts.write(); err != nil {
 			return nil, err
 		}
 		r.manifest.Artifacts = append(r.manifest.Artifacts, fileActivations)
@@ -427,9 +443,7 @@ func (r *runner) seal(tools []loop.Tool) error {
 	if r.registry != nil {
 		id.RegistryDigest = r.registry.Digest
 	}
-	for _, a := range r.acts.Activations {
-		id.SkillDigests = append(id.SkillDigests, a.Digest)
-	}
+	id.SkillDigests = r.acts.digests()
 	if err := id.seal(); err != nil {
 		return err
 	}
@@ -512,6 +526,9 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	fin := r.now().UTC()
 	m.FinishedAt = &fin
 	m.Artifacts = append(m.Artifacts, dirToolOutputs+"/")
+	if _, err := os.Stat(r.path(fileResourceReads)); err == nil {
+		m.Artifacts = append(m.Artifacts, fileResourceReads)
+	}
 	slices.Sort(m.Artifacts)
 	m.Artifacts = slices.Compact(m.Artifacts)
 	_, jerr := r.journal.Append("run.finished", runFinished{Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec})

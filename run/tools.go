@@ -5,12 +5,11 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
 )
 
 // knownTools are the tool names --allow-tool accepts.
-var knownTools = []string{"list_files", "read_file", "write_file"}
+var knownTools = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "write_file"}
 
 // tools builds the tool set the model is offered: read tools always,
 // write and side-effect tools only when the operator allowed them by name.
@@ -25,7 +24,8 @@ func (r *runner) tools() ([]loop.Tool, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open workspace: %w", err)
 	}
-	return ft.tools, func() { ft.Close() }, nil
+	tools := append(ft.tools, r.skillTools()...)
+	return tools, func() { ft.Close() }, nil
 }
 
 // protectedPaths lists what tools must never touch inside the workspace:
@@ -87,5 +87,3 @@ func (r *runner) model() (loop.Model, func(), error) {
 	}
 	return rec, func() { rec.Close() }, nil
 }
-
-var _ = artifacts.Digest("")

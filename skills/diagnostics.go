@@ -35,6 +35,7 @@ const (
 	CodeResourceUnreadable    = "resource-unreadable"
 	CodeBrokenReference       = "broken-reference"
 	CodeSymlinkCycle          = "symlink-cycle"
+	CodeCatalogTruncated      = "catalog-truncated"
 )
 
 // Diagnostic is one problem found while scanning or validating.

@@ -20,6 +20,9 @@ var runOptions = []option{
 	{name: "prompt-file", usage: "read the task from `FILE` (- for standard input)", def: ""},
 	{name: "model", usage: "model `NAME`", def: ""},
 	{name: "base-url", usage: "OpenAI-compatible API base `URL`", def: "", envFallbacks: []string{"OPENAI_BASE_URL"}},
+	{name: "no-skill-catalog", kind: kindBool, usage: "do not offer the load_skill catalog: only --skill preloads reach the model"},
+	{name: "catalog-budget", kind: kindInt, usage: "size of the load_skill catalog in `CHARS`; over it descriptions are shortened, then skills left out (recorded)", def: 8000},
+	{name: "allow-drift", kind: kindBool, usage: "use skill files that changed since the run-start snapshot (marked as drifted) instead of refusing them"},
 	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file"},
 	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: 50},
 	{name: "timeout", kind: kindDuration, usage: "wall-clock limit for the run, e.g. 10m (exit 3, resumable)"},
@@ -45,7 +48,7 @@ func runCommand() *cli.Command {
 		Description: "Resolves the workspace and skill roots, snapshots a digested skill registry, preloads the\n" +
 			"named skills as context, and runs the prompt loop. The run directory (default\n" +
 			".harness/runs/<run-id>) receives run.json, journal.jsonl, skill-registry.json,\n" +
-			"skill-activations.json and tool-outputs/. The API key is read from $HARNESS_API_KEY, then\n" +
+			"skill-activations.json, skill-resource-reads.json and tool-outputs/. The API key is read from $HARNESS_API_KEY, then\n" +
 			"$OPENAI_API_KEY, and is never written anywhere.\n\n" +
 			"The final answer is printed on stdout (unless --json); progress goes to stderr.\n" +
 			"Exit codes: 0 success, 1 failed, 2 usage or configuration, 3 limit reached, 4 model provider\n" +
@@ -74,30 +77,33 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 		key = os.Getenv("OPENAI_API_KEY")
 	}
 	opts := run.Options{
-		Workspace:    ro.str("workspace"),
-		Cwd:          ro.str("cwd"),
-		SkillsRoots:  ro.strs("skills-root"),
-		Skills:       ro.strs("skill"),
-		Prompt:       prompt,
-		PromptSource: promptSource,
-		Model:        ro.str("model"),
-		BaseURL:      ro.str("base-url"),
-		APIKey:       key,
-		AllowTools:   ro.strs("allow-tool"),
-		MaxTurns:     ro.int("max-turns"),
-		Timeout:      ro.dur("timeout"),
-		MaxTokens:    int64(ro.int("max-tokens")),
-		ArtifactsDir: ro.str("artifacts-dir"),
-		RunID:        ro.str("run-id"),
-		Record:       ro.str("record"),
-		Replay:       ro.str("replay"),
-		JSON:         ro.boolean("json"),
-		Quiet:        ro.boolean("quiet"),
-		Sources:      ro.sources,
-		ConfigFile:   ro.config,
-		Stdout:       cmd.Root().Writer,
-		Stderr:       cmd.Root().ErrWriter,
-		Version:      version,
+		Workspace:      ro.str("workspace"),
+		Cwd:            ro.str("cwd"),
+		SkillsRoots:    ro.strs("skills-root"),
+		Skills:         ro.strs("skill"),
+		Prompt:         prompt,
+		PromptSource:   promptSource,
+		Model:          ro.str("model"),
+		BaseURL:        ro.str("base-url"),
+		APIKey:         key,
+		AllowTools:     ro.strs("allow-tool"),
+		NoSkillCatalog: ro.boolean("no-skill-catalog"),
+		CatalogBudget:  ro.int("catalog-budget"),
+		AllowDrift:     ro.boolean("allow-drift"),
+		MaxTurns:       ro.int("max-turns"),
+		Timeout:        ro.dur("timeout"),
+		MaxTokens:      int64(ro.int("max-tokens")),
+		ArtifactsDir:   ro.str("artifacts-dir"),
+		RunID:          ro.str("run-id"),
+		Record:         ro.str("record"),
+		Replay:         ro.str("replay"),
+		JSON:           ro.boolean("json"),
+		Quiet:          ro.boolean("quiet"),
+		Sources:        ro.sources,
+		ConfigFile:     ro.config,
+		Stdout:         cmd.Root().Writer,
+		Stderr:         cmd.Root().ErrWriter,
+		Version:        version,
 	}
 	res, err := run.Run(ctx, opts)
 	stderr := cmd.Root().ErrWriter
