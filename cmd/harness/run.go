@@ -25,7 +25,7 @@ var runOptions = []option{
 	{name: "allow-drift", kind: kindBool, usage: "use skill files that changed since the run-start snapshot (marked as drifted) instead of refusing them"},
 	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file"},
 	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: 50},
-	{name: "timeout", kind: kindDuration, usage: "wall-clock limit for the run, e.g. 10m (exit 3, resumable)"},
+	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DUR` for the run, e.g. 10m (exit 3, resumable)"},
 	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
 	{name: "artifacts-dir", usage: "`DIR` that holds run directories", def: ".harness/runs"},
 	{name: "run-id", usage: "run `ID` (default: a new time-sortable id)", def: ""},
@@ -48,8 +48,8 @@ func runCommand() *cli.Command {
 		Description: "Resolves the workspace and skill roots, snapshots a digested skill registry, preloads the\n" +
 			"named skills as context, and runs the prompt loop. The run directory (default\n" +
 			".harness/runs/<run-id>) receives run.json, journal.jsonl, skill-registry.json,\n" +
-			"skill-activations.json, skill-resource-reads.json and tool-outputs/. The API key is read from $HARNESS_API_KEY, then\n" +
-			"$OPENAI_API_KEY, and is never written anywhere.\n\n" +
+			"skill-activations.json, skill-resource-reads.json and tool-outputs/. The API key is\n" +
+			"read from $HARNESS_API_KEY, then $OPENAI_API_KEY, and is never written anywhere.\n\n" +
 			"The final answer is printed on stdout (unless --json); progress goes to stderr.\n" +
 			"Exit codes: 0 success, 1 failed, 2 usage or configuration, 3 limit reached, 4 model provider\n" +
 			"error, 5 refused by policy, 130 interrupted.",
