@@ -3,8 +3,8 @@ package skills
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/zeebo/blake3"
+	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/artifacts"
 )
@@ -180,14 +181,24 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 		r.Diagnostics = append(r.Diagnostics, Diagnostic{Severity: SeverityWarning, Code: code, Detail: fmt.Sprintf(format, args...), Path: r.HostPath})
 		r.ContentKind = "binary"
 	}
-	f, err := openBeneath(j.root, j.rel)
+	// Raw file descriptors: an os.File per resource would register each
+	// one with the runtime poller and a finalizer, which costs more than
+	// hashing a small file.
+	fd, err := openBeneathFD(j.root, j.rel)
+	closeFD := func() { unix.Close(fd) }
+	if errors.Is(err, errNoOpenat2) {
+		var f *os.File
+		if f, err = openNoBlock(j.root.fs, j.rel); err == nil {
+			fd, closeFD = int(f.Fd()), func() { f.Close() }
+		}
+	}
 	if err != nil {
 		fail(CodeResourceUnreadable, "cannot open: %v", err)
 		return
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
+	defer closeFD()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		fail(CodeResourceNotRegular, "no longer a regular file; skipped")
 		return
 	}
@@ -195,21 +206,22 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 	var size int64
 	var head []byte
 	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			if head == nil {
-				head = bytes.Clone(buf[:min(n, sniffLen)])
-			}
-			h.Write(buf[:n])
-			size += int64(n)
-		}
-		if err == io.EOF {
-			break
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
 		}
 		if err != nil {
 			fail(CodeResourceUnreadable, "read: %v", err)
 			return
 		}
+		if n == 0 {
+			break
+		}
+		if head == nil {
+			head = bytes.Clone(buf[:min(n, sniffLen)])
+		}
+		h.Write(buf[:n])
+		size += int64(n)
 	}
 	var sum [32]byte
 	r.Digest = artifacts.Digest("blake3:" + fmt.Sprintf("%x", h.Sum(sum[:0])))

@@ -507,6 +507,20 @@ func openNoBlock(root *os.Root, rel string) (*os.File, error) {
 // escape), which costs a single syscall where os.Root walks every path
 // component. Kernels without openat2 fall back to os.Root.
 func openBeneath(r *scanRoot, rel string) (*os.File, error) {
+	fd, err := openBeneathFD(r, rel)
+	if err == nil {
+		return os.NewFile(uintptr(fd), filepath.Join(r.path, rel)), nil
+	}
+	if errors.Is(err, errNoOpenat2) {
+		return openNoBlock(r.fs, rel)
+	}
+	return nil, err
+}
+
+var errNoOpenat2 = errors.New("openat2 unavailable")
+
+// openBeneathFD is openBeneath for callers that manage the descriptor.
+func openBeneathFD(r *scanRoot, rel string) (int, error) {
 	how := unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
@@ -515,17 +529,17 @@ func openBeneath(r *scanRoot, rel string) (*os.File, error) {
 		fd, err := unix.Openat2(r.dirfd, rel, &how)
 		switch {
 		case err == nil:
-			return os.NewFile(uintptr(fd), filepath.Join(r.path, rel)), nil
+			return fd, nil
 		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
 			continue // a concurrent rename; the kernel asks to retry
 		case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM):
 			// No openat2 (old kernel, or a seccomp filter that denies it).
-			return openNoBlock(r.fs, rel)
+			return -1, errNoOpenat2
 		default:
-			return nil, &os.PathError{Op: "openat2", Path: rel, Err: err}
+			return -1, &os.PathError{Op: "openat2", Path: rel, Err: err}
 		}
 	}
-	return openNoBlock(r.fs, rel)
+	return -1, &os.PathError{Op: "openat2", Path: rel, Err: unix.EAGAIN}
 }
 
 type loadResult struct {
