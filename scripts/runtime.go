@@ -1,0 +1,99 @@
+package scripts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Runtimes a script can run under.
+const (
+	RuntimeDeno   = "deno"
+	RuntimeBash   = "bash"
+	RuntimeSh     = "sh"
+	RuntimePython = "python"
+	RuntimeNode   = "node"
+)
+
+// Refusal is a script that must not run, with a stable code.
+type Refusal struct {
+	Code string
+	Msg  string
+}
+
+func (r *Refusal) Error() string { return r.Msg }
+
+// Command builds the argv that runs the script at scriptPath (a path as
+// the sandbox sees it) under runtime. Interpreter flags in a shebang are
+// refused, except Deno permission flags on a `deno run` shebang, which
+// are the only flags passed to Deno.
+func Command(runtime, shebang, scriptPath string, args []string) ([]string, error) {
+	fields := strings.Fields(strings.TrimPrefix(shebang, "#!"))
+	if len(fields) > 0 && filepath.Base(fields[0]) == "env" {
+		fields = fields[1:]
+		if len(fields) > 0 && fields[0] == "-S" {
+			fields = fields[1:]
+		}
+	}
+	var flags []string
+	if len(fields) > 1 {
+		flags = fields[1:]
+	}
+	switch runtime {
+	case RuntimeDeno:
+		if len(flags) > 0 && flags[0] == "run" {
+			flags = flags[1:]
+		}
+		for _, f := range flags {
+			if !(strings.HasPrefix(f, "--allow-") || strings.HasPrefix(f, "--deny-")) {
+				return nil, &Refusal{Code: "script_runtime_flags", Msg: fmt.Sprintf("shebang flag %q is not a Deno permission flag; only --allow-* and --deny-* are passed to deno run", f)}
+			}
+		}
+		argv := append([]string{"deno", "run", "--no-prompt"}, flags...)
+		return append(append(argv, scriptPath), args...), nil
+	case RuntimeBash, RuntimeSh, RuntimePython, RuntimeNode:
+		if len(flags) > 0 {
+			return nil, &Refusal{Code: "script_runtime_flags", Msg: fmt.Sprintf("shebang interpreter flags %q are refused: harness runs the interpreter itself; move options into the script", strings.Join(flags, " "))}
+		}
+		bin := map[string]string{RuntimeBash: "bash", RuntimeSh: "sh", RuntimePython: "python3", RuntimeNode: "node"}[runtime]
+		return append([]string{bin, scriptPath}, args...), nil
+	}
+	return nil, &Refusal{Code: "script_runtime_unsupported", Msg: fmt.Sprintf("runtime %q is not supported; scripts run under deno, bash, sh, python3 or node (give the script a shebang or extension)", runtime)}
+}
+
+// LookupBinary finds an executable ELF binary for name on PATH, following
+// symlinks. Wrapper scripts (pyenv shims, for example) are skipped: they
+// would need their own interpreter and home directory inside the sandbox.
+func LookupBinary(name, path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p, err := filepath.EvalSymlinks(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+			continue
+		}
+		if isELF(p) {
+			return p, nil
+		}
+	}
+	return "", errors.New(name + " not found on PATH")
+}
+
+func isELF(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head [4]byte
+	n, _ := f.Read(head[:])
+	return n == 4 && bytes.Equal(head[:], []byte("\x7fELF"))
+}

@@ -1,0 +1,266 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Backend is how a script is confined.
+type Backend string
+
+const (
+	BackendAuto  Backend = "auto"
+	BackendBwrap Backend = "bwrap"
+	BackendNone  Backend = "none" // the host, only on the operator's request
+)
+
+// Mount makes a host path visible in the sandbox.
+type Mount struct {
+	Host     string
+	Sandbox  string
+	Writable bool
+}
+
+// Limits bound one execution. Zero fields take DefaultLimits.
+type Limits struct {
+	CPUSeconds uint64 // RLIMIT_CPU
+	FileSize   uint64 // RLIMIT_FSIZE, bytes
+	OpenFiles  uint64 // RLIMIT_NOFILE
+	Processes  uint64 // RLIMIT_NPROC
+	OutputCap  int    // bytes kept of stdout and of stderr each
+}
+
+// DefaultLimits are generous for a build helper and small for an attack.
+func DefaultLimits() Limits {
+	return Limits{CPUSeconds: 120, FileSize: 64 << 20, OpenFiles: 256, Processes: 256, OutputCap: 1 << 20}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.CPUSeconds == 0 {
+		l.CPUSeconds = d.CPUSeconds
+	}
+	if l.FileSize == 0 {
+		l.FileSize = d.FileSize
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = d.OpenFiles
+	}
+	if l.Processes == 0 {
+		l.Processes = d.Processes
+	}
+	if l.OutputCap == 0 {
+		l.OutputCap = d.OutputCap
+	}
+	return l
+}
+
+// Spec is one execution.
+type Spec struct {
+	Argv   []string // argv[0] is a runtime name (bash, deno, ...), resolved on Path
+	Env    []string // the complete environment; nothing is inherited
+	Path   string   // where runtimes are looked up on the host
+	Cwd    string   // working directory as the sandbox sees it
+	Mounts []Mount
+	// Hide are sandbox paths covered by an empty read-only tmpfs, so that
+	// e.g. the run directory inside the workspace is not visible.
+	Hide    []string
+	Timeout time.Duration
+	Limits  Limits
+}
+
+// Result is what an execution did.
+type Result struct {
+	Backend   Backend
+	Argv      []string // the command as executed on the host (sandbox wrapper included)
+	ExitCode  int      // -1 when killed by a signal
+	Signal    string
+	TimedOut  bool
+	Duration  time.Duration
+	Stdout    []byte
+	Stderr    []byte
+	StdoutLen int64 // bytes written, kept or not
+	StderrLen int64
+	Truncated bool
+}
+
+// ErrUnavailable is returned when no sandbox backend can start.
+var ErrUnavailable = errors.New("no sandbox backend works on this machine")
+
+// Probe finds the backend to use. auto tries bwrap; none is only ever
+// returned when asked for by name.
+func Probe(ctx context.Context, want Backend) (Backend, error) {
+	switch want {
+	case BackendNone:
+		return BackendNone, nil
+	case BackendBwrap, BackendAuto, "":
+		if err := probeBwrap(ctx); err != nil {
+			return "", fmt.Errorf("%w: bwrap: %v", ErrUnavailable, err)
+		}
+		return BackendBwrap, nil
+	}
+	return "", fmt.Errorf("sandbox backend %q is not supported here (use auto, bwrap or none)", want)
+}
+
+func probeBwrap(ctx context.Context) error {
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		return errors.New("bwrap is not installed (Debian: apt-get install bubblewrap)")
+	}
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		return errors.New("prlimit (util-linux) is not installed")
+	}
+	args := append(bwrapBase(), "--", "/bin/true")
+	out, err := exec.CommandContext(ctx, bw, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("bwrap cannot start a sandbox: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// bwrapBase confines everything: new user (unprivileged uid and gid, no
+// capabilities, even when harness runs as root), pid, network, ipc and
+// uts namespaces; read-only system directories; private /tmp and /proc;
+// the sandbox dies with harness and cannot reach its terminal.
+func bwrapBase() []string {
+	args := []string{
+		"--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
+		"--die-with-parent", "--new-session",
+		"--ro-bind", "/usr", "/usr",
+		"--ro-bind-try", "/etc", "/etc",
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+	}
+	for _, d := range []string{"bin", "sbin", "lib", "lib64", "lib32"} {
+		if t, err := os.Readlink("/" + d); err == nil {
+			args = append(args, "--symlink", t, "/"+d)
+		} else if fi, err := os.Stat("/" + d); err == nil && fi.IsDir() {
+			args = append(args, "--ro-bind", "/"+d, "/"+d)
+		}
+	}
+	return args
+}
+
+// Run executes spec under backend.
+func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
+	lim := spec.Limits.withDefaults()
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("empty command")
+	}
+	bin, err := LookupBinary(spec.Argv[0], spec.Path)
+	if err != nil {
+		return nil, &Refusal{Code: "script_runtime_missing", Msg: fmt.Sprintf("runtime %s is not installed on this machine: %v", spec.Argv[0], err)}
+	}
+	inner := append([]string{bin}, spec.Argv[1:]...)
+	var argv []string
+	switch backend {
+	case BackendBwrap:
+		argv = append([]string{"bwrap"}, bwrapBase()...)
+		if !strings.HasPrefix(bin, "/usr/") {
+			argv = append(argv, "--ro-bind", bin, bin)
+		}
+		for _, m := range spec.Mounts {
+			op := "--ro-bind"
+			if m.Writable {
+				op = "--bind"
+			}
+			argv = append(argv, op, m.Host, m.Sandbox)
+		}
+		for _, h := range spec.Hide {
+			argv = append(argv, "--tmpfs", h, "--remount-ro", h)
+		}
+		argv = append(argv, "--chdir", spec.Cwd, "--")
+		argv = append(argv, inner...)
+	case BackendNone:
+		argv = inner
+	default:
+		return nil, fmt.Errorf("sandbox backend %q cannot run scripts", backend)
+	}
+	// rlimits are set by prlimit before it execs the sandbox, so they hold
+	// from the first instruction of the script and for all its children.
+	full := append([]string{"prlimit",
+		"--cpu=" + strconv.FormatUint(lim.CPUSeconds, 10),
+		"--fsize=" + strconv.FormatUint(lim.FileSize, 10),
+		"--nofile=" + strconv.FormatUint(lim.OpenFiles, 10),
+		"--nproc=" + strconv.FormatUint(lim.Processes, 10),
+		"--"}, argv...)
+	prl, err := exec.LookPath("prlimit")
+	if err != nil {
+		return nil, &Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed; refusing to run scripts without limits"}
+	}
+	if backend == BackendBwrap {
+		if full[6], err = exec.LookPath("bwrap"); err != nil {
+			return nil, &Refusal{Code: "sandbox_unavailable", Msg: "bwrap is not installed"}
+		}
+	}
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, prl, full[1:]...)
+	cmd.Env = spec.Env
+	if backend == BackendNone {
+		cmd.Dir = spec.Cwd
+	}
+	cmd.Stdin = nil // the script's own stdin is empty
+	stdout := &capped{max: lim.OutputCap}
+	stderr := &capped{max: lim.OutputCap}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// Its own process group, so the timeout kills every process the
+	// script started, not just the first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	start := time.Now()
+	err = cmd.Run()
+	res := &Result{
+		Backend: backend, Argv: full, Duration: time.Since(start),
+		Stdout: stdout.buf, Stderr: stderr.buf, StdoutLen: stdout.n, StderrLen: stderr.n,
+		Truncated: stdout.n > int64(len(stdout.buf)) || stderr.n > int64(len(stderr.buf)),
+	}
+	// Whatever is left of the group dies now, even after a clean exit: a
+	// daemonised child must not outlive its call.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	res.TimedOut = runCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		res.ExitCode = 0
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode, res.Signal = -1, ws.Signal().String()
+		}
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	case errors.Is(err, exec.ErrWaitDelay):
+		res.ExitCode = 0
+	default:
+		return res, fmt.Errorf("run %s: %w", filepath.Base(spec.Argv[0]), err)
+	}
+	return res, nil
+}
+
+// capped keeps the first max bytes written and counts the rest.
+type capped struct {
+	max int
+	buf []byte
+	n   int64
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	if room := c.max - len(c.buf); room > 0 {
+		c.buf = append(c.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,173 @@
+package scripts
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sandboxed runs a bash snippet in bwrap with a writable workspace and a
+// read-only skill mount; it skips only when bwrap cannot start here.
+func sandboxed(t *testing.T, script string, lim Limits, timeout time.Duration) (*Result, string) {
+	t.Helper()
+	if _, err := Probe(context.Background(), BackendBwrap); err != nil {
+		t.Skipf("bwrap unavailable: %v", err)
+	}
+	ws := t.TempDir()
+	skill := t.TempDir()
+	os.WriteFile(filepath.Join(skill, "run.sh"), []byte(script), 0o444)
+	os.MkdirAll(filepath.Join(ws, ".harness", "runs"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".harness", "runs", "secret"), []byte("run record"), 0o644)
+	res, err := Run(context.Background(), BackendBwrap, Spec{
+		Argv:    []string{"bash", "/workspace/skills/s/run.sh"},
+		Env:     []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"},
+		Path:    os.Getenv("PATH"),
+		Cwd:     "/workspace",
+		Mounts:  []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/workspace/skills/s"}},
+		Hide:    []string{"/workspace/.harness"},
+		Timeout: timeout,
+		Limits:  lim,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, ws
+}
+
+func TestSandboxRunsAndConfines(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	marker := filepath.Join(home, fmt.Sprintf(".harness-test-marker-%d", os.Getpid()))
+	os.WriteFile(marker, []byte("host secret"), 0o644)
+	defer os.Remove(marker)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	t.Setenv("HARNESS_API_KEY", "sk-must-not-leak")
+
+	script := fmt.Sprintf(`
+echo "id=$(id -u)"
+cat %q 2>/dev/null && echo "READ-MARKER"
+echo x > /etc/harness-test 2>/dev/null && echo "WROTE-ETC"
+echo x > /usr/harness-test 2>/dev/null && echo "WROTE-USR"
+echo ok > /workspace/out.txt && echo "WROTE-WORKSPACE"
+cat /workspace/.harness/runs/secret 2>/dev/null && echo "READ-RUNS"
+echo x >> /workspace/skills/s/run.sh 2>/dev/null && echo "MODIFIED-SCRIPT"
+(exec 3<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo "CONNECTED"
+echo "procs=$(ls /proc | grep -c '^[0-9]')"
+env | grep -q HARNESS_API_KEY && echo "SAW-KEY"
+echo done
+`, marker, port)
+	res, ws := sandboxed(t, script, Limits{}, 30*time.Second)
+	out := string(res.Stdout)
+	if res.ExitCode != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, out, res.Stderr)
+	}
+	for _, bad := range []string{"READ-MARKER", "WROTE-ETC", "WROTE-USR", "READ-RUNS", "MODIFIED-SCRIPT", "CONNECTED", "SAW-KEY", "id=0"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("sandbox escape: %s\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "WROTE-WORKSPACE") {
+		t.Errorf("the workspace is not writable:\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "out.txt")); string(b) != "ok\n" {
+		t.Errorf("workspace write did not land: %q", b)
+	}
+	var procs int
+	fmt.Sscanf(out[strings.Index(out, "procs="):], "procs=%d", &procs)
+	if procs > 5 {
+		t.Errorf("the sandbox sees %d processes: host processes are visible", procs)
+	}
+}
+
+func TestSandboxTimeoutKillsTheTree(t *testing.T) {
+	token := fmt.Sprintf("harness-timeout-%d", time.Now().UnixNano())
+	script := fmt.Sprintf("bash -c 'exec -a %s sleep 1000' &\nexec -a %s-main sleep 1000\n", token, token)
+	res, _ := sandboxed(t, script, Limits{}, 300*time.Millisecond)
+	if !res.TimedOut || res.ExitCode == 0 {
+		t.Fatalf("result %+v", res)
+	}
+	// Poll until the kernel has torn the namespace down; the deadline only
+	// turns a leak into a failure.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := processesWith(token)
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes outlived the timeout", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func processesWith(token string) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), token) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSandboxLimits(t *testing.T) {
+	t.Run("file size", func(t *testing.T) {
+		res, ws := sandboxed(t, "head -c 5000000 /dev/zero > /workspace/big; echo rc=$?", Limits{FileSize: 1 << 20}, 30*time.Second)
+		fi, err := os.Stat(filepath.Join(ws, "big"))
+		if err != nil || fi.Size() > 1<<20 {
+			t.Errorf("big file: %v size %d\n%s", err, fi.Size(), res.Stdout)
+		}
+	})
+	t.Run("output cap", func(t *testing.T) {
+		res, _ := sandboxed(t, "head -c 3000000 /dev/zero | tr '\\0' x", Limits{OutputCap: 1000}, 30*time.Second)
+		if len(res.Stdout) != 1000 || res.StdoutLen != 3000000 || !res.Truncated {
+			t.Errorf("kept %d of %d, truncated %v", len(res.Stdout), res.StdoutLen, res.Truncated)
+		}
+	})
+	t.Run("open files", func(t *testing.T) {
+		res, _ := sandboxed(t, "for i in $(seq 1 100); do eval \"exec $((i+10))</dev/null\" || { echo failed-at=$i; exit 0; }; done; echo all-open", Limits{OpenFiles: 32}, 30*time.Second)
+		if !strings.Contains(string(res.Stdout), "failed-at=") {
+			t.Errorf("no open-files limit: %s", res.Stdout)
+		}
+	})
+}
+
+func TestCommand(t *testing.T) {
+	for _, tc := range []struct {
+		runtime, shebang string
+		want             string
+		code             string
+	}{
+		{RuntimeBash, "#!/bin/bash", "bash /s a", ""},
+		{RuntimeBash, "#!/usr/bin/env bash", "bash /s a", ""},
+		{RuntimeBash, "#!/bin/bash -e", "", "script_runtime_flags"},
+		{RuntimePython, "#!/usr/bin/env python3", "python3 /s a", ""},
+		{RuntimeNode, "", "node /s a", ""},
+		{RuntimeDeno, "#!/usr/bin/env -S deno run --allow-read --deny-net", "deno run --no-prompt --allow-read --deny-net /s a", ""},
+		{RuntimeDeno, "#!/usr/bin/env -S deno run --unstable", "", "script_runtime_flags"},
+		{"unknown", "", "", "script_runtime_unsupported"},
+	} {
+		argv, err := Command(tc.runtime, tc.shebang, "/s", []string{"a"})
+		if tc.code != "" {
+			if r, ok := err.(*Refusal); !ok || r.Code != tc.code {
+				t.Errorf("%s %q: err %v, want %s", tc.runtime, tc.shebang, err, tc.code)
+			}
+			continue
+		}
+		if got := strings.Join(argv, " "); got != tc.want || err != nil {
+			t.Errorf("%s %q: %q %v, want %q", tc.runtime, tc.shebang, got, err, tc.want)
+		}
+	}
+}
