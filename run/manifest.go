@@ -67,6 +67,8 @@ type Inputs struct {
 	PromptDigest artifacts.Digest `json:"promptDigest"`
 	PromptRole   string           `json:"promptRole"`
 	AllowTools   []string         `json:"allowTools"`
+	AllowScripts []string         `json:"allowSkillScripts"`
+	Sandbox      *SandboxRecord   `json:"sandbox,omitempty"`
 	Tools        []string         `json:"tools"`
 	Limits       LimitsRecord     `json:"limits"`
 	Record       string           `json:"record,omitempty"`

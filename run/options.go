@@ -41,6 +41,11 @@ type Options struct {
 	// (0 = skills.DefaultCatalogBudget).
 	NoSkillCatalog bool
 	CatalogBudget  int
+	// AllowSkillScripts are the exact skill:scripts/path pairs that
+	// run_skill_script may execute (it also needs --allow-tool
+	// run_skill_script). Sandbox is auto, bwrap or none ("" = auto).
+	AllowSkillScripts []string
+	Sandbox           string
 	// AllowDrift lets skill files that changed since the snapshot be used,
 	// marked as drifted, instead of refused.
 	AllowDrift bool

@@ -38,6 +38,7 @@ type runner struct {
 	acts     *activationLog
 	catalog  skills.Catalog
 	token    string // frames skill context; see boundaryToken
+	ws       *Workspace
 	stdout   io.Writer
 	stderr   io.Writer
 }
@@ -90,6 +91,24 @@ func checkOptions(o *Options) error {
 	}
 	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {
 		return usageErr("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")
+	}
+	o.AllowSkillScripts = dedupe(o.AllowSkillScripts)
+	if len(o.AllowSkillScripts) > 0 && len(o.SkillsRoots) == 0 {
+		return usageErr("script_allow_requires_root", "--allow-skill-script requires --skills-root DIR")
+	}
+	for _, e := range o.AllowSkillScripts {
+		if _, _, err := parseScriptAllow(e); err != nil {
+			return err
+		}
+	}
+	switch o.Sandbox {
+	case "":
+		o.Sandbox = "auto"
+	case "auto", "bwrap", "none":
+	case "landlock":
+		return usageErr("sandbox_invalid", "--sandbox landlock is not available in this build: use auto, bwrap or none")
+	default:
+		return usageErr("sandbox_invalid", "--sandbox %q: use auto, bwrap or none", o.Sandbox)
 	}
 	if o.CatalogBudget < 0 {
 		return usageErr("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")
@@ -190,6 +209,7 @@ func (r *runner) newManifest() Manifest {
 			PromptDigest: artifacts.DigestString(o.Prompt),
 			PromptRole:   "direct-command",
 			AllowTools:   nonNil(o.AllowTools),
+			AllowScripts: nonNil(o.AllowSkillScripts),
 			Tools:        []string{},
 			Limits:       limitsRecord(o),
 			Record:       o.Record,
@@ -260,7 +280,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, closeTools, err := r.tools()
+	tools, closeTools, err := r.tools(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +455,7 @@ func (r *runner) seal(tools []loop.Tool) error {
 		PromptDigest:   artifacts.DigestString(r.opts.Prompt),
 		PromptRole:     r.manifest.Inputs.PromptRole,
 		ToolsDigest:    td,
-		PolicyDigest:   artifacts.DigestString(strings.Join(r.opts.AllowTools, "\x00")),
+		PolicyDigest:   policyDigest(r.opts),
 		Limits:         r.manifest.Inputs.Limits,
 		Skills:         nonNil(r.opts.Skills),
 		SkillDigests:   []artifacts.Digest{},
@@ -526,8 +546,10 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	fin := r.now().UTC()
 	m.FinishedAt = &fin
 	m.Artifacts = append(m.Artifacts, dirToolOutputs+"/")
-	if _, err := os.Stat(r.path(fileResourceReads)); err == nil {
-		m.Artifacts = append(m.Artifacts, fileResourceReads)
+	for _, f := range []string{fileResourceReads, fileScriptExecutions} {
+		if _, err := os.Stat(r.path(f)); err == nil {
+			m.Artifacts = append(m.Artifacts, f)
+		}
 	}
 	slices.Sort(m.Artifacts)
 	m.Artifacts = slices.Compact(m.Artifacts)
@@ -585,4 +607,20 @@ func (r *runner) onEvent(line []byte) {
 
 func (r *runner) progress(format string, args ...any) {
 	fmt.Fprintf(r.stderr, "harness: "+format+"\n", args...)
+}
+
+// policyDigest covers what the operator allowed: tools, scripts, the
+// sandbox asked for and whether drift is accepted.
+func policyDigest(o Options) artifacts.Digest {
+	h := artifacts.NewHasher()
+	h.WriteField("harness.policy/1")
+	for _, t := range o.AllowTools {
+		h.WriteField("tool:" + t)
+	}
+	for _, s := range o.AllowSkillScripts {
+		h.WriteField("script:" + s)
+	}
+	h.WriteField("sandbox:" + o.Sandbox)
+	h.WriteField(fmt.Sprint("drift:", o.AllowDrift))
+	return h.Digest()
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -9,23 +10,30 @@ import (
 )
 
 // knownTools are the tool names --allow-tool accepts.
-var knownTools = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "write_file"}
+var knownTools = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "write_file"}
 
 // tools builds the tool set the model is offered: read tools always,
 // write and side-effect tools only when the operator allowed them by name.
-func (r *runner) tools() ([]loop.Tool, func(), error) {
+func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	ws := &Workspace{
 		Host:      r.res.workspace,
 		Sandbox:   SandboxWorkspace,
 		Cwd:       r.res.cwd,
 		Protected: r.protectedPaths(),
 	}
+	r.ws = ws
 	ft, err := fileTools(ws, slices.Contains(r.opts.AllowTools, "write_file"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open workspace: %w", err)
 	}
 	tools := append(ft.tools, r.skillTools()...)
-	return tools, func() { ft.Close() }, nil
+	cleanup := func() { ft.Close() }
+	if slices.Contains(r.opts.AllowTools, "run_skill_script") {
+		st := r.scriptTool(ctx)
+		tools = append(tools, st)
+		cleanup = func() { ft.Close(); st.cleanup() }
+	}
+	return tools, cleanup, nil
 }
 
 // protectedPaths lists what tools must never touch inside the workspace:

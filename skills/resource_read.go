@@ -179,3 +179,30 @@ func ReadSkillFileCurrent(s *Skill) (data []byte, matches bool, err error) {
 	data, err = readRegular(sc.roots[0], relTo(s.Root, s.SkillPath), maxSkillFile)
 	return data, false, err
 }
+
+// CopyResource streams a resource of s, as it is now, into w and returns
+// the digest and size of exactly the bytes written, so a caller can keep
+// the copy only when they equal the snapshot.
+func CopyResource(s *Skill, rel string, w io.Writer) (artifacts.Digest, int64, error) {
+	if err := CheckResourcePath(rel); err != nil {
+		return "", 0, err
+	}
+	f, err := openInSkill(s, rel)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", 0, &Refusal{Code: "resource_not_file", Msg: fmt.Sprintf("%s is no longer a regular file", rel)}
+	}
+	h := artifacts.NewHasher()
+	n, err := io.Copy(io.MultiWriter(w, h), f)
+	if err != nil {
+		return "", n, err
+	}
+	return h.Digest(), n, nil
+}
