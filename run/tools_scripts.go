@@ -86,11 +86,11 @@ type scriptTool struct {
 
 	mu     sync.Mutex
 	rec    ScriptExecutions
-	staged map[string]string // skill name -> staging directory
+	staged map[string]*staging // by skill name
 }
 
 func (r *runner) scriptTool(ctx context.Context) *scriptTool {
-	t := &scriptTool{r: r, staged: map[string]string{},
+	t := &scriptTool{r: r, staged: map[string]*staging{},
 		rec: ScriptExecutions{Envelope: artifacts.NewEnvelope("harness.skill-script-executions", 1), Executions: []ScriptExecution{}}}
 	want := scripts.Backend(r.opts.Sandbox)
 	t.backend, t.probe = scripts.Probe(ctx, want)
@@ -105,7 +105,8 @@ func (r *runner) scriptTool(ctx context.Context) *scriptTool {
 func (t *scriptTool) cleanup() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, d := range t.staged {
+	for _, st := range t.staged {
+		d := st.dir
 		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
 			if err == nil && e.IsDir() {
 				os.Chmod(p, 0o755)
@@ -279,52 +280,69 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
 }
 
+// staging is a skill's verified copy: the files whose bytes equalled the
+// snapshot when copied, and what was observed for the others.
+type staging struct {
+	dir      string
+	observed map[string]artifacts.Digest // path -> digest of the bytes read
+	verified map[string]bool             // path -> copied (matched the snapshot)
+	refusal  map[string]error            // path -> why it could not be read
+}
+
 // stage copies the skill's files whose bytes equal the snapshot into a
-// run-private directory, read-only, once per skill. The script runs from
+// run-private directory, read-only, once per skill. Scripts run from
 // there: what was checked is what runs, and relative imports resolve
-// among verified files only. The script itself must match.
-func (t *scriptTool) stage(s *skills.Skill, script string) (dir string, observed artifacts.Digest, err error) {
+// among verified files only. The script itself must have been verified.
+func (t *scriptTool) stage(s *skills.Skill, script string) (string, artifacts.Digest, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if d, ok := t.staged[s.Name]; ok {
-		res, _ := s.Resource(script)
-		return d, res.Digest, nil
+	st, ok := t.staged[s.Name]
+	if !ok {
+		var err error
+		if st, err = stageSkill(s); err != nil {
+			return "", "", err
+		}
+		t.staged[s.Name] = st
 	}
-	dir, err = os.MkdirTemp("", "harness-stage-")
+	res, _ := s.Resource(script)
+	if err := st.refusal[script]; err != nil {
+		return "", st.observed[script], err
+	}
+	if !st.verified[script] {
+		return "", st.observed[script], &skills.Refusal{Code: "script_snapshot_mismatch", Msg: fmt.Sprintf("%s changed since the run-start snapshot (digest %s, snapshot %s): refusing to execute changed code, even with --allow-drift", script, st.observed[script], res.Digest)}
+	}
+	return st.dir, st.observed[script], nil
+}
+
+func stageSkill(s *skills.Skill) (*staging, error) {
+	dir, err := os.MkdirTemp("", "harness-stage-")
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	fail := func(err error) (string, artifacts.Digest, error) {
-		os.RemoveAll(dir)
-		return "", observed, err
-	}
+	st := &staging{dir: dir, observed: map[string]artifacts.Digest{}, verified: map[string]bool{}, refusal: map[string]error{}}
 	for _, res := range s.Resources {
 		dst := filepath.Join(dir, filepath.FromSlash(res.Path))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return fail(err)
+			os.RemoveAll(dir)
+			return nil, err
 		}
-		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
-			return fail(err)
+			os.RemoveAll(dir)
+			return nil, err
 		}
 		d, n, cerr := skills.CopyResource(s, res.Path, f)
 		f.Close()
-		if res.Path == script {
-			observed = d
-		}
+		st.observed[res.Path] = d
 		if cerr != nil || d != res.Digest || n != res.Size {
 			os.Remove(dst)
-			if res.Path == script {
-				if cerr != nil {
-					var ref *skills.Refusal
-					if errors.As(cerr, &ref) && ref.Code == "resource_outside_root" {
-						return fail(&skills.Refusal{Code: "resource_outside_root", Msg: ref.Msg})
-					}
-				}
-				return fail(&skills.Refusal{Code: "script_snapshot_mismatch", Msg: fmt.Sprintf("%s changed since the run-start snapshot (digest %s, snapshot %s): refusing to execute changed code, even with --allow-drift", script, d, res.Digest)})
+			var ref *skills.Refusal
+			if errors.As(cerr, &ref) && ref.Code == "resource_outside_root" {
+				st.refusal[res.Path] = ref
 			}
 			continue
 		}
+		st.verified[res.Path] = true
 		mode := os.FileMode(0o444)
 		if res.Executable != nil && *res.Executable {
 			mode = 0o555
@@ -337,6 +355,5 @@ func (t *scriptTool) stage(s *skills.Skill, script string) (dir string, observed
 		}
 		return nil
 	})
-	t.staged[s.Name] = dir
-	return dir, observed, nil
+	return st, nil
 }
