@@ -47,6 +47,22 @@ type Manifest struct {
 	Usage          UsageRecord   `json:"usage"`
 	Artifacts      []string      `json:"artifacts"`
 	Final          *FinalMessage `json:"final,omitempty"`
+	// Segments are the run's invocations: the first run, then each resume.
+	// Status, usage and turns above are the run's totals.
+	Segments []Segment `json:"segments"`
+}
+
+// Segment is one invocation of a run (the first, or a resume).
+type Segment struct {
+	Segment    int          `json:"segment"`
+	StartedAt  time.Time    `json:"startedAt"`
+	FinishedAt *time.Time   `json:"finishedAt,omitempty"`
+	Status     string       `json:"status"`
+	ExitCode   int          `json:"exitCode"`
+	Reason     string       `json:"reason,omitempty"`
+	Limits     LimitsRecord `json:"limits"`
+	Turns      int          `json:"turns"`
+	Usage      loop.Usage   `json:"usage"`
 }
 
 // Sources records, per option, where its effective value came from.
@@ -57,23 +73,26 @@ type Sources struct {
 
 // Inputs are the effective options, as far as they may be written down.
 type Inputs struct {
-	Workspace    PathPair         `json:"workspace"`
-	Cwd          string           `json:"cwd"`
-	SkillsRoots  []PathPair       `json:"skillsRoots"`
-	Skills       []string         `json:"skills"`
-	Model        string           `json:"model"`
-	BaseURL      string           `json:"baseUrl,omitempty"`
-	PromptSource string           `json:"promptSource"`
-	PromptDigest artifacts.Digest `json:"promptDigest"`
-	PromptRole   string           `json:"promptRole"`
-	AllowTools   []string         `json:"allowTools"`
-	AllowScripts []string         `json:"allowSkillScripts"`
-	Sandbox      *SandboxRecord   `json:"sandbox,omitempty"`
-	Tools        []string         `json:"tools"`
-	Limits       LimitsRecord     `json:"limits"`
-	Record       string           `json:"record,omitempty"`
-	Replay       string           `json:"replay,omitempty"`
-	ArtifactsDir string           `json:"artifactsDir"`
+	Workspace     PathPair         `json:"workspace"`
+	Cwd           string           `json:"cwd"`
+	SkillsRoots   []PathPair       `json:"skillsRoots"`
+	Skills        []string         `json:"skills"`
+	Model         string           `json:"model"`
+	BaseURL       string           `json:"baseUrl,omitempty"`
+	PromptSource  string           `json:"promptSource"`
+	PromptDigest  artifacts.Digest `json:"promptDigest"`
+	PromptRole    string           `json:"promptRole"`
+	AllowTools    []string         `json:"allowTools"`
+	AllowScripts  []string         `json:"allowSkillScripts"`
+	NoCatalog     bool             `json:"noSkillCatalog"`
+	CatalogBudget int              `json:"catalogBudget"`
+	AllowDrift    bool             `json:"allowDrift"`
+	Sandbox       *SandboxRecord   `json:"sandbox,omitempty"`
+	Tools         []string         `json:"tools"`
+	Limits        LimitsRecord     `json:"limits"`
+	Record        string           `json:"record,omitempty"`
+	Replay        string           `json:"replay,omitempty"`
+	ArtifactsDir  string           `json:"artifactsDir"`
 }
 
 // PathPair is a path as the host and the sandbox see it.

@@ -41,6 +41,15 @@ type runner struct {
 	ws       *Workspace
 	stdout   io.Writer
 	stderr   io.Writer
+
+	lock     *runLock
+	segment  int           // 1 for the first run, then one more per resume
+	segStart time.Time     // when this segment started
+	start    loop.Progress // what earlier segments used
+	limits   loop.Limits   // this segment's effective limits
+	// driftRefused marks a resume refused for drift: the run stays
+	// resumable (with --allow-drift, or once the drift is undone).
+	driftRefused bool
 }
 
 // Run executes one `harness run`. It returns a Result whenever a run
@@ -66,6 +75,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := r.open(); err != nil {
 		return nil, err
 	}
+	defer r.lock.release()
 	defer r.journal.Close()
 	res, err := r.execute(ctx)
 	return res, err
@@ -173,6 +183,11 @@ func (r *runner) open() error {
 		return err
 	}
 	r.res.runDir = dir
+	if r.lock, err = lockRunDir(dir, r.now()); err != nil {
+		return err
+	}
+	r.segment, r.segStart = 1, r.now().UTC()
+	r.limits = loop.Limits{MaxTurns: r.opts.MaxTurns, Timeout: r.opts.Timeout, MaxTokens: r.opts.MaxTokens}
 	j, err := artifacts.OpenJournal(filepath.Join(dir, fileJournal), 1)
 	if err != nil {
 		return err
@@ -199,28 +214,32 @@ func (r *runner) newManifest() Manifest {
 		RunID:          r.res.runID,
 		HarnessVersion: o.Version,
 		Inputs: Inputs{
-			Workspace:    PathPair{Host: r.res.workspace, Sandbox: SandboxWorkspace},
-			Cwd:          r.res.cwd,
-			SkillsRoots:  roots,
-			Skills:       nonNil(o.Skills),
-			Model:        o.Model,
-			BaseURL:      redactURL(o.BaseURL),
-			PromptSource: o.PromptSource,
-			PromptDigest: artifacts.DigestString(o.Prompt),
-			PromptRole:   "direct-command",
-			AllowTools:   nonNil(o.AllowTools),
-			AllowScripts: nonNil(o.AllowSkillScripts),
-			Tools:        []string{},
-			Limits:       limitsRecord(o),
-			Record:       o.Record,
-			Replay:       o.Replay,
-			ArtifactsDir: artifactsDir,
+			Workspace:     PathPair{Host: r.res.workspace, Sandbox: SandboxWorkspace},
+			Cwd:           r.res.cwd,
+			SkillsRoots:   roots,
+			Skills:        nonNil(o.Skills),
+			Model:         o.Model,
+			BaseURL:       redactURL(o.BaseURL),
+			PromptSource:  o.PromptSource,
+			PromptDigest:  artifacts.DigestString(o.Prompt),
+			PromptRole:    "direct-command",
+			AllowTools:    nonNil(o.AllowTools),
+			AllowScripts:  nonNil(o.AllowSkillScripts),
+			NoCatalog:     o.NoSkillCatalog,
+			CatalogBudget: o.CatalogBudget,
+			AllowDrift:    o.AllowDrift,
+			Tools:         []string{},
+			Limits:        limitsRecord(o),
+			Record:        o.Record,
+			Replay:        o.Replay,
+			ArtifactsDir:  artifactsDir,
 		},
 		Sources:   Sources{ConfigFile: o.ConfigFile, Values: o.Sources},
 		Status:    StatusRunning,
 		StartedAt: r.now().UTC(),
 		Usage:     UsageRecord{Turns: []loop.Usage{}},
 		Artifacts: []string{fileManifest, fileJournal},
+		Segments:  []Segment{},
 	}
 	if m.Sources.Values == nil {
 		m.Sources.Values = map[string]string{}
@@ -299,6 +318,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		Model:    r.opts.Model,
 		Tools:    r.manifest.Inputs.Tools,
 		Messages: history,
+		Token:    r.token,
 	}); err != nil {
 		return nil, err
 	}
@@ -307,9 +327,10 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		Model:         model,
 		ModelName:     r.opts.Model,
 		Tools:         tools,
-		Limits:        loop.Limits{MaxTurns: r.opts.MaxTurns, Timeout: r.opts.Timeout, MaxTokens: r.opts.MaxTokens},
+		Limits:        r.limits,
 		Journal:       r.journal,
 		ToolOutputDir: r.path(dirToolOutputs),
+		Start:         r.start,
 	}, history)
 	return &out, nil
 }
@@ -323,10 +344,14 @@ type runStarted struct {
 	Model    string           `json:"model"`
 	Tools    []string         `json:"tools"`
 	Messages []loop.Message   `json:"messages"`
+	// Token frames skill context; resume needs it to frame skills loaded
+	// later the same way.
+	Token string `json:"token,omitempty"`
 }
 
 // runFinished is the data of the run.finished event.
 type runFinished struct {
+	Segment   int          `json:"segment"`
 	Status    string       `json:"status"`
 	ExitCode  int          `json:"exitCode"`
 	Reason    string       `json:"reason,omitempty"`
@@ -525,6 +550,7 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 			status, resumable = StatusInterrupted, true
 		case ExitUsage, ExitPolicy:
 			status = StatusRefused
+			resumable = r.driftRefused
 		default:
 			status = StatusFailed
 		}
@@ -545,6 +571,18 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	}
 	fin := r.now().UTC()
 	m.FinishedAt = &fin
+	seg := Segment{Segment: r.segment, StartedAt: r.segStart, FinishedAt: &fin, Status: status, ExitCode: exit, Reason: m.Reason,
+		Limits: limitsRecord(Options{MaxTurns: r.limits.MaxTurns, Timeout: r.limits.Timeout, MaxTokens: r.limits.MaxTokens})}
+	if o != nil {
+		seg.Turns = o.Turns - r.start.Turns
+		seg.Usage = loop.Usage{
+			PromptTokens:     o.Usage.PromptTokens - r.start.Usage.PromptTokens,
+			CompletionTokens: o.Usage.CompletionTokens - r.start.Usage.CompletionTokens,
+			CachedTokens:     o.Usage.CachedTokens - r.start.Usage.CachedTokens,
+			TotalTokens:      o.Usage.TotalTokens - r.start.Usage.TotalTokens,
+		}
+	}
+	m.Segments = append(m.Segments, seg)
 	m.Artifacts = append(m.Artifacts, dirToolOutputs+"/")
 	for _, f := range []string{fileResourceReads, fileScriptExecutions} {
 		if _, err := os.Stat(r.path(f)); err == nil {
@@ -553,7 +591,7 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	}
 	slices.Sort(m.Artifacts)
 	m.Artifacts = slices.Compact(m.Artifacts)
-	_, jerr := r.journal.Append("run.finished", runFinished{Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec})
+	_, jerr := r.journal.Append("run.finished", runFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec})
 	werr := artifacts.WriteJSON(r.path(fileManifest), m)
 	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit}
 	if m.Final != nil {

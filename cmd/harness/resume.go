@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/run"
+)
+
+// frozenFlags would change what the run is; a resume continues the run
+// with its recorded inputs, so they are refused with a reason.
+var frozenFlags = []string{"skill", "skills-root", "workspace", "cwd", "prompt", "prompt-file", "model", "base-url", "allow-tool", "allow-skill-script", "sandbox", "run-id", "artifacts-dir", "config"}
+
+func resumeCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.BoolFlag{Name: "allow-drift", Usage: "continue even if skills or the harness changed since the run started (tools still check the run-start snapshot)"},
+		&cli.StringFlag{Name: "max-turns", Usage: "turn limit for the whole run: `N`, or +N more than already used"},
+		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit `DUR` for this resume"},
+		&cli.Int64Flag{Name: "max-tokens", Usage: "total token limit `N` for the whole run (default: the recorded one)"},
+		&cli.BoolFlag{Name: "json", Usage: "stream journal events to stdout as JSONL and nothing else"},
+		&cli.StringFlag{Name: "record", Usage: "record model exchanges into cassette `FILE`"},
+		&cli.StringFlag{Name: "replay", Usage: "serve model responses from cassette `FILE`: no network, no key"},
+		&cli.BoolFlag{Name: "quiet", Usage: "no progress on stderr"},
+	}
+	for _, f := range frozenFlags {
+		flags = append(flags, &cli.StringSliceFlag{Name: f, Hidden: true})
+	}
+	return &cli.Command{
+		Name:      "resume",
+		Usage:     "continue a stopped run from its journal, if nothing it depends on changed",
+		UsageText: "harness resume RUN_DIR [--allow-drift] [--max-turns N|+N] [--timeout DUR] [--max-tokens N] [--json] [--record FILE | --replay FILE]",
+		Description: "Rebuilds the conversation from RUN_DIR/journal.jsonl (a torn last line from a crash is\n" +
+			"dropped), re-scans the recorded skill roots and compares them, the harness version, the\n" +
+			"tools and the policy with what the run recorded. Any drift is written to drift-report.json\n" +
+			"and refuses the resume (exit 5) unless --allow-drift. A write or side-effect tool call that\n" +
+			"was running when the run stopped is not repeated: the model is told its outcome is unknown.\n" +
+			"Exit codes as for `harness run`; resuming a run that succeeded is exit 2.",
+		Flags: flags,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			for _, f := range frozenFlags {
+				if cmd.IsSet(f) {
+					if f == "skill" {
+						return usagef("--skill preloading is not supported with resume: the run keeps the skills it started with")
+					}
+					return usagef(fmt.Sprintf("--%s cannot change on resume: the run continues with its recorded inputs (start a new run to change it)", f))
+				}
+			}
+			if cmd.NArg() != 1 {
+				return usagef("harness resume takes exactly one RUN_DIR (a directory under .harness/runs)")
+			}
+			key := os.Getenv("HARNESS_API_KEY")
+			if key == "" {
+				key = os.Getenv("OPENAI_API_KEY")
+			}
+			stderr := cmd.Root().ErrWriter
+			res, err := run.Resume(ctx, run.ResumeOptions{
+				RunDir:     cmd.Args().First(),
+				AllowDrift: cmd.Bool("allow-drift"),
+				MaxTurns:   cmd.String("max-turns"),
+				Timeout:    cmd.Duration("timeout"),
+				MaxTokens:  cmd.Int64("max-tokens"),
+				JSON:       cmd.Bool("json"),
+				Quiet:      cmd.Bool("quiet"),
+				Record:     cmd.String("record"),
+				Replay:     cmd.String("replay"),
+				APIKey:     key,
+				Stdout:     cmd.Root().Writer,
+				Stderr:     stderr,
+				Version:    version,
+			})
+			if res != nil {
+				if err == nil && !cmd.Bool("json") {
+					fmt.Fprintln(cmd.Root().Writer, res.Final)
+				}
+				if !cmd.Bool("quiet") {
+					fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
+				}
+			}
+			return err
+		},
+	}
+}

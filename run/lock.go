@@ -1,0 +1,48 @@
+package run
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const fileLock = "lock"
+
+// runLock keeps a second run or resume off a run directory while this
+// process works in it. The kernel drops the lock when the process dies,
+// so a crash never leaves a directory locked.
+type runLock struct{ f *os.File }
+
+func lockRunDir(dir string, now time.Time) (*runLock, error) {
+	p := filepath.Join(dir, fileLock)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(p)
+		f.Close()
+		who := strings.TrimSpace(string(holder))
+		if who == "" {
+			who = "another process"
+		}
+		return nil, policyErr("run_locked", "run directory %s is in use by %s: wait for it to finish (one run or resume at a time)", dir, who)
+	}
+	host, _ := os.Hostname()
+	f.Truncate(0)
+	fmt.Fprintf(f, "harness pid %d on %s since %s\n", os.Getpid(), host, now.UTC().Format(time.RFC3339))
+	f.Sync()
+	return &runLock{f: f}, nil
+}
+
+func (l *runLock) release() {
+	if l == nil {
+		return
+	}
+	l.f.Truncate(0)
+	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.f.Close()
+}
