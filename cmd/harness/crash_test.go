@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/harness-dev/harness/artifacts"
+)
+
+// statefulModel answers by conversation state (how many assistant turns
+// the request already holds), not by arrival order, so a request lost to
+// a crash is answered the same way when the resumed run asks again.
+func statefulModel(t *testing.T) *httptest.Server {
+	turns := []map[string]any{
+		toolTurn(call("w1", "write_file", `{"path":"a.txt","content":"one"}`)),
+		toolTurn(call("r1", "read_file", `{"path":"a.txt"}`)),
+		toolTurn(call("w2", "write_file", `{"path":"b.txt","content":"two"}`), call("l1", "list_files", `{}`)),
+		{"role": "assistant", "content": "finished"},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == "assistant" {
+				n++
+			}
+		}
+		msg := turns[min(n, len(turns)-1)]
+		finish := "stop"
+		if msg["tool_calls"] != nil {
+			finish = "tool_calls"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "x", "object": "chat.completion", "model": "m",
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func call(id, name, args string) map[string]any {
+	return map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}
+}
+
+func toolTurn(calls ...map[string]any) map[string]any {
+	return map[string]any{"role": "assistant", "content": "", "tool_calls": calls}
+}
+
+func harnessBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "harness")
+	if err := os.Symlink(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestCrashAnywhereThenResume kills a real harness process with SIGKILL
+// after each journal event of a run that reads and writes files, resumes
+// it, and checks that the run finishes as the uninterrupted one did, no
+// write ran twice, and every artifact still parses.
+func TestCrashAnywhereThenResume(t *testing.T) {
+	srv := statefulModel(t)
+	bin := harnessBin(t)
+	env := append(os.Environ(), "HARNESS_API_KEY=sk-test")
+	runArgs := func(ws, runs string) []string {
+		return []string{"run", "--json", "--workspace", ws, "--model", "m", "--base-url", srv.URL + "/v1",
+			"--allow-tool", "write_file", "--prompt", "write and read", "--run-id", "r", "--artifacts-dir", runs}
+	}
+
+	// The uninterrupted run, for reference.
+	base := t.TempDir()
+	ws0, runs0 := filepath.Join(base, "ws"), filepath.Join(base, "runs")
+	os.Mkdir(ws0, 0o755)
+	cmd := exec.Command(bin, runArgs(ws0, runs0)...)
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("reference run: %v", err)
+	}
+	events := bytes.Count(out, []byte("\n"))
+	want := snapshotDir(t, ws0)
+
+	for k := 1; k < events; k++ {
+		t.Run(fmt.Sprintf("after_event_%d", k), func(t *testing.T) {
+			dir := t.TempDir()
+			ws, runs := filepath.Join(dir, "ws"), filepath.Join(dir, "runs")
+			os.Mkdir(ws, 0o755)
+			cmd := exec.Command(bin, runArgs(ws, runs)...)
+			cmd.Env = env
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stdout)
+			for i := 0; i < k && sc.Scan(); i++ {
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+
+			runDir := filepath.Join(runs, "r")
+			res := exec.Command(bin, "resume", runDir)
+			res.Env = env
+			var so, se bytes.Buffer
+			res.Stdout, res.Stderr = &so, &se
+			if err := res.Run(); err != nil {
+				t.Fatalf("resume after event %d: %v\n%s", k, err, se.String())
+			}
+			if got := strings.TrimSpace(so.String()); got != "finished" {
+				t.Errorf("final answer %q", got)
+			}
+			journal, _ := os.ReadFile(filepath.Join(runDir, "journal.jsonl"))
+			okWrites := map[string]int{}
+			interrupted := false
+			for _, line := range bytes.Split(bytes.TrimSpace(journal), []byte("\n")) {
+				var ev struct {
+					Type string `json:"type"`
+					Data struct {
+						CallID string `json:"callId"`
+						Tool   string `json:"tool"`
+						Status string `json:"status"`
+					} `json:"data"`
+				}
+				if err := json.Unmarshal(line, &ev); err != nil {
+					t.Fatalf("journal line does not parse: %s", line)
+				}
+				if ev.Type == "tool.finished" && ev.Data.Tool == "write_file" {
+					if ev.Data.Status == "ok" {
+						okWrites[ev.Data.CallID]++
+					}
+					interrupted = interrupted || ev.Data.Status == "interrupted"
+				}
+			}
+			for id, n := range okWrites {
+				if n > 1 {
+					t.Errorf("write %s ran %d times", id, n)
+				}
+			}
+			if got := snapshotDir(t, ws); !interrupted && got != want {
+				t.Errorf("workspace %q, want %q", got, want)
+			}
+			checkArtifacts(t, runDir)
+		})
+	}
+}
+
+func snapshotDir(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		c, _ := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s=%s;", rel, c)
+		return nil
+	})
+	return b.String()
+}
+
+// checkArtifacts: every JSON file in the run directory is a typed,
+// versioned, complete artifact.
+func checkArtifacts(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		var env artifacts.Envelope
+		b, _ := os.ReadFile(p)
+		if err := json.Unmarshal(b, &env); err != nil || env.Type == "" || env.Version < 1 {
+			t.Errorf("%s is not a complete artifact: %v", p, err)
+		}
+		return nil
+	})
+}
