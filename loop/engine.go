@@ -44,6 +44,16 @@ type Config struct {
 	Journal *artifacts.Journal
 	// ToolOutputDir receives one file per tool call; created if missing.
 	ToolOutputDir string
+	// Start carries what earlier segments of a resumed run used, so that
+	// limits count the whole run. Zero for a new run.
+	Start Progress
+}
+
+// Progress is what a run has used so far.
+type Progress struct {
+	Turns     int
+	Usage     Usage
+	TurnUsage []Usage
 }
 
 // Outcome is how a run of the loop ended.
@@ -121,7 +131,8 @@ type engine struct {
 func Run(ctx context.Context, cfg Config, history []Message) Outcome {
 	e := &engine{cfg: cfg, tools: map[string]Tool{}, schemas: map[string]*schema{}, outNames: map[string]bool{}}
 	e.out.Messages = slices.Clone(history)
-	e.out.TurnUsage = []Usage{}
+	e.out.Turns, e.out.Usage = cfg.Start.Turns, cfg.Start.Usage
+	e.out.TurnUsage = append([]Usage{}, cfg.Start.TurnUsage...)
 	for _, t := range cfg.Tools {
 		spec := t.Spec()
 		s, err := compileSchema(spec.Name, spec.Parameters)
@@ -146,6 +157,17 @@ func Run(ctx context.Context, cfg Config, history []Message) Outcome {
 }
 
 func (e *engine) loop(parent, ctx context.Context) Outcome {
+	// A resumed conversation can end with tool calls that never ran (the
+	// run stopped between the model's answer and its tools): run them
+	// before asking the model again.
+	for _, call := range pendingCalls(e.out.Messages) {
+		if r, ok := e.stopped(parent, ctx); ok {
+			return e.end(r, nil)
+		}
+		if err := e.callTool(ctx, e.out.Turns, call); err != nil {
+			return e.fail(err)
+		}
+	}
 	for {
 		if r, ok := e.stopped(parent, ctx); ok {
 			return e.end(r, nil)
@@ -352,4 +374,28 @@ func fileSafe(s string) string {
 		return "call"
 	}
 	return b.String()
+}
+
+// pendingCalls returns the tool calls of the last assistant message that
+// have no tool result after it, in order.
+func pendingCalls(msgs []Message) []ToolCall {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, m := range msgs[i+1:] {
+			if m.Role == RoleTool {
+				answered[m.ToolCallID] = true
+			}
+		}
+		var out []ToolCall
+		for _, c := range msgs[i].ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	return nil
 }

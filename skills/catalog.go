@@ -95,11 +95,20 @@ func BuildCatalog(reg *Registry, budget int) Catalog {
 				Detail: fmt.Sprintf("catalog over its budget of %d characters: %d descriptions shortened to %d characters", budget, len(cut), limit)})
 		}
 	}
-	for catalogSize(c.Entries) > budget && len(c.Entries) > 0 {
+	// Drop whole skills from the end, the lowest precedence first, in one
+	// recorded step however many go.
+	var dropped []string
+	size := catalogSize(c.Entries)
+	for size > budget && len(c.Entries) > 0 {
 		last := c.Entries[len(c.Entries)-1]
+		dropped = append(dropped, last.Name)
+		size -= utf8.RuneCountInString(catalogLine(last))
 		c.Entries = c.Entries[:len(c.Entries)-1]
-		c.Steps = append(c.Steps, CatalogStep{Action: "dropped", Skills: []string{last.Name}, Size: catalogSize(c.Entries),
-			Detail: fmt.Sprintf("catalog over its budget of %d characters: skill '%s' left out (lowest precedence); raise --catalog-budget or preload it with --skill", budget, last.Name)})
+	}
+	if len(dropped) > 0 {
+		slices.Reverse(dropped)
+		c.Steps = append(c.Steps, CatalogStep{Action: "dropped", Skills: dropped, Size: catalogSize(c.Entries),
+			Detail: fmt.Sprintf("catalog over its budget of %d characters: %d skills left out, lowest precedence first (%s); raise --catalog-budget or preload them with --skill", budget, len(dropped), shortList(dropped, 5))})
 	}
 	return c
 }
@@ -108,7 +117,7 @@ func BuildCatalog(reg *Registry, budget int) Catalog {
 func (c Catalog) Diagnostics() []Diagnostic {
 	var ds []Diagnostic
 	for _, st := range c.Steps {
-		ds = append(ds, Diagnostic{Severity: SeverityWarning, Code: CodeCatalogTruncated, Detail: st.Detail, Path: strings.Join(st.Skills, ", ")})
+		ds = append(ds, Diagnostic{Severity: SeverityWarning, Code: CodeCatalogTruncated, Detail: st.Detail, Path: "load_skill catalog"})
 	}
 	return ds
 }
@@ -129,4 +138,11 @@ func (c Catalog) Text() string {
 		b.WriteString(catalogLine(e))
 	}
 	return b.String()
+}
+
+func shortList(xs []string, n int) string {
+	if len(xs) <= n {
+		return strings.Join(xs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(xs[:n], ", "), len(xs)-n)
 }

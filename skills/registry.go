@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -263,4 +264,26 @@ func (r *Registry) StreamJSON(w io.Writer) error {
 	}
 	_, err := w.Write(after)
 	return err
+}
+
+// ReadRegistry loads a skill-registry.json written by a run, restoring
+// what the in-memory form keeps beside the JSON (each skill's root
+// precedence), so lookups and the catalog behave as at run start.
+func ReadRegistry(path string) (*Registry, error) {
+	var reg Registry
+	if err := artifacts.ReadJSON(path, RegistryType, RegistryVersion, &reg); err != nil {
+		return nil, err
+	}
+	for i := range reg.Skills {
+		s := &reg.Skills[i]
+		for j, root := range reg.Roots {
+			if root.Path == s.Root {
+				s.rootIndex = j
+			}
+		}
+		if rel, err := filepath.Rel(s.Root, s.SkillDir); err == nil {
+			s.relDir = filepath.ToSlash(rel)
+		}
+	}
+	return &reg, nil
 }
