@@ -204,7 +204,8 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 	}
 	h.Reset()
 	var size int64
-	var head []byte
+	first := true
+	r.ContentKind = "text"
 	for {
 		n, err := unix.Read(fd, buf)
 		if err == unix.EINTR {
@@ -217,8 +218,18 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 		if n == 0 {
 			break
 		}
-		if head == nil {
-			head = bytes.Clone(buf[:min(n, sniffLen)])
+		if first {
+			// Sniff the first chunk in place: copying it per file would
+			// allocate more than the whole registry holds.
+			head := buf[:min(n, sniffLen)]
+			if isBinary(head, st.Size > int64(len(head))) {
+				r.ContentKind = "binary"
+			}
+			if r.Kind == KindScript {
+				r.Shebang = shebang(head)
+				r.Runtime = runtimeOf(r.Shebang, r.Path)
+			}
+			first = false
 		}
 		h.Write(buf[:n])
 		size += int64(n)
@@ -226,13 +237,8 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 	var sum [32]byte
 	r.Digest = artifacts.Digest("blake3:" + fmt.Sprintf("%x", h.Sum(sum[:0])))
 	r.Size = size
-	r.ContentKind = "text"
-	if isBinary(head, size > int64(len(head))) {
-		r.ContentKind = "binary"
-	}
-	if r.Kind == KindScript {
-		r.Shebang = shebang(head)
-		r.Runtime = runtimeOf(r.Shebang, r.Path)
+	if r.Kind == KindScript && r.Runtime == "" {
+		r.Runtime = runtimeOf("", r.Path) // an empty script
 	}
 }
 
