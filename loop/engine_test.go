@@ -4,6 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,5 +292,32 @@ func TestEnvironmentDoesNotLeak(t *testing.T) {
 	}
 	if got := hdr.Get("Authorization"); got != "Bearer sk-test" {
 		t.Errorf("Authorization = %q", got)
+	}
+}
+
+// TestConnectionResetIsRetried: a connection that breaks before any
+// answer is a transient failure, retried like a 5xx.
+func TestConnectionResetIsRetried(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				if tc, ok := conn.(*net.TCPConn); ok {
+					tc.SetLinger(0) // close with RST, not FIN
+				}
+				conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"after reset"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	var attempts []loop.Attempt
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL + "/v1", APIKey: "k", Retry: fast, OnAttempt: func(a loop.Attempt) { attempts = append(attempts, a) }})
+	out := loop.Run(context.Background(), loop.Config{Model: m, ModelName: "m"}, []loop.Message{{Role: loop.RoleUser, Content: "x"}})
+	if out.Reason != loop.ReasonCompleted || out.Final.Content != "after reset" || len(attempts) != 1 {
+		t.Fatalf("outcome %s %v, attempts %+v", out.Reason, out.Err, attempts)
 	}
 }
