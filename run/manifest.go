@@ -73,13 +73,16 @@ type Sources struct {
 
 // Inputs are the effective options, as far as they may be written down.
 type Inputs struct {
-	Workspace     PathPair         `json:"workspace"`
-	Cwd           string           `json:"cwd"`
-	SkillsRoots   []PathPair       `json:"skillsRoots"`
-	Skills        []string         `json:"skills"`
-	Model         string           `json:"model"`
-	BaseURL       string           `json:"baseUrl,omitempty"`
-	PromptSource  string           `json:"promptSource"`
+	Workspace    PathPair   `json:"workspace"`
+	Cwd          string     `json:"cwd"`
+	SkillsRoots  []PathPair `json:"skillsRoots"`
+	Skills       []string   `json:"skills"`
+	Model        string     `json:"model"`
+	BaseURL      string     `json:"baseUrl,omitempty"`
+	PromptSource string     `json:"promptSource"`
+	// Prompt is the operator's task. It is kept so that a run that
+	// crashed before its conversation was journaled can still resume.
+	Prompt        string           `json:"prompt"`
 	PromptDigest  artifacts.Digest `json:"promptDigest"`
 	PromptRole    string           `json:"promptRole"`
 	AllowTools    []string         `json:"allowTools"`

@@ -140,9 +140,6 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !st.started {
-		return nil, usageErr("run_not_started", "run %s stopped before its loop started; there is no conversation to continue: start a new run", m.RunID)
-	}
 	j, err := artifacts.OpenJournal(r.path(fileJournal), st.lastSeq+1)
 	if err != nil {
 		return nil, err
@@ -172,7 +169,7 @@ func optionsFromManifest(m Manifest, ro ResumeOptions) Options {
 		CatalogBudget: in.CatalogBudget, AllowDrift: in.AllowDrift,
 		Record: ro.Record, Replay: ro.Replay, JSON: ro.JSON, Quiet: ro.Quiet,
 		Stdout: ro.Stdout, Stderr: ro.Stderr, Now: ro.Now, Version: ro.Version,
-		PromptSource: in.PromptSource,
+		PromptSource: in.PromptSource, Prompt: in.Prompt,
 	}
 }
 
@@ -293,7 +290,16 @@ func (r *runner) resume(ctx context.Context, st *journalState, ro ResumeOptions)
 }
 
 func (r *runner) resumeStages(ctx context.Context, st *journalState, ro ResumeOptions) (*loop.Outcome, error) {
-	if len(r.res.skillsRoots) > 0 {
+	r.acts = newActivationLog(r.path(fileActivations), r.journal)
+	_, regErr := os.Stat(r.path(fileRegistry))
+	switch {
+	case len(r.res.skillsRoots) == 0:
+	case regErr != nil && !st.started:
+		// The run stopped before its snapshot was written: take it now.
+		if err := r.snapshot(ctx); err != nil {
+			return nil, err
+		}
+	default:
 		reg, err := skills.ReadRegistry(r.path(fileRegistry))
 		if err != nil {
 			return nil, policyErr("registry_unreadable", "run-start registry: %v", err)
@@ -303,8 +309,7 @@ func (r *runner) resumeStages(ctx context.Context, st *journalState, ro ResumeOp
 			r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
 		}
 	}
-	r.acts = newActivationLog(r.path(fileActivations), r.journal)
-	if r.registry != nil {
+	if r.registry != nil && st.started {
 		if err := artifacts.ReadJSON(r.path(fileActivations), "harness.skill-activations", 1, &r.acts.rec); err != nil {
 			return nil, policyErr("activations_unreadable", "skill-activations.json: %v", err)
 		}
@@ -325,6 +330,24 @@ func (r *runner) resumeStages(ctx context.Context, st *journalState, ro ResumeOp
 		return nil, err
 	}
 	defer closeModel()
+	if !st.started {
+		// The run stopped before its conversation was journaled: seed it
+		// again from the recorded inputs and the run-start snapshot (the
+		// preload still holds each skill to its snapshot digest).
+		history, err := r.preload()
+		if err != nil {
+			return nil, err
+		}
+		if r.manifest.Identity.Digest == "" {
+			if err := r.seal(tools); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.started(history); err != nil {
+			return nil, err
+		}
+		st.messages = history
+	}
 	history, err := r.settleInterrupted(st, tools)
 	if err != nil {
 		return nil, err
@@ -394,8 +417,9 @@ func (r *runner) checkDrift(ctx context.Context, tools []loop.Tool, allowDrift b
 	rep := &DriftReport{Envelope: artifacts.NewEnvelope("harness.drift-report", 1), Segment: r.segment, CheckedAt: r.now().UTC(),
 		Identity: []DriftItem{}, Skills: SkillDrift{Added: []string{}, Removed: []string{}, Changed: []string{}}, Resources: []ResourceDrift{}}
 	id := r.manifest.Identity
+	sealed := id.Digest != "" // a run that stopped before sealing has no identity to compare
 	add := func(field, rec, cur string) {
-		if rec != cur {
+		if sealed && rec != cur {
 			rep.Identity = append(rep.Identity, DriftItem{Field: field, Recorded: rec, Current: cur})
 		}
 	}
@@ -412,10 +436,12 @@ func (r *runner) checkDrift(ctx context.Context, tools []loop.Tool, allowDrift b
 	if r.registry != nil {
 		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: r.res.skillsRoots, Workspace: r.res.workspace, SandboxWorkspace: SandboxWorkspace, Limits: r.registry.Limits})
 		if err != nil {
-			add("skillsRoots", "scannable", err.Error())
+			rep.Identity = append(rep.Identity, DriftItem{Field: "skillsRoots", Recorded: "scannable", Current: err.Error()})
 		} else {
 			compareSkills(rep, r.registry, now, r.watched())
-			add("registryDigest", string(r.registry.Digest), string(now.Digest))
+			if r.registry.Digest != now.Digest {
+				rep.Identity = append(rep.Identity, DriftItem{Field: "registryDigest", Recorded: string(r.registry.Digest), Current: string(now.Digest)})
+			}
 		}
 	}
 	rep.Drift, rep.Allowed = rep.any(), allowDrift

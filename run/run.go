@@ -312,14 +312,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	if err := r.seal(tools); err != nil {
 		return nil, err
 	}
-	if _, err := r.journal.Append("run.started", runStarted{
-		RunID:    r.res.runID,
-		Identity: r.manifest.Identity.Digest,
-		Model:    r.opts.Model,
-		Tools:    r.manifest.Inputs.Tools,
-		Messages: history,
-		Token:    r.token,
-	}); err != nil {
+	if err := r.started(history); err != nil {
 		return nil, err
 	}
 	r.progress("run %s: model %s, %d tools, %d skills preloaded", r.res.runID, r.opts.Model, len(tools), r.acts.count())
@@ -333,6 +326,20 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		Start:         r.start,
 	}, history)
 	return &out, nil
+}
+
+// started records the seeded conversation: from here on the journal alone
+// can rebuild the run.
+func (r *runner) started(history []loop.Message) error {
+	_, err := r.journal.Append("run.started", runStarted{
+		RunID:    r.res.runID,
+		Identity: r.manifest.Identity.Digest,
+		Model:    r.opts.Model,
+		Tools:    r.manifest.Inputs.Tools,
+		Messages: history,
+		Token:    r.token,
+	})
+	return err
 }
 
 // runStarted is the data of the run.started event. Messages is the seeded

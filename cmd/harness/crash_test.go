@@ -24,6 +24,7 @@ func statefulModel(t *testing.T) *httptest.Server {
 	turns := []map[string]any{
 		toolTurn(call("w1", "write_file", `{"path":"a.txt","content":"one"}`)),
 		toolTurn(call("r1", "read_file", `{"path":"a.txt"}`)),
+		toolTurn(call("s1", "run_skill_script", `{"skill":"logger","path":"scripts/log.sh"}`)),
 		toolTurn(call("w2", "write_file", `{"path":"b.txt","content":"two"}`), call("l1", "list_files", `{}`)),
 		{"role": "assistant", "content": "finished"},
 	}
@@ -81,20 +82,36 @@ func TestCrashAnywhereThenResume(t *testing.T) {
 	srv := statefulModel(t)
 	bin := harnessBin(t)
 	env := append(os.Environ(), "HARNESS_API_KEY=sk-test")
+	sandbox := "bwrap"
+	if err := exec.Command("bwrap", "--unshare-all", "--ro-bind", "/", "/", "true").Run(); err != nil {
+		sandbox = "none" // the script is the test's own; only the backend changes
+	}
 	runArgs := func(ws, runs string) []string {
-		return []string{"run", "--json", "--workspace", ws, "--model", "m", "--base-url", srv.URL + "/v1",
-			"--allow-tool", "write_file", "--prompt", "write and read", "--run-id", "r", "--artifacts-dir", runs}
+		return []string{"run", "--json", "--workspace", ws, "--skills-root", filepath.Join(ws, "skills"), "--skill", "logger",
+			"--model", "m", "--base-url", srv.URL + "/v1",
+			"--allow-tool", "write_file", "--allow-tool", "run_skill_script", "--allow-skill-script", "logger:scripts/log.sh",
+			"--sandbox", sandbox, "--prompt", "write and read", "--run-id", "r", "--artifacts-dir", runs}
+	}
+	newWorkspace := func(ws string) {
+		os.MkdirAll(filepath.Join(ws, "skills", "logger", "scripts"), 0o755)
+		os.WriteFile(filepath.Join(ws, "skills", "logger", "SKILL.md"), []byte("---\nname: logger\ndescription: Logs. Use to log.\n---\nbody\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, "skills", "logger", "scripts", "log.sh"), []byte("#!/bin/bash\necho ran >> /workspace/log.txt\n"), 0o755)
 	}
 
 	// The uninterrupted run, for reference.
 	base := t.TempDir()
 	ws0, runs0 := filepath.Join(base, "ws"), filepath.Join(base, "runs")
-	os.Mkdir(ws0, 0o755)
+	newWorkspace(ws0)
 	cmd := exec.Command(bin, runArgs(ws0, runs0)...)
 	cmd.Env = env
+	var refErr bytes.Buffer
+	cmd.Stderr = &refErr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("reference run: %v", err)
+		t.Fatalf("reference run: %v\n%s", err, refErr.String())
+	}
+	if log, _ := os.ReadFile(filepath.Join(ws0, "log.txt")); string(log) != "ran\n" {
+		t.Fatalf("reference run: the script did not run once: %q", log)
 	}
 	events := bytes.Count(out, []byte("\n"))
 	want := snapshotDir(t, ws0)
@@ -103,7 +120,7 @@ func TestCrashAnywhereThenResume(t *testing.T) {
 		t.Run(fmt.Sprintf("after_event_%d", k), func(t *testing.T) {
 			dir := t.TempDir()
 			ws, runs := filepath.Join(dir, "ws"), filepath.Join(dir, "runs")
-			os.Mkdir(ws, 0o755)
+			newWorkspace(ws)
 			cmd := exec.Command(bin, runArgs(ws, runs)...)
 			cmd.Env = env
 			stdout, _ := cmd.StdoutPipe()
@@ -142,7 +159,7 @@ func TestCrashAnywhereThenResume(t *testing.T) {
 				if err := json.Unmarshal(line, &ev); err != nil {
 					t.Fatalf("journal line does not parse: %s", line)
 				}
-				if ev.Type == "tool.finished" && ev.Data.Tool == "write_file" {
+				if ev.Type == "tool.finished" && (ev.Data.Tool == "write_file" || ev.Data.Tool == "run_skill_script") {
 					if ev.Data.Status == "ok" {
 						okWrites[ev.Data.CallID]++
 					}
@@ -151,8 +168,11 @@ func TestCrashAnywhereThenResume(t *testing.T) {
 			}
 			for id, n := range okWrites {
 				if n > 1 {
-					t.Errorf("write %s ran %d times", id, n)
+					t.Errorf("side effect %s ran %d times", id, n)
 				}
+			}
+			if log, _ := os.ReadFile(filepath.Join(ws, "log.txt")); bytes.Count(log, []byte("ran")) > 1 {
+				t.Errorf("the script ran %d times", bytes.Count(log, []byte("ran")))
 			}
 			if got := snapshotDir(t, ws); !interrupted && got != want {
 				t.Errorf("workspace %q, want %q", got, want)
