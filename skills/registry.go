@@ -8,9 +8,9 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
