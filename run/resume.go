@@ -434,7 +434,9 @@ func (r *runner) checkDrift(ctx context.Context, tools []loop.Tool, allowDrift b
 	}
 	add("policyDigest", string(id.PolicyDigest), string(policyDigest(r.opts)))
 	if r.registry != nil {
-		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: r.res.skillsRoots, Workspace: r.res.workspace, SandboxWorkspace: SandboxWorkspace, Limits: r.registry.Limits})
+		// Files whose stat fingerprint is unchanged keep their recorded
+		// digests: only what changed is read again.
+		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: r.res.skillsRoots, Workspace: r.res.workspace, SandboxWorkspace: SandboxWorkspace, Limits: r.registry.Limits, Previous: r.registry})
 		if err != nil {
 			rep.Identity = append(rep.Identity, DriftItem{Field: "skillsRoots", Recorded: "scannable", Current: err.Error()})
 		} else {

@@ -112,7 +112,11 @@ type Resource struct {
 	Executable  *bool            `json:"executable,omitempty"`
 	Shebang     string           `json:"shebang,omitempty"`
 	Runtime     string           `json:"runtime,omitempty"`
-	Diagnostics []Diagnostic     `json:"diagnostics"`
+	// Stat fingerprints the file as it was digested (inode, size,
+	// modification and change time), so a later scan can tell an
+	// untouched file without reading it.
+	Stat        string       `json:"stat,omitempty"`
+	Diagnostics []Diagnostic `json:"diagnostics"`
 }
 
 // Resource kinds, by the first path segment.

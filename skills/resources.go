@@ -128,9 +128,10 @@ type digestJob struct {
 // from the same pass. Results land in place, so the outcome does not
 // depend on scheduling.
 type digester struct {
-	ctx context.Context
-	ch  chan digestJob
-	wg  sync.WaitGroup
+	previous map[string]*Resource // host path -> earlier record, for reuse
+	ctx      context.Context
+	ch       chan digestJob
+	wg       sync.WaitGroup
 }
 
 func (sc *scanner) startDigest(ctx context.Context) *digester {
@@ -142,7 +143,7 @@ func (sc *scanner) startDigest(ctx context.Context) *digester {
 			buf := make([]byte, 256<<10)
 			h := blake3.New()
 			for j := range d.ch {
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && !d.reuse(j) {
 					digestResource(j, buf, h)
 				}
 			}
@@ -157,6 +158,46 @@ func (d *digester) add(s *Skill) {
 		r := &s.Resources[i]
 		d.ch <- digestJob{root: s.fsRoot, rel: relTo(s.fsRoot.path, r.HostPath), res: r}
 	}
+}
+
+// reuse copies an earlier record when the file's stat fingerprint is
+// unchanged, and reports whether it did.
+func (d *digester) reuse(j digestJob) bool {
+	prev, ok := d.previous[j.res.HostPath]
+	if !ok || prev.Stat == "" {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(j.root.dirfd, j.rel, &st, 0); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	if statKey(&st) != prev.Stat {
+		return false
+	}
+	r := j.res
+	r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime, r.Stat = prev.Digest, prev.Size, prev.ContentKind, prev.Shebang, prev.Runtime, prev.Stat
+	return true
+}
+
+func previousDigests(reg *Registry) map[string]*Resource {
+	if reg == nil {
+		return nil
+	}
+	m := map[string]*Resource{}
+	for i := range reg.Skills {
+		for j := range reg.Skills[i].Resources {
+			r := &reg.Skills[i].Resources[j]
+			if len(r.Diagnostics) == 0 {
+				m[r.HostPath] = r
+			}
+		}
+	}
+	return m
+}
+
+// statKey is the fingerprint a file must keep for its digest to be reused.
+func statKey(st *unix.Stat_t) string {
+	return fmt.Sprintf("%d:%d:%d:%d", st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano())
 }
 
 func (d *digester) wait() error {
@@ -237,6 +278,9 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 	var sum [32]byte
 	r.Digest = artifacts.Digest("blake3:" + fmt.Sprintf("%x", h.Sum(sum[:0])))
 	r.Size = size
+	if size == st.Size {
+		r.Stat = statKey(&st)
+	}
 	if r.Kind == KindScript && r.Runtime == "" {
 		r.Runtime = runtimeOf("", r.Path) // an empty script
 	}

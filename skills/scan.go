@@ -39,6 +39,11 @@ type ScanOptions struct {
 	Limits           Limits
 	// Now stamps generatedAt (nil = time.Now).
 	Now func() time.Time
+	// Previous is an earlier snapshot of the same roots (a resume's drift
+	// check): a file whose stat fingerprint (inode, size, modification
+	// and change times) is unchanged keeps its recorded digest instead of
+	// being read again.
+	Previous *Registry
 }
 
 // Scan snapshots the skill roots. It fails only for a root that cannot be
@@ -68,6 +73,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	// Listing and digesting overlap: each skill's files are queued for the
 	// digest workers as soon as the skill is listed.
 	dg := sc.startDigest(ctx)
+	dg.previous = previousDigests(opts.Previous)
 	var loaded []*Skill
 	for res := range sc.loadAll(ctx, cands) {
 		if !res.ok {
