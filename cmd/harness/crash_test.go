@@ -15,6 +15,9 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/skills"
 )
 
 // statefulModel answers by conversation state (how many assistant turns
@@ -197,18 +200,38 @@ func snapshotDir(t *testing.T, dir string) string {
 	return b.String()
 }
 
-// checkArtifacts: every JSON file in the run directory is a typed,
-// versioned, complete artifact.
+// checkArtifacts: every JSON file in the run directory is a complete
+// artifact that decodes into its Go type (the type is the schema).
 func checkArtifacts(t *testing.T, dir string) {
 	t.Helper()
+	typed := map[string]struct {
+		typ string
+		v   any
+	}{
+		"run.json":                     {"harness.run", &run.Manifest{}},
+		"skill-registry.json":          {skills.RegistryType, &skills.Registry{}},
+		"skill-activations.json":       {"harness.skill-activations", &run.Activations{}},
+		"skill-resource-reads.json":    {"harness.skill-resource-reads", &run.ResourceReads{}},
+		"skill-script-executions.json": {"harness.skill-script-executions", &run.ScriptExecutions{}},
+		"drift-report.json":            {"harness.drift-report", &run.DriftReport{}},
+	}
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
 			return err
 		}
-		var env artifacts.Envelope
-		b, _ := os.ReadFile(p)
-		if err := json.Unmarshal(b, &env); err != nil || env.Type == "" || env.Version < 1 {
-			t.Errorf("%s is not a complete artifact: %v", p, err)
+		want, ok := typed[filepath.Base(p)]
+		if filepath.Base(filepath.Dir(p)) == "tool-outputs" {
+			want, ok = struct {
+				typ string
+				v   any
+			}{"harness.tool-output", &loop.ToolOutput{}}, true
+		}
+		if !ok {
+			t.Errorf("unexpected JSON file %s", p)
+			return nil
+		}
+		if err := artifacts.ReadJSON(p, want.typ, 1, want.v); err != nil {
+			t.Errorf("%s: %v", p, err)
 		}
 		return nil
 	})
