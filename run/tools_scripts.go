@@ -58,6 +58,8 @@ type ScriptExecution struct {
 	StdoutBytes           int64               `json:"stdoutBytes"`
 	StderrBytes           int64               `json:"stderrBytes"`
 	Truncated             bool                `json:"truncated"`
+	ProcessLimit          string              `json:"processLimit,omitempty"` // pids-cgroup | rlimit
+	ForkRefusals          int                 `json:"forkRefusals,omitempty"`
 	Diagnostics           []skills.Diagnostic `json:"diagnostics"`
 	Error                 *ErrorRecord        `json:"error,omitempty"`
 }
@@ -265,6 +267,7 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 	}
 	rec.Argv, rec.DurationMs = out.Argv, out.Duration.Milliseconds()
 	rec.StdoutBytes, rec.StderrBytes, rec.Truncated, rec.Signal = out.StdoutLen, out.StderrLen, out.Truncated, out.Signal
+	rec.ProcessLimit, rec.ForkRefusals = out.ProcessLimit, out.ForkRefusals
 	code := out.ExitCode
 	rec.ExitCode = &code
 	rec.Status = "executed"

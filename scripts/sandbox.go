@@ -90,6 +90,10 @@ type Result struct {
 	StdoutLen int64 // bytes written, kept or not
 	StderrLen int64
 	Truncated bool
+	// ProcessLimit says what capped the number of processes: a pids
+	// cgroup, or RLIMIT_NPROC (which does not bind root).
+	ProcessLimit string
+	ForkRefusals int // forks the pids cgroup refused
 }
 
 // ErrUnavailable is returned when no sandbox backend can start.
@@ -200,13 +204,25 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 			return nil, &Refusal{Code: "sandbox_unavailable", Msg: "bwrap is not installed"}
 		}
 	}
+	// The process limit: a pids cgroup where one can be made (it binds
+	// root too), else RLIMIT_NPROC alone.
+	var cg *pidsCgroup
+	if os.Geteuid() == 0 {
+		cg = newPidsCgroup(lim.Processes)
+	}
+	cmdline := full
+	if cg != nil {
+		defer cg.remove()
+		cmdline = cg.wrap(full)
+		prl = cmdline[0]
+	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, prl, full[1:]...)
+	cmd := exec.CommandContext(runCtx, prl, cmdline[1:]...)
 	cmd.Env = spec.Env
 	if backend == BackendNone {
 		cmd.Dir = spec.Cwd
@@ -223,7 +239,7 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	start := time.Now()
 	err = cmd.Run()
 	res := &Result{
-		Backend: backend, Argv: full, Duration: time.Since(start),
+		Backend: backend, Argv: cmdline, Duration: time.Since(start),
 		Stdout: stdout.buf, Stderr: stderr.buf, StdoutLen: stdout.n, StderrLen: stderr.n,
 		Truncated: stdout.n > int64(len(stdout.buf)) || stderr.n > int64(len(stderr.buf)),
 	}
@@ -231,6 +247,11 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	// daemonised child must not outlive its call.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	res.TimedOut = runCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	if cg != nil {
+		res.ProcessLimit, res.ForkRefusals = "pids-cgroup", cg.hits()
+	} else {
+		res.ProcessLimit = "rlimit"
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -171,3 +171,18 @@ func TestCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxForkBomb: a fork bomb is capped and the call ends at its
+// timeout with every process gone.
+func TestSandboxForkBomb(t *testing.T) {
+	res, _ := sandboxed(t, "f(){ f | f & }; f; sleep 1000", Limits{Processes: 32}, 2*time.Second)
+	if res.ProcessLimit == "rlimit" && os.Geteuid() == 0 {
+		t.Skip("no writable pids cgroup here, and RLIMIT_NPROC does not bind root")
+	}
+	if res.ExitCode == 0 && !res.TimedOut {
+		t.Fatalf("fork bomb exited cleanly: %+v", res)
+	}
+	if res.ProcessLimit == "pids-cgroup" && res.ForkRefusals == 0 {
+		t.Errorf("the process limit was never reached: %+v", res)
+	}
+}
