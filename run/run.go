@@ -114,11 +114,9 @@ func checkOptions(o *Options) error {
 	switch o.Sandbox {
 	case "":
 		o.Sandbox = "auto"
-	case "auto", "bwrap", "none":
-	case "landlock":
-		return usageErr("sandbox_invalid", "--sandbox landlock is not available in this build: use auto, bwrap or none")
+	case "auto", "bwrap", "landlock", "none":
 	default:
-		return usageErr("sandbox_invalid", "--sandbox %q: use auto, bwrap or none", o.Sandbox)
+		return usageErr("sandbox_invalid", "--sandbox %q: use auto, bwrap, landlock or none", o.Sandbox)
 	}
 	if o.CatalogBudget < 0 {
 		return usageErr("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")

@@ -85,6 +85,7 @@ type scriptTool struct {
 	r       *runner
 	backend scripts.Backend
 	probe   error
+	helper  string // the harness binary, for the landlock backend
 
 	mu     sync.Mutex
 	rec    ScriptExecutions
@@ -95,7 +96,8 @@ func (r *runner) scriptTool(ctx context.Context) *scriptTool {
 	t := &scriptTool{r: r, staged: map[string]*staging{},
 		rec: ScriptExecutions{Envelope: artifacts.NewEnvelope("harness.skill-script-executions", 1), Executions: []ScriptExecution{}}}
 	want := scripts.Backend(r.opts.Sandbox)
-	t.backend, t.probe = scripts.Probe(ctx, want)
+	t.helper, _ = os.Executable()
+	t.backend, t.probe = scripts.Probe(ctx, want, t.helper)
 	r.manifest.Inputs.Sandbox = &SandboxRecord{Requested: string(want), Backend: string(t.backend)}
 	if t.probe != nil {
 		r.manifest.Inputs.Sandbox.Error = t.probe.Error()
@@ -227,7 +229,8 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 	// Paths as the script sees them: sandbox paths, or the staged copy on
 	// the host when the operator chose no sandbox.
 	skillDir, scriptPath, cwdPath := s.SandboxSkillDir, s.SandboxSkillDir+"/"+rel, ws.sandboxPath(cwdRel)
-	if t.backend == scripts.BackendNone {
+	if t.backend != scripts.BackendBwrap {
+		// Without a mount namespace the script sees host paths.
 		skillDir, scriptPath, cwdPath = stage, filepath.Join(stage, rel), filepath.Join(ws.Host, cwdRel)
 	}
 	cmd, err := scripts.Command(res.Runtime, res.Shebang, scriptPath, argv)
@@ -242,9 +245,10 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 		"HARNESS_RUN_ID=" + r.res.runID, "SKILL_NAME=" + s.Name, "SKILL_DIR=" + skillDir, "SKILL_SCRIPT=" + scriptPath,
 		"HARNESS_SCRIPT_EXECUTION_TARGET=" + rec.ExecutionTarget,
 	}
-	var hide []string
+	var hide, hideHost []string
 	for _, p := range ws.Protected {
 		hide = append(hide, ws.sandboxPath(p))
+		hideHost = append(hideHost, filepath.Join(ws.Host, filepath.FromSlash(p)))
 	}
 	out, err := scripts.Run(ctx, t.backend, scripts.Spec{
 		Argv: cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
@@ -252,8 +256,10 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 			{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
 			{Host: stage, Sandbox: s.SandboxSkillDir},
 		},
-		Hide:    hide,
-		Timeout: time.Duration(timeout) * time.Millisecond,
+		Hide:     hide,
+		HideHost: hideHost,
+		Helper:   t.helper,
+		Timeout:  time.Duration(timeout) * time.Millisecond,
 	})
 	if err != nil {
 		var ref *scripts.Refusal

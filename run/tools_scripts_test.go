@@ -34,7 +34,7 @@ func scriptWorkspace(t *testing.T) string {
 
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := scripts.Probe(context.Background(), scripts.BackendBwrap); err != nil {
+	if _, err := scripts.Probe(context.Background(), scripts.BackendBwrap, ""); err != nil {
 		t.Skipf("bwrap unavailable: %v", err)
 	}
 }
@@ -149,5 +149,39 @@ func TestRunSkillScriptNotOfferedByDefault(t *testing.T) {
 	_, _, reqs := converse(t, ws, nil, nil, nil)
 	if strings.Contains(string(reqs[0].Body), "run_skill_script") {
 		t.Error("run_skill_script offered without --allow-tool run_skill_script")
+	}
+}
+
+// TestRunSkillScriptLandlock runs an allowed script under the landlock
+// backend: host paths, a verified staged copy, the run directory out of
+// reach.
+func TestRunSkillScriptLandlock(t *testing.T) {
+	exe, _ := os.Executable()
+	if _, err := scripts.Probe(context.Background(), scripts.BackendLandlock, exe); err != nil {
+		t.Skipf("landlock unavailable: %v", err)
+	}
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{
+		"skills/t/SKILL.md":       "---\nname: t\ndescription: Tools. Use for tools.\n---\nbody\n",
+		"skills/t/scripts/go.sh":  "#!/bin/bash\nsource \"$(dirname \"$0\")/lib.sh\"\nhello > out/made.txt\ncat .harness/runs/*/run.json 2>/dev/null && echo SAW-RUNS\ntouch .harness/runs/x 2>/dev/null && echo WROTE-RUNS\necho \"in $PWD\"\n",
+		"skills/t/scripts/lib.sh": "hello() { echo hello; }\n",
+		"out/.keep":               "",
+	})
+	seen, dir, _ := converse(t, ws, []looptest.Reply{
+		call1("l1", "load_skill", `{"name":"t"}`),
+		call1("s1", "run_skill_script", `{"skill":"t","path":"scripts/go.sh"}`),
+	}, func(o *Options) {
+		o.AllowTools, o.AllowSkillScripts, o.Sandbox = []string{"run_skill_script"}, []string{"t:scripts/go.sh"}, "landlock"
+	}, nil)
+	if !strings.Contains(seen["s1"], `"exitCode":0`) || strings.Contains(seen["s1"], "SAW-RUNS") || strings.Contains(seen["s1"], "WROTE-RUNS") {
+		t.Errorf("the model saw %s", seen["s1"])
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "out", "made.txt")); string(b) != "hello\n" {
+		t.Errorf("made.txt = %q", b)
+	}
+	var ex ScriptExecutions
+	artifacts.ReadJSON(filepath.Join(dir, fileScriptExecutions), "harness.skill-script-executions", 1, &ex)
+	if len(ex.Executions) != 1 || ex.Executions[0].SandboxBackend != "landlock" || ex.Executions[0].ExecutionTarget != "sandbox" {
+		t.Errorf("executions: %+v", ex.Executions)
 	}
 }

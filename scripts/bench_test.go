@@ -13,7 +13,7 @@ import (
 // bash script (prlimit, bwrap namespaces, mounts, bash start), to compare
 // with BenchmarkBashDirect: the difference is the sandbox overhead.
 func BenchmarkSandboxTrivial(b *testing.B) {
-	if _, err := Probe(context.Background(), BackendBwrap); err != nil {
+	if _, err := Probe(context.Background(), BackendBwrap, ""); err != nil {
 		b.Skipf("bwrap unavailable: %v", err)
 	}
 	ws, skill := b.TempDir(), b.TempDir()

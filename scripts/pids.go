@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -53,6 +54,22 @@ func (c *pidsCgroup) hits() int {
 	}
 	n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(b)), "max")))
 	return n
+}
+
+// killAll kills every process still in the cgroup.
+func (c *pidsCgroup) killAll() {
+	for range 10 {
+		b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+			return
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // remove deletes the cgroup once its processes are gone; the kernel

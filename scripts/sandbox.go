@@ -17,9 +17,10 @@ import (
 type Backend string
 
 const (
-	BackendAuto  Backend = "auto"
-	BackendBwrap Backend = "bwrap"
-	BackendNone  Backend = "none" // the host, only on the operator's request
+	BackendAuto     Backend = "auto"
+	BackendBwrap    Backend = "bwrap"
+	BackendLandlock Backend = "landlock" // a confined host process, where bwrap cannot start
+	BackendNone     Backend = "none"     // the host, only on the operator's request
 )
 
 // Mount makes a host path visible in the sandbox.
@@ -71,8 +72,13 @@ type Spec struct {
 	Cwd    string   // working directory as the sandbox sees it
 	Mounts []Mount
 	// Hide are sandbox paths covered by an empty read-only tmpfs, so that
-	// e.g. the run directory inside the workspace is not visible.
-	Hide    []string
+	// e.g. the run directory inside the workspace is not visible; HideHost
+	// are the same paths on the host, which Landlock leaves out instead.
+	Hide     []string
+	HideHost []string
+	// Helper is the harness binary, which confines itself with Landlock
+	// when started with HelperArg (the landlock backend needs it).
+	Helper  string
 	Timeout time.Duration
 	Limits  Limits
 }
@@ -99,19 +105,40 @@ type Result struct {
 // ErrUnavailable is returned when no sandbox backend can start.
 var ErrUnavailable = errors.New("no sandbox backend works on this machine")
 
-// Probe finds the backend to use. auto tries bwrap; none is only ever
-// returned when asked for by name.
-func Probe(ctx context.Context, want Backend) (Backend, error) {
+// Probe finds the backend to use: auto tries bwrap, then Landlock
+// through helper (the harness binary); none is only ever returned when
+// asked for by name.
+func Probe(ctx context.Context, want Backend, helper string) (Backend, error) {
 	switch want {
 	case BackendNone:
 		return BackendNone, nil
-	case BackendBwrap, BackendAuto, "":
+	case BackendBwrap:
 		if err := probeBwrap(ctx); err != nil {
 			return "", fmt.Errorf("%w: bwrap: %v", ErrUnavailable, err)
 		}
 		return BackendBwrap, nil
+	case BackendLandlock:
+		if err := probeLandlock(helper); err != nil {
+			return "", fmt.Errorf("%w: landlock: %v", ErrUnavailable, err)
+		}
+		return BackendLandlock, nil
+	case BackendAuto, "":
+		berr := probeBwrap(ctx)
+		if berr == nil {
+			return BackendBwrap, nil
+		}
+		lerr := probeLandlock(helper)
+		if lerr == nil {
+			return BackendLandlock, nil
+		}
+		return "", fmt.Errorf("%w: bwrap: %v; landlock: %v", ErrUnavailable, berr, lerr)
 	}
-	return "", fmt.Errorf("sandbox backend %q is not supported here (use auto, bwrap or none)", want)
+	return "", fmt.Errorf("sandbox backend %q is not supported (use auto, bwrap, landlock or none)", want)
+}
+
+func execOutput(argv []string) (string, error) {
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	return string(out), err
 }
 
 func probeBwrap(ctx context.Context) error {
@@ -182,6 +209,24 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 		}
 		argv = append(argv, "--chdir", spec.Cwd, "--")
 		argv = append(argv, inner...)
+	case BackendLandlock:
+		if spec.Helper == "" {
+			return nil, &Refusal{Code: "sandbox_unavailable", Msg: "the landlock backend needs the harness binary as its helper"}
+		}
+		tmp, err := os.MkdirTemp("", "harness-tmp-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		ro, rw, roFiles, rwFiles, readDirs := landlockRules(spec, bin, tmp)
+		argv = landlockArgs(spec.Helper, ro, rw, roFiles, rwFiles, readDirs, inner)
+		var env []string
+		for _, kv := range spec.Env {
+			if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
+				env = append(env, kv)
+			}
+		}
+		spec.Env = append(env, "TMPDIR="+tmp, "HOME="+tmp)
 	case BackendNone:
 		argv = inner
 	default:
@@ -224,7 +269,7 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, prl, cmdline[1:]...)
 	cmd.Env = spec.Env
-	if backend == BackendNone {
+	if backend != BackendBwrap {
 		cmd.Dir = spec.Cwd
 	}
 	cmd.Stdin = nil // the script's own stdin is empty
@@ -234,7 +279,13 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	// Its own process group, so the timeout kills every process the
 	// script started, not just the first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error {
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if cg != nil {
+			cg.killAll() // children that left the process group
+		}
+		return err
+	}
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
 	err = cmd.Run()
@@ -244,8 +295,13 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 		Truncated: stdout.n > int64(len(stdout.buf)) || stderr.n > int64(len(stderr.buf)),
 	}
 	// Whatever is left of the group dies now, even after a clean exit: a
-	// daemonised child must not outlive its call.
+	// daemonised child must not outlive its call. Without a pid namespace
+	// (landlock, none) a child may have left the group with setsid; the
+	// pids cgroup still holds it.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if cg != nil {
+		cg.killAll()
+	}
 	res.TimedOut = runCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	if cg != nil {
 		res.ProcessLimit, res.ForkRefusals = "pids-cgroup", cg.hits()

@@ -11,27 +11,59 @@ import (
 	"time"
 )
 
-// sandboxed runs a bash snippet in bwrap with a writable workspace and a
-// read-only skill mount; it skips only when bwrap cannot start here.
-func sandboxed(t *testing.T, script string, lim Limits, timeout time.Duration) (*Result, string) {
-	t.Helper()
-	if _, err := Probe(context.Background(), BackendBwrap); err != nil {
-		t.Skipf("bwrap unavailable: %v", err)
+// TestMain lets the test binary act as the Landlock helper, as the
+// harness binary does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == HelperArg {
+		os.Exit(HelperMain(os.Args[2:]))
 	}
-	ws := t.TempDir()
-	skill := t.TempDir()
+	os.Exit(m.Run())
+}
+
+// backends are the sandboxes hostile scripts must not escape; each test
+// runs on every one that starts here and skips only the others.
+var backends = []Backend{BackendBwrap, BackendLandlock}
+
+func helper(t testing.TB) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// sandboxed runs a bash snippet with a writable workspace ($WS) and a
+// read-only skill directory ($SKILL_DIR); it skips when the backend
+// cannot start here.
+func sandboxed(t *testing.T, backend Backend, script string, lim Limits, timeout time.Duration) (*Result, string) {
+	t.Helper()
+	if _, err := Probe(context.Background(), backend, helper(t)); err != nil {
+		t.Skipf("%s unavailable: %v", backend, err)
+	}
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	skill, _ := filepath.EvalSymlinks(t.TempDir())
 	os.WriteFile(filepath.Join(skill, "run.sh"), []byte(script), 0o444)
 	os.MkdirAll(filepath.Join(ws, ".harness", "runs"), 0o755)
 	os.WriteFile(filepath.Join(ws, ".harness", "runs", "secret"), []byte("run record"), 0o644)
-	res, err := Run(context.Background(), BackendBwrap, Spec{
-		Argv:    []string{"bash", "/workspace/skills/s/run.sh"},
-		Env:     []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"},
-		Path:    os.Getenv("PATH"),
-		Cwd:     "/workspace",
-		Mounts:  []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/workspace/skills/s"}},
-		Hide:    []string{"/workspace/.harness"},
-		Timeout: timeout,
-		Limits:  lim,
+	// Under Landlock, with the run directory inside the workspace, only
+	// existing top-level directories are writable (a rule grants a whole
+	// tree, so the workspace root itself cannot be granted): work in one.
+	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	wsPath, skillPath := "/workspace", "/workspace/skills/s"
+	if backend != BackendBwrap {
+		wsPath, skillPath = ws, skill
+	}
+	res, err := Run(context.Background(), backend, Spec{
+		Argv:     []string{"bash", skillPath + "/run.sh"},
+		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "WS=" + wsPath, "SKILL_DIR=" + skillPath},
+		Path:     os.Getenv("PATH"),
+		Cwd:      wsPath,
+		Mounts:   []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/workspace/skills/s"}},
+		Hide:     []string{"/workspace/.harness"},
+		HideHost: []string{filepath.Join(ws, ".harness")},
+		Helper:   helper(t),
+		Timeout:  timeout,
+		Limits:   lim,
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -40,6 +72,12 @@ func sandboxed(t *testing.T, script string, lim Limits, timeout time.Duration) (
 }
 
 func TestSandboxRunsAndConfines(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) { testConfines(t, b) })
+	}
+}
+
+func testConfines(t *testing.T, backend Backend) {
 	home, _ := os.UserHomeDir()
 	marker := filepath.Join(home, fmt.Sprintf(".harness-test-marker-%d", os.Getpid()))
 	os.WriteFile(marker, []byte("host secret"), 0o644)
@@ -50,6 +88,12 @@ func TestSandboxRunsAndConfines(t *testing.T) {
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	udpPort := udp.LocalAddr().(*net.UDPAddr).Port
 	t.Setenv("HARNESS_API_KEY", "sk-must-not-leak")
 
 	script := fmt.Sprintf(`
@@ -57,20 +101,32 @@ echo "id=$(id -u)"
 cat %q 2>/dev/null && echo "READ-MARKER"
 echo x > /etc/harness-test 2>/dev/null && echo "WROTE-ETC"
 echo x > /usr/harness-test 2>/dev/null && echo "WROTE-USR"
-echo ok > /workspace/out.txt && echo "WROTE-WORKSPACE"
-cat /workspace/.harness/runs/secret 2>/dev/null && echo "READ-RUNS"
-echo x >> /workspace/skills/s/run.sh 2>/dev/null && echo "MODIFIED-SCRIPT"
+echo ok > "$WS/sub/out.txt" && echo "WROTE-WORKSPACE"
+cat "$WS/.harness/runs/secret" 2>/dev/null && echo "READ-RUNS"
+echo x > "$WS/.harness/runs/new" 2>/dev/null && echo "WROTE-RUNS"
+echo x >> "$SKILL_DIR/run.sh" 2>/dev/null && echo "MODIFIED-SCRIPT"
+(exec 3<>/dev/udp/127.0.0.1/%d && echo UDP-PING >&3) 2>/dev/null
 (exec 3<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo "CONNECTED"
 echo "procs=$(ls /proc | grep -c '^[0-9]')"
 env | grep -q HARNESS_API_KEY && echo "SAW-KEY"
 echo done
-`, marker, port)
-	res, ws := sandboxed(t, script, Limits{}, 30*time.Second)
+`, marker, port, udpPort)
+	res, ws := sandboxed(t, backend, script, Limits{}, 30*time.Second)
 	out := string(res.Stdout)
 	if res.ExitCode != 0 || !strings.Contains(out, "done") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, out, res.Stderr)
 	}
-	for _, bad := range []string{"READ-MARKER", "WROTE-ETC", "WROTE-USR", "READ-RUNS", "MODIFIED-SCRIPT", "CONNECTED", "SAW-KEY", "id=0"} {
+	// Loopback delivery is synchronous: had the datagram left the sandbox,
+	// it would be queued by now.
+	udp.SetReadDeadline(time.Now())
+	if n, _, err := udp.ReadFrom(make([]byte, 64)); err == nil {
+		t.Errorf("a UDP datagram reached the host (%d bytes)", n)
+	}
+	bads := []string{"READ-MARKER", "WROTE-ETC", "WROTE-USR", "READ-RUNS", "WROTE-RUNS", "MODIFIED-SCRIPT", "CONNECTED", "SAW-KEY"}
+	if backend == BackendBwrap {
+		bads = append(bads, "id=0") // only a user namespace can drop root without breaking workspace writes
+	}
+	for _, bad := range bads {
 		if strings.Contains(out, bad) {
 			t.Errorf("sandbox escape: %s\n%s", bad, out)
 		}
@@ -78,7 +134,7 @@ echo done
 	if !strings.Contains(out, "WROTE-WORKSPACE") {
 		t.Errorf("the workspace is not writable:\n%s", out)
 	}
-	if b, _ := os.ReadFile(filepath.Join(ws, "out.txt")); string(b) != "ok\n" {
+	if b, _ := os.ReadFile(filepath.Join(ws, "sub", "out.txt")); string(b) != "ok\n" {
 		t.Errorf("workspace write did not land: %q", b)
 	}
 	var procs int
@@ -89,9 +145,17 @@ echo done
 }
 
 func TestSandboxTimeoutKillsTheTree(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) { testTimeoutKillsTree(t, b) })
+	}
+}
+
+func testTimeoutKillsTree(t *testing.T, backend Backend) {
 	token := fmt.Sprintf("harness-timeout-%d", time.Now().UnixNano())
-	script := fmt.Sprintf("bash -c 'exec -a %s sleep 1000' &\nexec -a %s-main sleep 1000\n", token, token)
-	res, _ := sandboxed(t, script, Limits{}, 300*time.Millisecond)
+	// One child leaves the process group with setsid: the kill must still
+	// reach it.
+	script := fmt.Sprintf("bash -c 'exec -a %s sleep 1000' &\nsetsid bash -c 'exec -a %s-escaped sleep 1000' &\nexec -a %s-main sleep 1000\n", token, token, token)
+	res, _ := sandboxed(t, backend, script, Limits{}, 300*time.Millisecond)
 	if !res.TimedOut || res.ExitCode == 0 {
 		t.Fatalf("result %+v", res)
 	}
@@ -123,21 +187,27 @@ func processesWith(token string) int {
 }
 
 func TestSandboxLimits(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) { testLimits(t, b) })
+	}
+}
+
+func testLimits(t *testing.T, backend Backend) {
 	t.Run("file size", func(t *testing.T) {
-		res, ws := sandboxed(t, "head -c 5000000 /dev/zero > /workspace/big; echo rc=$?", Limits{FileSize: 1 << 20}, 30*time.Second)
-		fi, err := os.Stat(filepath.Join(ws, "big"))
+		res, ws := sandboxed(t, backend, "head -c 5000000 /dev/zero > \"$WS/sub/big\"; echo rc=$?", Limits{FileSize: 1 << 20}, 30*time.Second)
+		fi, err := os.Stat(filepath.Join(ws, "sub", "big"))
 		if err != nil || fi.Size() > 1<<20 {
 			t.Errorf("big file: %v size %d\n%s", err, fi.Size(), res.Stdout)
 		}
 	})
 	t.Run("output cap", func(t *testing.T) {
-		res, _ := sandboxed(t, "head -c 3000000 /dev/zero | tr '\\0' x", Limits{OutputCap: 1000}, 30*time.Second)
+		res, _ := sandboxed(t, backend, "head -c 3000000 /dev/zero | tr '\\0' x", Limits{OutputCap: 1000}, 30*time.Second)
 		if len(res.Stdout) != 1000 || res.StdoutLen != 3000000 || !res.Truncated {
 			t.Errorf("kept %d of %d, truncated %v", len(res.Stdout), res.StdoutLen, res.Truncated)
 		}
 	})
 	t.Run("open files", func(t *testing.T) {
-		res, _ := sandboxed(t, "for i in $(seq 1 100); do eval \"exec $((i+10))</dev/null\" || { echo failed-at=$i; exit 0; }; done; echo all-open", Limits{OpenFiles: 32}, 30*time.Second)
+		res, _ := sandboxed(t, backend, "for i in $(seq 1 100); do eval \"exec $((i+10))</dev/null\" || { echo failed-at=$i; exit 0; }; done; echo all-open", Limits{OpenFiles: 32}, 30*time.Second)
 		if !strings.Contains(string(res.Stdout), "failed-at=") {
 			t.Errorf("no open-files limit: %s", res.Stdout)
 		}
@@ -175,7 +245,13 @@ func TestCommand(t *testing.T) {
 // TestSandboxForkBomb: a fork bomb is capped and the call ends at its
 // timeout with every process gone.
 func TestSandboxForkBomb(t *testing.T) {
-	res, _ := sandboxed(t, "f(){ f | f & }; f; sleep 1000", Limits{Processes: 32}, 2*time.Second)
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) { testForkBomb(t, b) })
+	}
+}
+
+func testForkBomb(t *testing.T, backend Backend) {
+	res, _ := sandboxed(t, backend, "f(){ f | f & }; f; sleep 1000", Limits{Processes: 32}, 2*time.Second)
 	if res.ProcessLimit == "rlimit" && os.Geteuid() == 0 {
 		t.Skip("no writable pids cgroup here, and RLIMIT_NPROC does not bind root")
 	}

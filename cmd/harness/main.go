@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/harness-dev/harness/scripts"
 )
 
 func main() {
@@ -20,6 +22,11 @@ func main() {
 // Main runs the harness CLI with the given arguments and streams and returns
 // the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The harness binary doubles as the Landlock helper for skill scripts:
+	// it confines itself and execs the runtime.
+	if len(args) > 1 && args[1] == scripts.HelperArg {
+		return scripts.HelperMain(args[2:])
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(stdin, stdout, stderr)

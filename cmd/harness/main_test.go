@@ -8,9 +8,15 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/harness-dev/harness/scripts"
 )
 
 func TestMain(m *testing.M) {
+	// Skill scripts under the landlock backend re-execute this binary.
+	if len(os.Args) > 1 && os.Args[1] == scripts.HelperArg {
+		os.Exit(scripts.HelperMain(os.Args[2:]))
+	}
 	testscript.Main(m, map[string]func(){
 		"harness": func() { os.Exit(Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
