@@ -1,0 +1,152 @@
+package cfc
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Mode is how the policy is applied.
+type Mode string
+
+const (
+	ModeDisabled        Mode = "disabled"
+	ModeObserve         Mode = "observe"
+	ModeEnforceExplicit Mode = "enforce-explicit"
+	ModeEnforceStrict   Mode = "enforce-strict"
+)
+
+// ParseMode validates a --cfc-mode value.
+func ParseMode(s string) (Mode, bool) {
+	switch m := Mode(s); m {
+	case ModeDisabled, ModeObserve, ModeEnforceExplicit, ModeEnforceStrict:
+		return m, true
+	}
+	return "", false
+}
+
+// Effect is what a tool can do.
+type Effect string
+
+const (
+	EffectRead       Effect = "read"
+	EffectWrite      Effect = "write"
+	EffectSideEffect Effect = "side-effect"
+)
+
+// Policy is what the operator configured. Nothing a skill says changes it.
+type Policy struct {
+	Mode         Mode
+	PromptRole   Role
+	AllowedTools []string // write and side-effect tools the operator allowed by name
+	// Narrowing, when not nil, is the union of the allowed-tools of the
+	// active skills (--honor-allowed-tools): calls outside it are denied.
+	Narrowing []string
+}
+
+// Call is one tool call to decide.
+type Call struct {
+	Tool   string
+	Effect Effect
+	// Args are the string values in the call's arguments (paths, URLs,
+	// command arguments), for the provenance check.
+	Args []string
+	// Context is the join of every label in the model's context.
+	Context Label
+	// Operator is the operator's prompt; Untrusted are the texts of
+	// untrusted context items (skills, reads, tool outputs).
+	Operator  string
+	Untrusted []string
+}
+
+// Decision outcomes.
+const (
+	Allow = "allow"
+	Deny  = "deny"
+	Warn  = "warn" // observe mode: enforce would deny
+)
+
+// Decision is the verdict on one call, with the codes that decided it.
+type Decision struct {
+	Tool     string   `json:"tool"`
+	Effect   Effect   `json:"effect"`
+	Decision string   `json:"decision"`
+	Reasons  []string `json:"reasons"`
+	Label    Label    `json:"label"`
+	Detail   string   `json:"detail,omitempty"`
+}
+
+// Decide applies the policy to a call.
+func Decide(p Policy, c Call) Decision {
+	d := Decision{Tool: c.Tool, Effect: c.Effect, Label: c.Context, Decision: Allow, Reasons: []string{}}
+	if p.Mode == ModeDisabled {
+		d.Reasons = append(d.Reasons, "cfc_disabled")
+		return d
+	}
+	mode := p.Mode
+	if mode == ModeObserve {
+		mode = ModeEnforceExplicit // observe reports what enforcement would do
+	}
+	deny := func(code, detail string) {
+		d.Decision = Deny
+		d.Reasons = append(d.Reasons, code)
+		if d.Detail == "" {
+			d.Detail = detail
+		}
+	}
+	if p.Narrowing != nil && !slices.Contains(p.Narrowing, c.Tool) {
+		deny("narrowed_by_skill", fmt.Sprintf("the active skills' allowed-tools (%s) do not include %s", strings.Join(p.Narrowing, ", "), c.Tool))
+	}
+	switch c.Effect {
+	case EffectRead:
+		if mode == ModeEnforceStrict && p.PromptRole != RoleDirectCommand {
+			deny("cfc_enforce_strict_requires_direct_command", "enforce-strict allows reads only for a direct-command prompt")
+		}
+	default:
+		if p.PromptRole != RoleDirectCommand {
+			deny(fmt.Sprintf("cfc_%s_requires_direct_command", strings.ReplaceAll(string(mode), "-", "_")),
+				fmt.Sprintf("%s tools need the operator's direct command; the prompt's role is %s", c.Effect, p.PromptRole))
+		}
+		if !slices.Contains(p.AllowedTools, c.Tool) {
+			deny("tool_not_allowed_by_operator", fmt.Sprintf("the operator did not allow %s (--allow-tool)", c.Tool))
+		}
+		if mode == ModeEnforceStrict {
+			if arg, ok := FromContext(c.Args, c.Operator, c.Untrusted); ok {
+				deny("argument_from_context", fmt.Sprintf("argument %q comes from untrusted context, not from the operator's prompt", arg))
+			}
+		}
+	}
+	if d.Decision == Allow {
+		d.Reasons = append(d.Reasons, "cfc_"+strings.ReplaceAll(string(p.Mode), "-", "_")+"_allowed")
+	}
+	if p.Mode == ModeObserve && d.Decision == Deny {
+		d.Decision = Warn
+	}
+	return d
+}
+
+// FromContext reports the first argument value that appears in untrusted
+// context but not in the operator's prompt: a value the model most likely
+// copied from something it read rather than from what it was told. Short
+// values are ignored; they match everywhere.
+func FromContext(args []string, operator string, untrusted []string) (string, bool) {
+	for _, a := range args {
+		a = strings.TrimSpace(a)
+		if len(a) < 4 || strings.Contains(operator, a) {
+			continue
+		}
+		for _, u := range untrusted {
+			if strings.Contains(u, a) {
+				return a, true
+			}
+		}
+	}
+	return "", false
+}
+
+// WithholdUnmediated reports whether an execution's output must be
+// withheld: in enforce modes, output that no harness sandbox mediated
+// (--sandbox none) reaches the model only if the operator allowed it.
+func WithholdUnmediated(m Mode, mediated, allowUnmediated bool) bool {
+	return !mediated && !allowUnmediated && (m == ModeEnforceExplicit || m == ModeEnforceStrict)
+}
