@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,7 +25,16 @@ const (
 	ReasonInterrupted   Reason = "interrupted"
 	ReasonProviderError Reason = "provider_error" // including a cassette mismatch on replay
 	ReasonFailed        Reason = "failed"         // the model ended in error, or a tool failed inside harness
+	ReasonPolicyDenied  Reason = "policy_denied"  // a denial ended the run, as the operator asked
 )
+
+// Gate is the policy around tool calls: Before decides a call that passed
+// argument validation (a non-nil result replaces the call; end stops the
+// run after recording it), After sees every result before the model does.
+type Gate interface {
+	Before(ctx context.Context, turn int, call ToolCall, effect Effect) (denied *ToolResult, end bool)
+	After(call ToolCall, effect Effect, res ToolResult) ToolResult
+}
 
 // Limits bound a run. Zero means unlimited.
 type Limits struct {
@@ -47,6 +57,8 @@ type Config struct {
 	// Start carries what earlier segments of a resumed run used, so that
 	// limits count the whole run. Zero for a new run.
 	Start Progress
+	// Gate, when set, decides every tool call (contextual flow control).
+	Gate Gate
 }
 
 // Progress is what a run has used so far.
@@ -165,6 +177,9 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			return e.end(r, nil)
 		}
 		if err := e.callTool(ctx, e.out.Turns, call); err != nil {
+			if errors.Is(err, errPolicyEnd) {
+				return e.end(ReasonPolicyDenied, err)
+			}
 			return e.fail(err)
 		}
 	}
@@ -221,6 +236,9 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 				return e.end(r, nil)
 			}
 			if err := e.callTool(ctx, turn, call); err != nil {
+				if errors.Is(err, errPolicyEnd) {
+					return e.end(ReasonPolicyDenied, err)
+				}
 				return e.fail(err)
 			}
 		}
@@ -271,7 +289,7 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 	if err := e.journal("tool.started", ToolStartedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments}); err != nil {
 		return err
 	}
-	res, code, toolErr := e.invoke(ctx, call)
+	res, code, toolErr := e.invoke(ctx, turn, call)
 	if toolErr != nil {
 		res = ErrorResult("tool_failed", fmt.Sprintf("%s failed inside harness: %v", call.Name, toolErr), nil)
 		code = "tool_failed"
@@ -290,10 +308,18 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 	if toolErr != nil {
 		return fmt.Errorf("tool %s: %w", call.Name, toolErr)
 	}
+	if code == codePolicyEnd {
+		return errPolicyEnd
+	}
 	return nil
 }
 
-func (e *engine) invoke(ctx context.Context, call ToolCall) (ToolResult, string, error) {
+// codePolicyEnd marks a denial that ends the run (--fail-on-denial).
+const codePolicyEnd = "policy_denied_end"
+
+var errPolicyEnd = errors.New("a policy denial ended the run")
+
+func (e *engine) invoke(ctx context.Context, turn int, call ToolCall) (ToolResult, string, error) {
 	t, ok := e.tools[call.Name]
 	if !ok {
 		msg := fmt.Sprintf("there is no tool named %q; available tools: %s", call.Name, strings.Join(e.names, ", "))
@@ -309,9 +335,21 @@ func (e *engine) invoke(ctx context.Context, call ToolCall) (ToolResult, string,
 	if err := e.schemas[call.Name].validate(args); err != nil {
 		return ErrorResult("arguments_invalid", fmt.Sprintf("the arguments of %s do not match its schema: %v", call.Name, err), nil), "arguments_invalid", nil
 	}
+	if e.cfg.Gate != nil {
+		if denied, end := e.cfg.Gate.Before(ctx, turn, call, t.Effect()); denied != nil {
+			code := "policy_denied"
+			if end {
+				code = codePolicyEnd
+			}
+			return *denied, code, nil
+		}
+	}
 	res, err := t.Call(ctx, call, args)
 	if err != nil {
 		return res, "", err
+	}
+	if e.cfg.Gate != nil {
+		res = e.cfg.Gate.After(call, t.Effect(), res)
 	}
 	code := ""
 	if res.Status == StatusError {

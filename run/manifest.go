@@ -90,6 +90,7 @@ type Inputs struct {
 	NoCatalog     bool             `json:"noSkillCatalog"`
 	CatalogBudget int              `json:"catalogBudget"`
 	AllowDrift    bool             `json:"allowDrift"`
+	CFC           CFCRecord        `json:"cfc"`
 	Sandbox       *SandboxRecord   `json:"sandbox,omitempty"`
 	Tools         []string         `json:"tools"`
 	Limits        LimitsRecord     `json:"limits"`
@@ -138,4 +139,13 @@ type Activation struct {
 	Digest        artifacts.Digest `json:"digest"`
 	ActivatedAt   time.Time        `json:"activatedAt"`
 	CFCPromptRole string           `json:"cfcPromptRole"`
+}
+
+// CFCRecord is the policy configuration a run was started with.
+type CFCRecord struct {
+	Mode              string   `json:"mode"`
+	FailOnDenial      bool     `json:"failOnDenial"`
+	AllowUnmediated   bool     `json:"allowUnmediated"`
+	HonorAllowedTools bool     `json:"honorAllowedTools"`
+	TrustSkills       []string `json:"trustSkills"`
 }

@@ -46,6 +46,22 @@ type Options struct {
 	// run_skill_script). Sandbox is auto, bwrap or none ("" = auto).
 	AllowSkillScripts []string
 	Sandbox           string
+	// CFCMode is disabled, observe, enforce-explicit or enforce-strict
+	// ("" = enforce-explicit). PromptRole is the operator prompt's role:
+	// direct-command, context or quote ("" = direct-command).
+	CFCMode    string
+	PromptRole string
+	// FailOnDenial ends the run (exit 5) at the first policy denial.
+	FailOnDenial bool
+	// AllowUnmediated shows the model output of scripts run without a
+	// harness sandbox (--sandbox none), which enforce modes withhold.
+	AllowUnmediated bool
+	// HonorAllowedTools lets active skills' allowed-tools narrow (never
+	// widen) the tools the model may call.
+	HonorAllowedTools bool
+	// TrustSkills are skills the operator vouches for despite critical
+	// content findings (enforce-strict refuses to activate them otherwise).
+	TrustSkills []string
 	// AllowDrift lets skill files that changed since the snapshot be used,
 	// marked as drifted, instead of refused.
 	AllowDrift bool

@@ -169,7 +169,9 @@ func optionsFromManifest(m Manifest, ro ResumeOptions) Options {
 		CatalogBudget: in.CatalogBudget, AllowDrift: in.AllowDrift,
 		Record: ro.Record, Replay: ro.Replay, JSON: ro.JSON, Quiet: ro.Quiet,
 		Stdout: ro.Stdout, Stderr: ro.Stderr, Now: ro.Now, Version: ro.Version,
-		PromptSource: in.PromptSource, Prompt: in.Prompt,
+		PromptSource: in.PromptSource, Prompt: in.Prompt, PromptRole: in.PromptRole,
+		CFCMode: in.CFC.Mode, FailOnDenial: in.CFC.FailOnDenial, AllowUnmediated: in.CFC.AllowUnmediated,
+		HonorAllowedTools: in.CFC.HonorAllowedTools, TrustSkills: in.CFC.TrustSkills,
 	}
 }
 
@@ -305,6 +307,7 @@ func (r *runner) resumeStages(ctx context.Context, st *journalState, ro ResumeOp
 			return nil, policyErr("registry_unreadable", "run-start registry: %v", err)
 		}
 		r.registry = reg
+		r.scanSkills(reg)
 		if !r.opts.NoSkillCatalog {
 			r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
 		}
@@ -353,9 +356,18 @@ func (r *runner) resumeStages(ctx context.Context, st *journalState, ro ResumeOp
 		return nil, err
 	}
 	r.progress("resume %s (segment %d): %d turns so far", r.res.runID, r.segment, st.progress.Turns)
+	r.gate = r.newGate(nil)
+	for _, m := range history {
+		if m.Role == loop.RoleTool || m.Role == loop.RoleUser && strings.Contains(m.Content, "<<<skill-context") {
+			r.gate.observe("journal:"+string(m.Role), m.Content)
+		}
+	}
+	if err := r.writePolicySnapshot(r.gate); err != nil {
+		return nil, err
+	}
 	out := loop.Run(ctx, loop.Config{
 		Model: model, ModelName: r.opts.Model, Tools: tools, Limits: r.limits,
-		Journal: r.journal, ToolOutputDir: r.path(dirToolOutputs), Start: r.start,
+		Journal: r.journal, ToolOutputDir: r.path(dirToolOutputs), Start: r.start, Gate: r.gate,
 	}, history)
 	return &out, nil
 }

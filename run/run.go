@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/skills"
 )
@@ -42,11 +43,15 @@ type runner struct {
 	stdout   io.Writer
 	stderr   io.Writer
 
-	lock     *runLock
-	segment  int           // 1 for the first run, then one more per resume
-	segStart time.Time     // when this segment started
-	start    loop.Progress // what earlier segments used
-	limits   loop.Limits   // this segment's effective limits
+	lock      *runLock
+	segment   int           // 1 for the first run, then one more per resume
+	segStart  time.Time     // when this segment started
+	start     loop.Progress // what earlier segments used
+	limits    loop.Limits   // this segment's effective limits
+	gate      *policyGate
+	critical  map[string][]string // skill -> critical content-scan rules
+	findings  []PolicyFinding
+	preloaded map[string]string // preloaded skill -> its text, labelled context
 	// driftRefused marks a resume refused for drift: the run stays
 	// resumable (with --allow-drift, or once the drift is undone).
 	driftRefused bool
@@ -118,6 +123,19 @@ func checkOptions(o *Options) error {
 	default:
 		return usageErr("sandbox_invalid", "--sandbox %q: use auto, bwrap, landlock or none", o.Sandbox)
 	}
+	if o.CFCMode == "" {
+		o.CFCMode = string(cfc.ModeEnforceExplicit)
+	}
+	if _, ok := cfc.ParseMode(o.CFCMode); !ok {
+		return usageErr("cfc_mode_invalid", "--cfc-mode %q: use disabled, observe, enforce-explicit or enforce-strict", o.CFCMode)
+	}
+	if o.PromptRole == "" {
+		o.PromptRole = string(cfc.RoleDirectCommand)
+	}
+	if _, ok := cfc.ParseRole(o.PromptRole); !ok {
+		return usageErr("prompt_role_invalid", "--prompt-role %q: use direct-command, context or quote", o.PromptRole)
+	}
+	o.TrustSkills = dedupe(o.TrustSkills)
 	if o.CatalogBudget < 0 {
 		return usageErr("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")
 	}
@@ -226,11 +244,13 @@ func (r *runner) newManifest() Manifest {
 			NoCatalog:     o.NoSkillCatalog,
 			CatalogBudget: o.CatalogBudget,
 			AllowDrift:    o.AllowDrift,
-			Tools:         []string{},
-			Limits:        limitsRecord(o),
-			Record:        o.Record,
-			Replay:        o.Replay,
-			ArtifactsDir:  artifactsDir,
+			CFC: CFCRecord{Mode: o.CFCMode, FailOnDenial: o.FailOnDenial, AllowUnmediated: o.AllowUnmediated,
+				HonorAllowedTools: o.HonorAllowedTools, TrustSkills: nonNil(o.TrustSkills)},
+			Tools:        []string{},
+			Limits:       limitsRecord(o),
+			Record:       o.Record,
+			Replay:       o.Replay,
+			ArtifactsDir: artifactsDir,
 		},
 		Sources:   Sources{ConfigFile: o.ConfigFile, Values: o.Sources},
 		Status:    StatusRunning,
@@ -310,6 +330,10 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	if err := r.seal(tools); err != nil {
 		return nil, err
 	}
+	r.gate = r.newGate(r.preloaded)
+	if err := r.writePolicySnapshot(r.gate); err != nil {
+		return nil, err
+	}
 	if err := r.started(history); err != nil {
 		return nil, err
 	}
@@ -322,6 +346,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		Journal:       r.journal,
 		ToolOutputDir: r.path(dirToolOutputs),
 		Start:         r.start,
+		Gate:          r.gate,
 	}, history)
 	return &out, nil
 }
@@ -383,6 +408,7 @@ func (r *runner) snapshot(ctx context.Context) error {
 		r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
 		reg.Diagnostics = append(reg.Diagnostics, r.catalog.Diagnostics()...)
 	}
+	r.scanSkills(reg)
 	if err := artifacts.WriteJSON(r.path(fileRegistry), reg); err != nil {
 		return err
 	}
@@ -435,8 +461,15 @@ func (r *runner) preload() ([]loop.Message, error) {
 			}
 			return nil, policyErr("skill_unreadable", "preload %s: %v", s.Name, err)
 		}
+		if rules, bad := r.untrusted(s.Name); bad {
+			return nil, policyErr("skill_untrusted", "preload %s: critical content findings (%s) and --cfc-mode enforce-strict: review the skill, then pass --trust-skill %s to vouch for it", s.Name, strings.Join(rules, ", "), s.Name)
+		}
 		contents[i] = b
 		texts = append(texts, string(b))
+		if r.preloaded == nil {
+			r.preloaded = map[string]string{}
+		}
+		r.preloaded[s.Name] = string(b)
 	}
 	history := []loop.Message{{Role: loop.RoleSystem, Content: systemPrompt}}
 	if r.registry != nil {
@@ -511,6 +544,8 @@ func outcomeError(o *loop.Outcome) error {
 		return &Error{Code: strings.ReplaceAll(string(o.Reason), ".", "_"), Msg: limitMessage(o.Reason), Exit: ExitLimit, Err: o.Err}
 	case loop.ReasonInterrupted:
 		return &Error{Code: "interrupted", Msg: "interrupted: the run stopped at a safe point; continue it with `harness resume`", Exit: ExitInterrupted, Err: o.Err}
+	case loop.ReasonPolicyDenied:
+		return &Error{Code: "policy_denied", Msg: "a tool call was denied by the CFC policy and --fail-on-denial ends the run; see policy-trace.json", Exit: ExitPolicy, Err: o.Err}
 	case loop.ReasonProviderError:
 		msg := "model provider error"
 		if o.Err != nil {
@@ -589,7 +624,11 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	}
 	m.Segments = append(m.Segments, seg)
 	m.Artifacts = append(m.Artifacts, dirToolOutputs+"/")
-	for _, f := range []string{fileResourceReads, fileScriptExecutions} {
+	if r.gate != nil {
+		r.writePolicySnapshot(r.gate)
+		r.gate.writeTrace()
+	}
+	for _, f := range []string{fileResourceReads, fileScriptExecutions, filePolicySnapshot, filePolicyTrace} {
 		if _, err := os.Stat(r.path(f)); err == nil {
 			m.Artifacts = append(m.Artifacts, f)
 		}
@@ -664,6 +703,11 @@ func policyDigest(o Options) artifacts.Digest {
 		h.WriteField("script:" + s)
 	}
 	h.WriteField("sandbox:" + o.Sandbox)
+	h.WriteField("cfc:" + o.CFCMode)
+	h.WriteField(fmt.Sprint("cfc-flags:", o.FailOnDenial, o.AllowUnmediated, o.HonorAllowedTools))
+	for _, s := range o.TrustSkills {
+		h.WriteField("trust:" + s)
+	}
 	h.WriteField(fmt.Sprint("drift:", o.AllowDrift))
 	return h.Digest()
 }

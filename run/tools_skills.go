@@ -113,6 +113,10 @@ func (t *loadSkillTool) Call(ctx context.Context, call loop.ToolCall, raw json.R
 		return loop.ErrorResult("skill_not_found", fmt.Sprintf("skill not found: %s; load one of: %s", args.Name, strings.Join(r.catalog.Names(), ", ")), rec), nil
 	}
 	var parts []string
+	if rules, bad := r.untrusted(s.Name); bad && !r.acts.isActive(s.Name) {
+		rec["code"] = "skill_untrusted"
+		return loop.ErrorResult("skill_untrusted", fmt.Sprintf("skill '%s' has critical content findings (%s) and the policy is enforce-strict; it cannot be loaded unless the operator passes --trust-skill %s", s.Name, strings.Join(rules, ", "), s.Name), rec), nil
+	}
 	if r.acts.isActive(s.Name) {
 		rec["status"] = "already_active"
 		parts = append(parts, fmt.Sprintf("Skill '%s' is already active: its instructions are in the conversation above.", s.Name))

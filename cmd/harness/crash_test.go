@@ -214,6 +214,8 @@ func checkArtifacts(t *testing.T, dir string) {
 		"skill-resource-reads.json":    {"harness.skill-resource-reads", &run.ResourceReads{}},
 		"skill-script-executions.json": {"harness.skill-script-executions", &run.ScriptExecutions{}},
 		"drift-report.json":            {"harness.drift-report", &run.DriftReport{}},
+		"policy-snapshot.json":         {"harness.policy-snapshot", &run.PolicySnapshot{}},
+		"policy-trace.json":            {"harness.policy-trace", &run.PolicyTrace{}},
 	}
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
