@@ -163,7 +163,7 @@ func (g *policyGate) Before(ctx context.Context, turn int, call loop.ToolCall, e
 func (g *policyGate) After(call loop.ToolCall, effect loop.Effect, res loop.ToolResult) loop.ToolResult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ex, ok := res.Record.(ScriptExecution); ok && ex.ExecutionTarget == "host" &&
+	if ex, ok := res.Record.(*ScriptExecution); ok && ex.ExecutionTarget == "host" &&
 		cfc.WithholdUnmediated(g.policy.Mode, false, g.r.opts.AllowUnmediated) {
 		b, _ := json.Marshal(map[string]any{"type": "harness.output-withheld", "handle": call.ID, "reason": "unmediated_execution",
 			"detail":   "the script ran outside harness's sandbox (--sandbox none); its output is withheld in enforce modes (--cfc-allow-unmediated shows it)",

@@ -153,3 +153,23 @@ func TestAllowedToolsNarrow(t *testing.T) {
 		t.Errorf("the model saw %s", seen["w1"])
 	}
 }
+
+// TestUnmediatedOutputWithheld: a script run on the host (--sandbox none)
+// reaches the model only as an opaque handle in enforce modes, unless the
+// operator allows unmediated output.
+func TestUnmediatedOutputWithheld(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		ws := scriptWorkspace(t)
+		seen, _, _ := converse(t, ws, []looptest.Reply{
+			call1("l1", "load_skill", `{"name":"tools"}`),
+			call1("s1", "run_skill_script", `{"skill":"tools","path":"scripts/hello.py"}`),
+		}, func(o *Options) {
+			o.AllowTools, o.AllowSkillScripts, o.Sandbox = []string{"run_skill_script"}, []string{"tools:scripts/hello.py"}, "none"
+			o.AllowUnmediated = allow
+		}, nil)
+		withheld := strings.Contains(seen["s1"], "harness.output-withheld")
+		if withheld == allow || strings.Contains(seen["s1"], "hi from python") == !allow {
+			t.Errorf("allowUnmediated=%v: the model saw %s", allow, seen["s1"])
+		}
+	}
+}
