@@ -426,6 +426,11 @@ func (r *runner) snapshot(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, f := range r.findings {
+		if _, err := r.journal.Append("content.flagged", f); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

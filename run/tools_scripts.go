@@ -59,6 +59,7 @@ type ScriptExecution struct {
 	StderrBytes           int64               `json:"stderrBytes"`
 	Truncated             bool                `json:"truncated"`
 	ProcessLimit          string              `json:"processLimit,omitempty"` // pids-cgroup | rlimit
+	OutputDigest          artifacts.Digest    `json:"outputDigest,omitempty"` // of the kept stdout then stderr
 	ForkRefusals          int                 `json:"forkRefusals,omitempty"`
 	Diagnostics           []skills.Diagnostic `json:"diagnostics"`
 	Error                 *ErrorRecord        `json:"error,omitempty"`
@@ -280,10 +281,15 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 	if out.TimedOut {
 		rec.Status = "timeout"
 	}
+	rec.OutputDigest = artifacts.DigestBytes(append(append([]byte{}, out.Stdout...), out.Stderr...))
 	result := map[string]any{
 		"skill": s.Name, "path": rel, "status": rec.Status, "exitCode": code, "signal": out.Signal,
 		"stdout": string(out.Stdout), "stderr": string(out.Stderr), "truncated": out.Truncated,
 		"durationMs": rec.DurationMs, "sandbox": rec.SandboxBackend,
+		// The mediation record: which of harness's sandboxes ran it and
+		// what came out, so the output's provenance travels with it.
+		"mediation": map[string]any{"backend": rec.SandboxBackend, "target": rec.ExecutionTarget, "exitCode": code,
+			"outputDigest": rec.OutputDigest, "truncated": out.Truncated},
 	}
 	b, _ := json.Marshal(result)
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
