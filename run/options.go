@@ -62,6 +62,9 @@ type Options struct {
 	// TrustSkills are skills the operator vouches for despite critical
 	// content findings (enforce-strict refuses to activate them otherwise).
 	TrustSkills []string
+	// SkipEligibility preloads a skill even when this machine does not
+	// meet its declared requirements.
+	SkipEligibility bool
 	// AllowDrift lets skill files that changed since the snapshot be used,
 	// marked as drifted, instead of refused.
 	AllowDrift bool

@@ -466,6 +466,9 @@ func (r *runner) preload() ([]loop.Message, error) {
 			}
 			return nil, policyErr("skill_unreadable", "preload %s: %v", s.Name, err)
 		}
+		if !s.IsEligible() && !r.opts.SkipEligibility {
+			return nil, usageErr("skill_ineligible", "skill %s cannot run on this machine: %s; fix: %s (or pass --skip-eligibility)", s.Name, describeMissing(s.Missing), describeHints(s.InstallHints))
+		}
 		if rules, bad := r.untrusted(s.Name); bad {
 			return nil, policyErr("skill_untrusted", "preload %s: critical content findings (%s) and --cfc-mode enforce-strict: review the skill, then pass --trust-skill %s to vouch for it", s.Name, strings.Join(rules, ", "), s.Name)
 		}
@@ -715,4 +718,32 @@ func policyDigest(o Options) artifacts.Digest {
 	}
 	h.WriteField(fmt.Sprint("drift:", o.AllowDrift))
 	return h.Digest()
+}
+
+// describeMissing says what a skill lacks, for people.
+func describeMissing(m *skills.Missing) string {
+	if m == nil {
+		return "nothing"
+	}
+	var parts []string
+	if len(m.Bins) > 0 {
+		parts = append(parts, "programs "+strings.Join(m.Bins, ", ")+" not on PATH")
+	}
+	if len(m.AnyBins) > 0 {
+		parts = append(parts, "none of "+strings.Join(m.AnyBins, ", ")+" on PATH")
+	}
+	if len(m.Env) > 0 {
+		parts = append(parts, "environment variables "+strings.Join(m.Env, ", ")+" unset or empty")
+	}
+	if len(m.OS) > 0 {
+		parts = append(parts, "needs OS "+strings.Join(m.OS, " or "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describeHints(h []string) string {
+	if len(h) == 0 {
+		return "install what is missing"
+	}
+	return strings.Join(h, "; ")
 }

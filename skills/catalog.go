@@ -66,7 +66,7 @@ func BuildCatalog(reg *Registry, budget int) Catalog {
 	var ss []*Skill
 	for i := range reg.Skills {
 		s := &reg.Skills[i]
-		if s.ShadowedBy == "" && s.ModelInvocable() {
+		if s.ShadowedBy == "" && s.ModelInvocable() && s.IsEligible() {
 			ss = append(ss, s)
 		}
 	}

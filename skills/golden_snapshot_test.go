@@ -49,7 +49,8 @@ func snapshotJSON(t *testing.T, base string) []byte {
 	real, _ := filepath.EvalSymlinks(base)
 	reg, err := Scan(context.Background(), ScanOptions{
 		Roots: []string{a, b}, Workspace: filepath.Join(real, "ws"), SandboxWorkspace: "/workspace",
-		Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
+		Now:         func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
+		Environment: Environment{Path: "/usr/bin:/bin", OS: "linux", Getenv: func(string) string { return "" }},
 	})
 	if err != nil {
 		t.Fatal(err)

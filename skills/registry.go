@@ -64,6 +64,15 @@ type Registry struct {
 	Digest      artifacts.Digest `json:"digest"`
 	Skills      []Skill          `json:"skills"`
 	Diagnostics []Diagnostic     `json:"diagnostics"`
+	// Eligibility records what requirements were checked against: the
+	// PATH entries searched and the OS, so the verdicts can be reproduced.
+	Eligibility EligibilityContext `json:"eligibility"`
+}
+
+// EligibilityContext is the machine a snapshot judged eligibility on.
+type EligibilityContext struct {
+	Path []string `json:"path"`
+	OS   string   `json:"os"`
 }
 
 // Root is a configured skill root, in precedence order.
@@ -91,6 +100,12 @@ type Skill struct {
 	ShadowedBy  string       `json:"shadowedBy,omitempty"`
 	Resources   []Resource   `json:"resources"`
 	Diagnostics []Diagnostic `json:"diagnostics"`
+	// Eligible says whether this machine meets the skill's requirements
+	// (Requires), and if not, what is Missing and how to install it.
+	Eligible     *bool         `json:"eligible,omitempty"`
+	Requires     *Requirements `json:"requires,omitempty"`
+	Missing      *Missing      `json:"missing,omitempty"`
+	InstallHints []string      `json:"installHints,omitempty"`
 
 	rootIndex int
 	relDir    string    // skill directory relative to its root, slash-separated

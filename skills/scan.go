@@ -39,6 +39,9 @@ type ScanOptions struct {
 	Limits           Limits
 	// Now stamps generatedAt (nil = time.Now).
 	Now func() time.Time
+	// Environment is what skill requirements are checked against (zero:
+	// this process's PATH, environment and OS).
+	Environment Environment
 	// Previous is an earlier snapshot of the same roots (a resume's drift
 	// check): a file whose stat fingerprint (inode, size, modification
 	// and change times) is unchanged keeps its recorded digest instead of
@@ -96,8 +99,11 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	for _, r := range sc.roots {
 		reg.Roots = append(reg.Roots, Root{Path: r.path, SandboxPath: sc.sandbox(r.path)})
 	}
+	env := opts.Environment.withDefaults()
+	reg.Eligibility = EligibilityContext{Path: nonEmpty(filepath.SplitList(env.Path)), OS: env.OS}
 	for _, s := range loaded {
 		sc.finishSkill(s)
+		checkEligibility(s, env)
 		reg.Skills = append(reg.Skills, *s)
 	}
 	resolvePrecedence(reg.Skills)
@@ -603,4 +609,14 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 			}
 		}
 	}
+}
+
+func nonEmpty(xs []string) []string {
+	out := []string{}
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -32,6 +32,8 @@ func skillsCommand() *cli.Command {
 		Commands: []*cli.Command{
 			skillsListCommand(),
 			skillsShowCommand(),
+			skillsInfoCommand(),
+			skillsCheckCommand(),
 			skillsValidateCommand(),
 			skillsSnapshotCommand(),
 		},
@@ -124,6 +126,7 @@ type skillListEntry struct {
 	SkillPath   string           `json:"skillPath"`
 	Digest      artifacts.Digest `json:"digest"`
 	ShadowedBy  string           `json:"shadowedBy,omitempty"`
+	Eligible    bool             `json:"eligible"`
 	Resources   int              `json:"resources"`
 	Diagnostics int              `json:"diagnostics"`
 }
@@ -133,10 +136,15 @@ func skillsListCommand() *cli.Command {
 		Name:      "list",
 		Usage:     "list the skills under the roots",
 		UsageText: "harness skills list --skills-root DIR [--skills-root DIR]... [--json]",
-		Flags:     append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}),
+		Flags: append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"},
+			&cli.BoolFlag{Name: "eligible", Usage: "only skills whose requirements this machine meets"},
+			&cli.BoolFlag{Name: "ineligible", Usage: "only skills whose requirements this machine does not meet"}),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
 				return usagef(fmt.Sprintf("unexpected argument %q: give roots with --skills-root", cmd.Args().First()))
+			}
+			if cmd.Bool("eligible") && cmd.Bool("ineligible") {
+				return usagef("--eligible and --ineligible cannot be used together")
 			}
 			reg, err := scanRoots(ctx, cmd)
 			if err != nil {
@@ -144,9 +152,12 @@ func skillsListCommand() *cli.Command {
 			}
 			out := skillList{Envelope: artifacts.NewEnvelope("harness.skill-list", 1), Digest: reg.Digest, Skills: []skillListEntry{}, Diagnostics: reg.Diagnostics}
 			for _, s := range reg.Skills {
+				if cmd.Bool("eligible") && !s.IsEligible() || cmd.Bool("ineligible") && s.IsEligible() {
+					continue
+				}
 				out.Skills = append(out.Skills, skillListEntry{
 					Name: s.Name, Description: s.Description, Root: s.Root, SkillPath: s.SkillPath,
-					Digest: s.Digest, ShadowedBy: s.ShadowedBy, Resources: len(s.Resources), Diagnostics: len(s.Diagnostics),
+					Digest: s.Digest, ShadowedBy: s.ShadowedBy, Eligible: s.IsEligible(), Resources: len(s.Resources), Diagnostics: len(s.Diagnostics),
 				})
 			}
 			w := cmd.Root().Writer
@@ -159,6 +170,9 @@ func skillsListCommand() *cli.Command {
 				name := s.Name
 				if s.ShadowedBy != "" {
 					name += " (shadowed)"
+				}
+				if !s.Eligible {
+					name += " (ineligible)"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, shorten(s.Description, 60), s.Root, s.Diagnostics)
 			}
@@ -403,4 +417,147 @@ func sortedKeys(m map[string]any) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+func skillsInfoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "info",
+		Usage:     "show one skill with its requirements, what this machine lacks and how to install it",
+		UsageText: "harness skills info NAME --skills-root DIR [--json]",
+		Flags:     append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the skill's registry record as JSON"}),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			s, err := lookupOne(ctx, cmd, "info")
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return writeJSONTo(w, s)
+			}
+			printSkill(w, s)
+			printEligibility(w, s)
+			return nil
+		},
+	}
+}
+
+func lookupOne(ctx context.Context, cmd *cli.Command, verb string) (*skills.Skill, error) {
+	if cmd.NArg() != 1 {
+		return nil, usagef(fmt.Sprintf("harness skills %s takes exactly one skill NAME", verb))
+	}
+	reg, err := scanRoots(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	name := cmd.Args().First()
+	s, ok := reg.Lookup(name)
+	if !ok {
+		avail := strings.Join(reg.Available(), ", ")
+		if avail == "" {
+			avail = "none"
+		}
+		return nil, usagef(fmt.Sprintf("skill not found: %s; available skills: %s", name, avail))
+	}
+	return s, nil
+}
+
+func printEligibility(w io.Writer, s *skills.Skill) {
+	fmt.Fprintln(w)
+	if c, ok := s.Frontmatter["compatibility"].(string); ok {
+		fmt.Fprintf(w, "compatibility: %s\n", c)
+	}
+	if s.IsEligible() {
+		fmt.Fprintln(w, "eligible: yes")
+		return
+	}
+	fmt.Fprintln(w, "eligible: no")
+	m := s.Missing
+	for _, p := range []struct {
+		k  string
+		vs []string
+	}{{"missing programs", m.Bins}, {"needs one of", m.AnyBins}, {"missing environment variables", m.Env}, {"needs OS", m.OS}} {
+		if len(p.vs) > 0 {
+			fmt.Fprintf(w, "  %s: %s\n", p.k, strings.Join(p.vs, ", "))
+		}
+	}
+	for _, h := range s.InstallHints {
+		fmt.Fprintf(w, "  fix: %s\n", h)
+	}
+}
+
+// eligibilityReport is the --json output of `harness skills check`.
+type eligibilityReport struct {
+	artifacts.Envelope
+	Total      int               `json:"total"`
+	Eligible   int               `json:"eligible"`
+	Ineligible int               `json:"ineligible"`
+	Skills     []eligibilityItem `json:"skills"`
+}
+
+type eligibilityItem struct {
+	Name         string          `json:"name"`
+	Eligible     bool            `json:"eligible"`
+	Missing      *skills.Missing `json:"missing,omitempty"`
+	InstallHints []string        `json:"installHints,omitempty"`
+}
+
+func skillsCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "check",
+		Usage: "check which skills this machine can run; with NAME, exit 1 when that skill cannot",
+		UsageText: "harness skills check [NAME] --skills-root DIR [--json]\n\n" +
+			"Requirements come from frontmatter metadata.openclaw (or metadata.clawdbot, or\n" +
+			"metadata.requires): bins (all on PATH), anyBins (one on PATH), env (set, non-empty), os.",
+		Flags: append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() > 1 {
+				return usagef("harness skills check takes at most one skill NAME")
+			}
+			reg, err := scanRoots(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			rep := eligibilityReport{Envelope: artifacts.NewEnvelope("harness.skill-eligibility", 1), Skills: []eligibilityItem{}}
+			name := cmd.Args().First()
+			if name != "" {
+				if _, ok := reg.Lookup(name); !ok {
+					return usagef(fmt.Sprintf("skill not found: %s; available skills: %s", name, strings.Join(reg.Available(), ", ")))
+				}
+			}
+			for _, s := range reg.Skills {
+				if s.ShadowedBy != "" || name != "" && s.Name != name {
+					continue
+				}
+				rep.Total++
+				it := eligibilityItem{Name: s.Name, Eligible: s.IsEligible(), Missing: s.Missing, InstallHints: s.InstallHints}
+				if it.Eligible {
+					rep.Eligible++
+					it.Missing = nil
+				} else {
+					rep.Ineligible++
+				}
+				rep.Skills = append(rep.Skills, it)
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if err := writeJSONTo(w, rep); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(w, "%d skills: %d eligible, %d ineligible\n", rep.Total, rep.Eligible, rep.Ineligible)
+				for _, it := range rep.Skills {
+					if it.Eligible {
+						continue
+					}
+					s, _ := reg.Lookup(it.Name)
+					fmt.Fprintf(w, "\n%s:", it.Name)
+					printEligibility(w, s)
+				}
+			}
+			if name != "" && rep.Ineligible > 0 {
+				return &codeError{code: exitFailed, msg: "skill " + name + " is not eligible on this machine"}
+			}
+			return nil
+		},
+	}
 }
