@@ -247,10 +247,9 @@ func (r *runner) narrowing() []string {
 	return slices.Compact(out)
 }
 
-// scanSkills applies the content-scan rule catalog to each skill's
-// SKILL.md and its text scripts and references (bounded), and flags
-// bundled executables. Findings become registry diagnostics; critical
-// ones are remembered for the enforce-strict activation check.
+// scanSkills applies the content-scan rule catalog to every effective
+// skill: findings become registry diagnostics, and critical ones are
+// remembered for the enforce-strict activation check.
 func (r *runner) scanSkills(reg *skills.Registry) {
 	r.critical = map[string][]string{}
 	for i := range reg.Skills {
@@ -258,44 +257,53 @@ func (r *runner) scanSkills(reg *skills.Registry) {
 		if s.ShadowedBy != "" {
 			continue
 		}
-		scan := func(path, text string) {
-			for _, f := range cfc.Scan(text) {
-				sev := skills.SeverityWarning
-				if f.Severity == cfc.SeverityCritical {
-					sev = skills.SeverityError
-					r.critical[s.Name] = append(r.critical[s.Name], f.Rule)
-				}
-				detail := fmt.Sprintf("%s finding: %s", f.Severity, f.Match)
-				if f.Hidden != "" {
-					detail += "; hidden text: " + f.Hidden
-				}
-				s.Diagnostics = append(s.Diagnostics, skills.Diagnostic{Severity: sev, Code: f.Rule, Detail: detail, Path: path, Line: f.Line})
-				r.findings = append(r.findings, PolicyFinding{Skill: s.Name, Path: path, Finding: f})
+		for _, f := range AuditSkill(s) {
+			sev := skills.SeverityWarning
+			if f.Severity == cfc.SeverityCritical {
+				sev = skills.SeverityError
+				r.critical[s.Name] = append(r.critical[s.Name], f.Rule)
 			}
-		}
-		if b, err := os.ReadFile(s.SkillPath); err == nil && len(b) <= 1<<20 {
-			scan(s.SkillPath, string(b))
-		}
-		for _, res := range s.Resources {
-			if res.Size > 64<<10 || (res.Kind != skills.KindScript && res.Kind != skills.KindReference) {
-				if res.ContentKind == "binary" && res.Size > 4 {
-					if head := readHead(res.HostPath); len(head) > 0 {
-						if f, ok := cfc.ExecutableFinding(head); ok {
-							s.Diagnostics = append(s.Diagnostics, skills.Diagnostic{Severity: skills.SeverityWarning, Code: f.Rule, Detail: "high finding: a binary executable is bundled with the skill", Path: res.HostPath})
-							r.findings = append(r.findings, PolicyFinding{Skill: s.Name, Path: res.HostPath, Finding: f})
-						}
-					}
-				}
-				continue
+			detail := fmt.Sprintf("%s finding: %s", f.Severity, f.Match)
+			if f.Hidden != "" {
+				detail += "; hidden text: " + f.Hidden
 			}
-			if res.ContentKind != "text" {
-				continue
-			}
-			if b, err := os.ReadFile(res.HostPath); err == nil {
-				scan(res.HostPath, string(b))
-			}
+			s.Diagnostics = append(s.Diagnostics, skills.Diagnostic{Severity: sev, Code: f.Rule, Detail: detail, Path: f.Path, Line: f.Line})
+			r.findings = append(r.findings, f)
 		}
 	}
+}
+
+// AuditSkill applies the content-scan rule catalog to a skill's SKILL.md
+// and its text scripts and references (64 KiB each at most), and flags
+// bundled executables.
+func AuditSkill(s *skills.Skill) []PolicyFinding {
+	var out []PolicyFinding
+	scan := func(path, text string) {
+		for _, f := range cfc.Scan(text) {
+			out = append(out, PolicyFinding{Skill: s.Name, Path: path, Finding: f})
+		}
+	}
+	if b, err := os.ReadFile(s.SkillPath); err == nil && len(b) <= 1<<20 {
+		scan(s.SkillPath, string(b))
+	}
+	for _, res := range s.Resources {
+		if res.ContentKind == "binary" {
+			if head := readHead(res.HostPath); len(head) > 0 {
+				if f, ok := cfc.ExecutableFinding(head); ok {
+					f.Match = "a binary executable is bundled with the skill"
+					out = append(out, PolicyFinding{Skill: s.Name, Path: res.HostPath, Finding: f})
+				}
+			}
+			continue
+		}
+		if res.Size > 64<<10 || (res.Kind != skills.KindScript && res.Kind != skills.KindReference) {
+			continue
+		}
+		if b, err := os.ReadFile(res.HostPath); err == nil {
+			scan(res.HostPath, string(b))
+		}
+	}
+	return out
 }
 
 func readHead(p string) []byte {

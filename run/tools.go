@@ -10,7 +10,7 @@ import (
 )
 
 // knownTools are the tool names --allow-tool accepts.
-var knownTools = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "write_file"}
+var knownTools = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "skills", "write_file"}
 
 // tools builds the tool set the model is offered: read tools always,
 // write and side-effect tools only when the operator allowed them by name.

@@ -66,6 +66,9 @@ type skillTools struct {
 func (r *runner) skillTools() []loop.Tool {
 	st := &skillTools{r: r, reads: ResourceReads{Envelope: artifacts.NewEnvelope("harness.skill-resource-reads", 1), Reads: []ResourceReadRecord{}}}
 	tools := []loop.Tool{&readSkillResourceTool{st}}
+	if r.registry != nil {
+		tools = append(tools, &skillsTool{r: r})
+	}
 	if len(r.catalog.Entries) > 0 {
 		tools = append([]loop.Tool{&loadSkillTool{st}}, tools...)
 	}
@@ -261,4 +264,118 @@ func (st *skillTools) doRead(rec *ResourceReadRecord, skill, rel string, maxByte
 	}
 	b, _ := json.Marshal(out)
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
+}
+
+// skillsTool lets the model ask the run-start registry about skills in one
+// call: list, info, check (eligibility), audit (content scan), and reload,
+// which in a batch run only reports drift: the snapshot stays fixed.
+type skillsTool struct{ r *runner }
+
+func (t *skillsTool) Effect() loop.Effect { return loop.EffectRead }
+
+func (t *skillsTool) Spec() loop.ToolSpec {
+	return loop.ToolSpec{
+		Name:        "skills",
+		Description: "Ask the skill registry of this run. Actions: list (filter all|eligible|ineligible, verbose), info (one skill: requirements, what is missing, install hints, path), check (why skills cannot run here and how to fix it), audit (content-scan findings for one skill), reload (reports what changed on disk; the run keeps its start snapshot). Returns JSON.",
+		Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["action"],"properties":{` +
+			`"action":{"type":"string","description":"list, info, check, audit or reload"},` +
+			`"name":{"type":"string","description":"skill name, for info, audit and optionally check"},` +
+			`"filter":{"type":"string","description":"for list: all (default), eligible or ineligible"},` +
+			`"verbose":{"type":"boolean","description":"for list: include requirements and paths"}}}`),
+	}
+}
+
+func (t *skillsTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+	var args struct {
+		Action  string `json:"action"`
+		Name    string `json:"name"`
+		Filter  string `json:"filter"`
+		Verbose bool   `json:"verbose"`
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return loop.ErrorResult("arguments_invalid", err.Error(), nil), nil
+	}
+	reg := t.r.registry
+	one := func() (*skills.Skill, *loop.ToolResult) {
+		if args.Name == "" {
+			res := loop.ErrorResult("skill_name_required", fmt.Sprintf("skill name required for '%s' action", args.Action), nil)
+			return nil, &res
+		}
+		s, ok := reg.Lookup(args.Name)
+		if !ok {
+			res := loop.ErrorResult("skill_not_found", "skill not found: "+args.Name, nil)
+			return nil, &res
+		}
+		return s, nil
+	}
+	var out any
+	switch args.Action {
+	case "list":
+		type entry struct {
+			Name        string               `json:"name"`
+			Description string               `json:"description"`
+			Eligible    bool                 `json:"eligible"`
+			Path        string               `json:"path,omitempty"`
+			Requires    *skills.Requirements `json:"requires,omitempty"`
+		}
+		list := []entry{}
+		for _, s := range reg.Skills {
+			if s.ShadowedBy != "" || args.Filter == "eligible" && !s.IsEligible() || args.Filter == "ineligible" && s.IsEligible() {
+				continue
+			}
+			e := entry{Name: s.Name, Description: s.Description, Eligible: s.IsEligible()}
+			if args.Verbose {
+				e.Path, e.Requires = s.SandboxSkillPath, s.Requires
+			}
+			list = append(list, e)
+		}
+		out = map[string]any{"skills": list}
+	case "info", "audit":
+		s, res := one()
+		if res != nil {
+			return *res, nil
+		}
+		if args.Action == "audit" {
+			fs := AuditSkill(s)
+			if fs == nil {
+				fs = []PolicyFinding{}
+			}
+			out = map[string]any{"skill": s.Name, "findings": fs}
+			break
+		}
+		out = map[string]any{"name": s.Name, "description": s.Description, "path": s.SandboxSkillPath, "eligible": s.IsEligible(),
+			"requires": s.Requires, "missing": s.Missing, "installHints": s.InstallHints, "compatibility": s.Frontmatter["compatibility"]}
+	case "check":
+		var items []map[string]any
+		for _, s := range reg.Skills {
+			if s.ShadowedBy != "" || args.Name != "" && s.Name != args.Name || s.IsEligible() {
+				continue
+			}
+			items = append(items, map[string]any{"name": s.Name, "missing": describeMissing(s.Missing), "fix": s.InstallHints})
+		}
+		if args.Name != "" {
+			if _, ok := reg.Lookup(args.Name); !ok {
+				return loop.ErrorResult("skill_not_found", "skill not found: "+args.Name, nil), nil
+			}
+		}
+		if items == nil {
+			items = []map[string]any{}
+		}
+		out = map[string]any{"ineligible": items}
+	case "reload":
+		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: t.r.res.skillsRoots, Workspace: t.r.res.workspace, SandboxWorkspace: SandboxWorkspace, Limits: reg.Limits, Previous: reg})
+		if err != nil {
+			return loop.ErrorResult("registry_scan_failed", err.Error(), nil), nil
+		}
+		rep := &DriftReport{Skills: SkillDrift{Added: []string{}, Removed: []string{}, Changed: []string{}}, Resources: []ResourceDrift{}}
+		compareSkills(rep, reg, now, map[string]bool{})
+		out = map[string]any{"note": "a batch run keeps its start snapshot; this is what changed on disk since", "skills": rep.Skills}
+	default:
+		return loop.ErrorResult("unknown_action", "unknown action: "+args.Action, nil), nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return loop.ToolResult{}, err
+	}
+	return loop.ToolResult{Content: string(b), Status: loop.StatusOK}, nil
 }
