@@ -96,6 +96,9 @@ func resolveOptions(cmd *cli.Command, opts []option) (*resolvedOptions, error) {
 			return nil, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", cfgPath, err))
 		}
 		for k := range cfg {
+			if k == "skills" {
+				continue // settings of `harness skills`, e.g. trustedSources
+			}
 			if !slices.ContainsFunc(opts, func(o option) bool { return o.name == k }) {
 				return nil, usagef(fmt.Sprintf("--config %s: unknown key %q (keys are the flag names of `harness run`, e.g. model, max-turns)", cfgPath, k))
 			}
