@@ -305,6 +305,7 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 		return err
 	}
 	e.out.Messages = append(e.out.Messages, Message{Role: RoleTool, Content: res.Content, ToolCallID: call.ID})
+	e.out.Usage = e.out.Usage.Add(res.Usage)
 	if toolErr != nil {
 		return fmt.Errorf("tool %s: %w", call.Name, toolErr)
 	}

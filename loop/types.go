@@ -115,6 +115,9 @@ type ToolResult struct {
 	Content string `json:"content"`
 	Status  string `json:"status"`
 	Record  any    `json:"record,omitempty"`
+	// Usage is model usage the tool caused (a subagent's), which counts
+	// against the run's token limit.
+	Usage Usage `json:"-"`
 }
 
 const (

@@ -91,12 +91,18 @@ type Inputs struct {
 	CatalogBudget int              `json:"catalogBudget"`
 	AllowDrift    bool             `json:"allowDrift"`
 	CFC           CFCRecord        `json:"cfc"`
-	Sandbox       *SandboxRecord   `json:"sandbox,omitempty"`
-	Tools         []string         `json:"tools"`
-	Limits        LimitsRecord     `json:"limits"`
-	Record        string           `json:"record,omitempty"`
-	Replay        string           `json:"replay,omitempty"`
-	ArtifactsDir  string           `json:"artifactsDir"`
+	// Profiles is the subagent profiles file; Depth and MaxDepth place a
+	// run in a tree of subagents (0 and 1 for a top-level run).
+	Profiles         string         `json:"profiles,omitempty"`
+	Depth            int            `json:"depth"`
+	MaxDepth         int            `json:"maxDepth"`
+	ActivationSource string         `json:"activationSource,omitempty"`
+	Sandbox          *SandboxRecord `json:"sandbox,omitempty"`
+	Tools            []string       `json:"tools"`
+	Limits           LimitsRecord   `json:"limits"`
+	Record           string         `json:"record,omitempty"`
+	Replay           string         `json:"replay,omitempty"`
+	ArtifactsDir     string         `json:"artifactsDir"`
 }
 
 // PathPair is a path as the host and the sandbox see it.

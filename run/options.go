@@ -3,6 +3,8 @@ package run
 import (
 	"io"
 	"time"
+
+	"github.com/harness-dev/harness/loop"
 )
 
 // Options is everything one `harness run` needs. The zero value of each
@@ -96,6 +98,18 @@ type Options struct {
 	Now func() time.Time
 	// Version is the harness version, part of the run identity.
 	Version string
+
+	// Profiles is a YAML file of subagent profiles for delegate_task.
+	Profiles string
+
+	// Set for child runs (subagents): the parent's model, so one cassette
+	// serves both; the nesting depth and its bound; skills a profile names
+	// but the registry lacks are skipped rather than refused; and the
+	// activation source recorded for preloads.
+	model            loop.Model
+	depth, maxDepth  int
+	lenientSkills    bool
+	activationSource string
 
 	// afterSnapshot lets in-package tests change the workspace between the
 	// snapshot and the preload, the window the preload digest check guards.

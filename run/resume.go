@@ -38,6 +38,8 @@ type ResumeOptions struct {
 	Stderr    io.Writer
 	Now       func() time.Time
 	Version   string
+
+	model loop.Model // a subagent's parent's model
 }
 
 // DriftReport is drift-report.json: what changed between the run's
@@ -118,7 +120,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if m.Status == StatusSucceeded {
 		return nil, usageErr("run_succeeded", "run %s already succeeded; there is nothing to resume", m.RunID)
 	}
-	if ro.Replay == "" && ro.APIKey == "" {
+	if ro.Replay == "" && ro.APIKey == "" && ro.model == nil {
 		return nil, usageErr("api_key_missing", "no API key: set HARNESS_API_KEY (or OPENAI_API_KEY) to call the model, or pass --replay FILE to continue offline from a cassette")
 	}
 	if ro.Record != "" && ro.Replay != "" {
@@ -131,6 +133,13 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		roots[i] = p.Host
 	}
 	r.res = resolved{workspace: m.Inputs.Workspace.Host, cwd: m.Inputs.Cwd, skillsRoots: roots, runDir: dir, runID: m.RunID}
+	if r.opts.Profiles != "" {
+		ps, err := loadProfiles(r.opts.Profiles, r.opts)
+		if err != nil {
+			return nil, err
+		}
+		r.profiles = ps
+	}
 	if r.lock, err = lockRunDir(dir, r.now()); err != nil {
 		return nil, err
 	}
@@ -168,7 +177,8 @@ func optionsFromManifest(m Manifest, ro ResumeOptions) Options {
 		AllowSkillScripts: in.AllowScripts, Sandbox: sandboxRequested(in), NoSkillCatalog: in.NoCatalog,
 		CatalogBudget: in.CatalogBudget, AllowDrift: in.AllowDrift,
 		Record: ro.Record, Replay: ro.Replay, JSON: ro.JSON, Quiet: ro.Quiet,
-		Stdout: ro.Stdout, Stderr: ro.Stderr, Now: ro.Now, Version: ro.Version,
+		Stdout: ro.Stdout, Stderr: ro.Stderr, Now: ro.Now, Version: ro.Version, model: ro.model,
+		Profiles: in.Profiles, depth: in.Depth, maxDepth: in.MaxDepth, activationSource: in.ActivationSource,
 		PromptSource: in.PromptSource, Prompt: in.Prompt, PromptRole: in.PromptRole,
 		CFCMode: in.CFC.Mode, FailOnDenial: in.CFC.FailOnDenial, AllowUnmediated: in.CFC.AllowUnmediated,
 		HonorAllowedTools: in.CFC.HonorAllowedTools, TrustSkills: in.CFC.TrustSkills,
@@ -320,6 +330,12 @@ func (r *runner) resumeStages(ctx context.Context, st *journalState, ro ResumeOp
 			r.acts.active[a.Name] = true
 		}
 	}
+	model, closeModel, err := r.model()
+	if err != nil {
+		return nil, err
+	}
+	defer closeModel()
+	r.sharedModel = model
 	tools, closeTools, err := r.tools(ctx)
 	if err != nil {
 		return nil, err
@@ -328,11 +344,6 @@ func (r *runner) resumeStages(ctx context.Context, st *journalState, ro ResumeOp
 	if err := r.checkDrift(ctx, tools, ro.AllowDrift); err != nil {
 		return nil, err
 	}
-	model, closeModel, err := r.model()
-	if err != nil {
-		return nil, err
-	}
-	defer closeModel()
 	if !st.started {
 		// The run stopped before its conversation was journaled: seed it
 		// again from the recorded inputs and the run-start snapshot (the
@@ -385,7 +396,9 @@ func (r *runner) settleInterrupted(st *journalState, tools []loop.Tool) ([]loop.
 	for _, call := range st.toolOrder {
 		// A tool the run no longer offers is treated as a side effect:
 		// never repeated.
-		if st.finished[call.CallID] || effects[call.Tool] == loop.EffectRead {
+		// A subagent is not repeated either: delegate_task finds the
+		// child's run directory and resumes it from its own journal.
+		if st.finished[call.CallID] || effects[call.Tool] == loop.EffectRead || call.Tool == delegateToolName {
 			continue
 		}
 		res := loop.ErrorResult("interrupted", fmt.Sprintf("the run stopped while %s was running; its outcome is unknown and it was not repeated: check its effects before calling it again", call.Tool), nil)

@@ -43,15 +43,17 @@ type runner struct {
 	stdout   io.Writer
 	stderr   io.Writer
 
-	lock      *runLock
-	segment   int           // 1 for the first run, then one more per resume
-	segStart  time.Time     // when this segment started
-	start     loop.Progress // what earlier segments used
-	limits    loop.Limits   // this segment's effective limits
-	gate      *policyGate
-	critical  map[string][]string // skill -> critical content-scan rules
-	findings  []PolicyFinding
-	preloaded map[string]string // preloaded skill -> its text, labelled context
+	lock        *runLock
+	segment     int           // 1 for the first run, then one more per resume
+	segStart    time.Time     // when this segment started
+	start       loop.Progress // what earlier segments used
+	limits      loop.Limits   // this segment's effective limits
+	profiles    []Profile
+	sharedModel loop.Model // the model, handed to subagents
+	gate        *policyGate
+	critical    map[string][]string // skill -> critical content-scan rules
+	findings    []PolicyFinding
+	preloaded   map[string]string // preloaded skill -> its text, labelled context
 	// driftRefused marks a resume refused for drift: the run stays
 	// resumable (with --allow-drift, or once the drift is undone).
 	driftRefused bool
@@ -76,6 +78,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if err := r.resolve(); err != nil {
 		return nil, err
+	}
+	if r.opts.Profiles != "" {
+		ps, err := loadProfiles(r.opts.Profiles, r.opts)
+		if err != nil {
+			return nil, err
+		}
+		r.profiles = ps
 	}
 	if err := r.open(); err != nil {
 		return nil, err
@@ -136,6 +145,12 @@ func checkOptions(o *Options) error {
 		return usageErr("prompt_role_invalid", "--prompt-role %q: use direct-command, context or quote", o.PromptRole)
 	}
 	o.TrustSkills = dedupe(o.TrustSkills)
+	if o.maxDepth == 0 && o.depth == 0 {
+		o.maxDepth = 1
+	}
+	if slices.Contains(o.AllowTools, delegateToolName) && o.Profiles == "" {
+		return usageErr("profiles_missing", "--allow-tool delegate_task needs --profiles FILE with the subagent profiles")
+	}
 	if o.CatalogBudget < 0 {
 		return usageErr("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")
 	}
@@ -244,6 +259,7 @@ func (r *runner) newManifest() Manifest {
 			NoCatalog:     o.NoSkillCatalog,
 			CatalogBudget: o.CatalogBudget,
 			AllowDrift:    o.AllowDrift,
+			Profiles:      absOrEmpty(o.Profiles), Depth: o.depth, MaxDepth: o.maxDepth, ActivationSource: o.activationSource,
 			CFC: CFCRecord{Mode: o.CFCMode, FailOnDenial: o.FailOnDenial, AllowUnmediated: o.AllowUnmediated,
 				HonorAllowedTools: o.HonorAllowedTools, TrustSkills: nonNil(o.TrustSkills)},
 			Tools:        []string{},
@@ -317,16 +333,17 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, closeTools, err := r.tools(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer closeTools()
 	model, closeModel, err := r.model()
 	if err != nil {
 		return nil, err
 	}
 	defer closeModel()
+	r.sharedModel = model
+	tools, closeTools, err := r.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeTools()
 	if err := r.seal(tools); err != nil {
 		return nil, err
 	}
@@ -447,6 +464,15 @@ func (r *runner) preload() ([]loop.Message, error) {
 		}
 		chosen = append(chosen, s)
 	}
+	if len(missing) > 0 && r.opts.lenientSkills {
+		// A profile's skills are a wish list: what the registry lacks is
+		// skipped and said, not fatal.
+		for _, name := range missing {
+			r.journal.Append("skill.skipped", map[string]string{"name": name, "reason": "not in the registry"})
+			r.progress("profile skill %s not found; skipped", name)
+		}
+		missing = nil
+	}
 	if len(missing) > 0 {
 		avail := r.registry.Available()
 		list := "none"
@@ -487,7 +513,7 @@ func (r *runner) preload() ([]loop.Message, error) {
 		history = append(history, loop.Message{Role: loop.RoleUser, Content: skillContextBlock(r.token, s, contents[i], "preloaded by the operator for this run")})
 		if err := r.acts.add(Activation{
 			Name:          s.Name,
-			Source:        SourceCLIPreload,
+			Source:        r.preloadSource(),
 			RunID:         r.res.runID,
 			SkillPath:     s.SkillPath,
 			SandboxPath:   s.SandboxSkillPath,
@@ -746,4 +772,11 @@ func describeHints(h []string) string {
 		return "install what is missing"
 	}
 	return strings.Join(h, "; ")
+}
+
+func (r *runner) preloadSource() string {
+	if r.opts.activationSource != "" {
+		return r.opts.activationSource
+	}
+	return SourceCLIPreload
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // knownTools are the tool names --allow-tool accepts.
-var knownTools = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "skills", "write_file"}
+var knownTools = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "skills", "write_file", "delegate_task"}
 
 // tools builds the tool set the model is offered: read tools always,
 // write and side-effect tools only when the operator allowed them by name.
@@ -28,6 +28,9 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	}
 	tools := append(ft.tools, r.skillTools()...)
 	cleanup := func() { ft.Close() }
+	if slices.Contains(r.opts.AllowTools, delegateToolName) && len(r.profiles) > 0 && r.opts.depth < r.opts.maxDepth {
+		tools = append(tools, &delegateTool{r: r, profiles: r.profiles, model: r.sharedModel})
+	}
 	if slices.Contains(r.opts.AllowTools, "run_skill_script") {
 		st := r.scriptTool(ctx)
 		tools = append(tools, st)
@@ -72,6 +75,9 @@ func absOrEmpty(p string) string {
 // --replay, otherwise the OpenAI-compatible provider, wrapped in a recorder
 // for --record.
 func (r *runner) model() (loop.Model, func(), error) {
+	if r.opts.model != nil {
+		return r.opts.model, func() {}, nil
+	}
 	if r.opts.Replay != "" {
 		p, err := loop.OpenCassette(r.opts.Replay)
 		if err != nil {
