@@ -180,6 +180,9 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			if errors.Is(err, errPolicyEnd) {
 				return e.end(ReasonPolicyDenied, err)
 			}
+			if r, ok := e.stopped(parent, ctx); ok && errors.Is(err, errStoppedInCall) {
+				return e.end(r, nil)
+			}
 			return e.fail(err)
 		}
 	}
@@ -239,6 +242,9 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 				if errors.Is(err, errPolicyEnd) {
 					return e.end(ReasonPolicyDenied, err)
 				}
+				if r, ok := e.stopped(parent, ctx); ok && errors.Is(err, errStoppedInCall) {
+					return e.end(r, nil)
+				}
 				return e.fail(err)
 			}
 		}
@@ -290,6 +296,11 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 		return err
 	}
 	res, code, toolErr := e.invoke(ctx, turn, call)
+	if toolErr != nil && ctx.Err() != nil {
+		// Stopped mid-call (interrupt or timeout): the call stays started
+		// but unfinished in the journal, which is what resume acts on.
+		return errStoppedInCall
+	}
 	if toolErr != nil {
 		res = ErrorResult("tool_failed", fmt.Sprintf("%s failed inside harness: %v", call.Name, toolErr), nil)
 		code = "tool_failed"
@@ -319,6 +330,8 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 const codePolicyEnd = "policy_denied_end"
 
 var errPolicyEnd = errors.New("a policy denial ended the run")
+
+var errStoppedInCall = errors.New("stopped during a tool call")
 
 func (e *engine) invoke(ctx context.Context, turn int, call ToolCall) (ToolResult, string, error) {
 	t, ok := e.tools[call.Name]

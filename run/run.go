@@ -110,7 +110,7 @@ func checkOptions(o *Options) error {
 	if o.Record != "" && o.Replay != "" {
 		return usageErr("cassette_conflict", "--record and --replay cannot be used together: record against a live model, replay offline")
 	}
-	if o.Replay == "" && o.APIKey == "" {
+	if o.Replay == "" && o.APIKey == "" && o.model == nil {
 		return usageErr("api_key_missing", "no API key: set HARNESS_API_KEY (or OPENAI_API_KEY) to call the model, or pass --replay FILE to run offline from a recorded cassette")
 	}
 	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/loop"
 )
@@ -283,3 +284,7 @@ func FuzzResolvePath(f *testing.F) {
 		}
 	})
 }
+
+// waitABit yields while polling a fake server in tests; the callers have
+// their own end condition.
+func waitABit() { time.Sleep(time.Millisecond) }

@@ -1,0 +1,178 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop/looptest"
+)
+
+const profilesYAML = `profiles:
+  - name: writer
+    description: Writes docs with the docs skill.
+    skills: [docs, missing-skill]
+    allowedTools: [write_file]
+    maxTurns: 5
+  - name: reader
+    description: Reads with the notes skill only.
+    skills: [notes]
+    maxTurns: 1
+`
+
+func subagentWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{
+		"skills/docs/SKILL.md":  "---\nname: docs\ndescription: Docs. Use for docs.\n---\nWrite short docs.\n",
+		"skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes. Use for notes.\n---\nKeep notes.\n",
+		"profiles.yaml":         profilesYAML,
+	})
+	return ws
+}
+
+func subagentOptions(ws string) func(o *Options) {
+	return func(o *Options) {
+		o.AllowTools = []string{"delegate_task", "write_file"}
+		o.Profiles = filepath.Join(ws, "profiles.yaml")
+	}
+}
+
+func childResult(t *testing.T, content string) ChildResult {
+	t.Helper()
+	var r ChildResult
+	if err := json.Unmarshal([]byte(content), &r); err != nil {
+		t.Fatalf("result %q: %v", content, err)
+	}
+	return r
+}
+
+func TestDelegateToTwoProfiles(t *testing.T) {
+	ws := subagentWorkspace(t)
+	seen, dir, _ := converse(t, ws, []looptest.Reply{
+		call1("d1", "delegate_task", `{"profile":"writer","task":"Write docs/out.md saying hi."}`),
+		// the writer child: a write, then its answer
+		call1("cw", "write_file", `{"path":"docs/out.md","content":"hi"}`),
+		{Content: "Wrote docs/out.md."},
+		call1("d2", "delegate_task", `{"profile":"reader","task":"Write notes.md."}`),
+		// the reader child tries a tool its profile lacks, then hits its turn limit
+		call1("cr", "write_file", `{"path":"notes.md","content":"x"}`),
+	}, subagentOptions(ws), nil)
+
+	w := childResult(t, seen["d1"])
+	if w.Status != "ok" || w.Summary != "Wrote docs/out.md." || w.ChildRunID != "d1" || w.Usage.TotalTokens == 0 {
+		t.Errorf("writer result: %+v", w)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "docs/out.md")); string(b) != "hi" {
+		t.Errorf("the writer's file: %q", b)
+	}
+	r := childResult(t, seen["d2"])
+	if r.Status != "limit" {
+		t.Errorf("reader result: %+v", r)
+	}
+	child := filepath.Join(dir, "children")
+	// The reader was never offered write_file: its call was unknown.
+	out, _ := os.ReadFile(filepath.Join(child, "d2", "tool-outputs", "cr-write_file.json"))
+	if !strings.Contains(string(out), "tool_unknown") {
+		t.Errorf("the reader could call a tool outside its profile: %s", out)
+	}
+	var acts Activations
+	if err := artifacts.ReadJSON(filepath.Join(child, "d1", fileActivations), "harness.skill-activations", 1, &acts); err != nil || len(acts.Activations) != 1 ||
+		acts.Activations[0].Name != "docs" || acts.Activations[0].Source != SourceSubagent {
+		t.Errorf("writer activations: %+v %v", acts, err)
+	}
+	journal, _ := os.ReadFile(filepath.Join(child, "d1", fileJournal))
+	if !strings.Contains(string(journal), `"type":"skill.skipped"`) {
+		t.Error("the profile's missing skill was not reported")
+	}
+	// The parent never saw the children's skill text or raw outputs.
+	if strings.Contains(seen["d1"], "Write short docs") || strings.Contains(seen["d2"], "Keep notes") {
+		t.Error("child skill text reached the parent")
+	}
+}
+
+func TestProfileCannotWidenParent(t *testing.T) {
+	ws := subagentWorkspace(t)
+	writeTree(t, ws, map[string]string{"wide.yaml": "profiles:\n  - name: wide\n    description: x\n    allowedTools: [run_skill_script]\n"})
+	o := baseOptions(ws)
+	o.AllowTools, o.Profiles, o.APIKey = []string{"delegate_task"}, filepath.Join(ws, "wide.yaml"), "k"
+	_, err := Run(context.Background(), o)
+	var e *Error
+	if !errors.As(err, &e) || e.Exit != ExitUsage || e.Code != "profile_widens_parent" {
+		t.Fatalf("widening profile: %v", err)
+	}
+}
+
+// TestSubagentsRecordAndReplay: one cassette serves the parent and its
+// children; the replay gives the same answers offline.
+func TestSubagentsRecordAndReplay(t *testing.T) {
+	ws := subagentWorkspace(t)
+	replies := []looptest.Reply{
+		call1("d1", "delegate_task", `{"profile":"writer","task":"Say hi."}`),
+		{Content: "hi from the child"},
+		{Content: "parent done"},
+	}
+	srv := looptest.New(replies)
+	cassette := filepath.Join(t.TempDir(), "c.jsonl")
+	o := baseOptions(ws)
+	subagentOptions(ws)(&o)
+	o.Skills, o.BaseURL, o.APIKey, o.Record, o.RunID = nil, srv.URL, "k", cassette, "rec"
+	res, err := Run(context.Background(), o)
+	srv.Close()
+	if err != nil || res.Final != "parent done" {
+		t.Fatalf("record: %v %+v", err, res)
+	}
+	o.BaseURL, o.APIKey, o.Record, o.Replay, o.RunID = "", "", "", cassette, "rep"
+	res, err = Run(context.Background(), o)
+	if err != nil || res.Final != "parent done" {
+		t.Fatalf("replay: %v %+v", err, res)
+	}
+	var m Manifest
+	artifacts.ReadJSON(filepath.Join(res.RunDir, "children", "d1", fileManifest), "harness.run", 1, &m)
+	if m.Final == nil || m.Final.Content != "hi from the child" {
+		t.Errorf("replayed child: %+v", m.Final)
+	}
+}
+
+// TestParentInterruptedWhileChildRuns: the parent stops while its child's
+// model call is in flight; resuming the parent resumes the child from its
+// own journal and the parent finishes.
+func TestParentInterruptedWhileChildRuns(t *testing.T) {
+	ws := subagentWorkspace(t)
+	srv := looptest.New([]looptest.Reply{
+		call1("d1", "delegate_task", `{"profile":"writer","task":"Say hi."}`),
+		{Hang: true},
+		{Content: "child resumed"},
+		{Content: "parent done"},
+	})
+	defer srv.Close()
+	o := baseOptions(ws)
+	subagentOptions(ws)(&o)
+	o.Skills, o.BaseURL, o.APIKey, o.RunID = nil, srv.URL, "k", "p"
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(srv.Requests()) < 2 {
+			waitABit()
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, o)
+	var e *Error
+	if !errors.As(err, &e) || e.Exit != ExitInterrupted {
+		t.Fatalf("interrupted parent: %v", err)
+	}
+	res, err = Resume(context.Background(), ResumeOptions{RunDir: res.RunDir, APIKey: "k", Now: fixedClock, Version: "test"})
+	if err != nil || res.Final != "parent done" {
+		t.Fatalf("resume: %v %+v", err, res)
+	}
+	var m Manifest
+	artifacts.ReadJSON(filepath.Join(res.RunDir, "children", "d1", fileManifest), "harness.run", 1, &m)
+	if m.Status != StatusSucceeded || len(m.Segments) != 2 || m.Final.Content != "child resumed" {
+		t.Errorf("child after resume: status %s, %d segments, %+v", m.Status, len(m.Segments), m.Final)
+	}
+}
