@@ -17,7 +17,8 @@ const profilesYAML = `profiles:
   - name: writer
     description: Writes docs with the docs skill.
     skills: [docs, missing-skill]
-    allowedTools: [write_file]
+    allowedTools: [write_file, run_skill_script]
+    allowSkillScripts: [docs:scripts/stamp.sh]
     maxTurns: 5
   - name: reader
     description: Reads with the notes skill only.
@@ -29,16 +30,18 @@ func subagentWorkspace(t *testing.T) string {
 	t.Helper()
 	ws := t.TempDir()
 	writeTree(t, ws, map[string]string{
-		"skills/docs/SKILL.md":  "---\nname: docs\ndescription: Docs. Use for docs.\n---\nWrite short docs.\n",
-		"skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes. Use for notes.\n---\nKeep notes.\n",
-		"profiles.yaml":         profilesYAML,
+		"skills/docs/SKILL.md":         "---\nname: docs\ndescription: Docs. Use for docs.\n---\nWrite short docs.\n",
+		"skills/docs/scripts/stamp.sh": "#!/bin/bash\necho stamped > /workspace/docs/stamp.txt\n",
+		"skills/notes/SKILL.md":        "---\nname: notes\ndescription: Notes. Use for notes.\n---\nKeep notes.\n",
+		"profiles.yaml":                profilesYAML,
 	})
 	return ws
 }
 
 func subagentOptions(ws string) func(o *Options) {
 	return func(o *Options) {
-		o.AllowTools = []string{"delegate_task", "write_file"}
+		o.AllowTools = []string{"delegate_task", "write_file", "run_skill_script"}
+		o.AllowSkillScripts = []string{"docs:scripts/stamp.sh"}
 		o.Profiles = filepath.Join(ws, "profiles.yaml")
 	}
 }
@@ -53,11 +56,13 @@ func childResult(t *testing.T, content string) ChildResult {
 }
 
 func TestDelegateToTwoProfiles(t *testing.T) {
+	requireBwrap(t)
 	ws := subagentWorkspace(t)
 	seen, dir, _ := converse(t, ws, []looptest.Reply{
 		call1("d1", "delegate_task", `{"profile":"writer","task":"Write docs/out.md saying hi."}`),
 		// the writer child: a write, then its answer
 		call1("cw", "write_file", `{"path":"docs/out.md","content":"hi"}`),
+		call1("cs", "run_skill_script", `{"skill":"docs","path":"scripts/stamp.sh"}`),
 		{Content: "Wrote docs/out.md."},
 		call1("d2", "delegate_task", `{"profile":"reader","task":"Write notes.md."}`),
 		// the reader child tries a tool its profile lacks, then hits its turn limit
@@ -70,6 +75,9 @@ func TestDelegateToTwoProfiles(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "docs/out.md")); string(b) != "hi" {
 		t.Errorf("the writer's file: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "docs/stamp.txt")); string(b) != "stamped\n" {
+		t.Errorf("the writer's script did not run: %q", b)
 	}
 	r := childResult(t, seen["d2"])
 	if r.Status != "limit" {
@@ -85,6 +93,13 @@ func TestDelegateToTwoProfiles(t *testing.T) {
 	if err := artifacts.ReadJSON(filepath.Join(child, "d1", fileActivations), "harness.skill-activations", 1, &acts); err != nil || len(acts.Activations) != 1 ||
 		acts.Activations[0].Name != "docs" || acts.Activations[0].Source != SourceSubagent {
 		t.Errorf("writer activations: %+v %v", acts, err)
+	}
+	var ex ScriptExecutions
+	if err := artifacts.ReadJSON(filepath.Join(child, "d1", fileScriptExecutions), "harness.skill-script-executions", 1, &ex); err != nil || len(ex.Executions) != 1 || ex.Executions[0].Status != "executed" {
+		t.Errorf("writer script executions: %+v %v", ex, err)
+	}
+	if _, err := os.Stat(filepath.Join(child, "d2", fileScriptExecutions)); err == nil {
+		t.Error("the reader ran a script")
 	}
 	journal, _ := os.ReadFile(filepath.Join(child, "d1", fileJournal))
 	if !strings.Contains(string(journal), `"type":"skill.skipped"`) {
