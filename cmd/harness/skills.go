@@ -27,7 +27,7 @@ const sandboxWorkspace = "/workspace"
 func skillsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "skills",
-		Usage: "inspect, validate and snapshot skill roots",
+		Usage: "inspect, check, audit, install, validate and snapshot skill roots",
 		Description: "A skill is a directory holding SKILL.md (YAML frontmatter with name and description,\n" +
 			"then Markdown instructions); every other file below it is a supporting resource.\n" +
 			"Roots are given with --skills-root (repeatable; the first root that defines a name wins).",
