@@ -330,17 +330,11 @@ func (r *runner) resumeStages(ctx context.Context, st *journalState, ro ResumeOp
 			r.acts.active[a.Name] = true
 		}
 	}
-	model, closeModel, err := r.model()
+	model, tools, closeAll, err := r.modelAndTools(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer closeModel()
-	r.sharedModel = model
-	tools, closeTools, err := r.tools(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer closeTools()
+	defer closeAll()
 	if err := r.checkDrift(ctx, tools, ro.AllowDrift); err != nil {
 		return nil, err
 	}

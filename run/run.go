@@ -333,17 +333,11 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	model, closeModel, err := r.model()
+	model, tools, closeAll, err := r.modelAndTools(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer closeModel()
-	r.sharedModel = model
-	tools, closeTools, err := r.tools(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer closeTools()
+	defer closeAll()
 	if err := r.seal(tools); err != nil {
 		return nil, err
 	}
@@ -779,4 +773,20 @@ func (r *runner) preloadSource() string {
 		return r.opts.activationSource
 	}
 	return SourceCLIPreload
+}
+
+// modelAndTools builds the model, then the tools (delegate_task hands the
+// model to subagents), and one function that releases both.
+func (r *runner) modelAndTools(ctx context.Context) (loop.Model, []loop.Tool, func(), error) {
+	model, closeModel, err := r.model()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r.sharedModel = model
+	tools, closeTools, err := r.tools(ctx)
+	if err != nil {
+		closeModel()
+		return nil, nil, nil, err
+	}
+	return model, tools, func() { closeTools(); closeModel() }, nil
 }

@@ -194,21 +194,9 @@ func skillsShowCommand() *cli.Command {
 		UsageText: "harness skills show NAME --skills-root DIR [--json]",
 		Flags:     append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the skill's registry record as JSON"}),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.NArg() != 1 {
-				return usagef("harness skills show takes exactly one skill NAME")
-			}
-			reg, err := scanRoots(ctx, cmd)
+			s, err := lookupOne(ctx, cmd, "show")
 			if err != nil {
 				return err
-			}
-			name := cmd.Args().First()
-			s, ok := reg.Lookup(name)
-			if !ok {
-				avail := strings.Join(reg.Available(), ", ")
-				if avail == "" {
-					avail = "none"
-				}
-				return usagef(fmt.Sprintf("skill not found: %s; available skills: %s", name, avail))
 			}
 			w := cmd.Root().Writer
 			if cmd.Bool("json") {
