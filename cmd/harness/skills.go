@@ -188,13 +188,22 @@ func skillsListCommand() *cli.Command {
 }
 
 func skillsShowCommand() *cli.Command {
+	return oneSkillCommand("show", "show one skill: metadata, body size and resources", false)
+}
+
+func skillsInfoCommand() *cli.Command {
+	return oneSkillCommand("info", "show one skill with its requirements, what this machine lacks and how to install it", true)
+}
+
+// oneSkillCommand prints one skill's record; info adds its eligibility.
+func oneSkillCommand(verb, usage string, eligibility bool) *cli.Command {
 	return &cli.Command{
-		Name:      "show",
-		Usage:     "show one skill: metadata, body size and resources",
-		UsageText: "harness skills show NAME --skills-root DIR [--json]",
+		Name:      verb,
+		Usage:     usage,
+		UsageText: "harness skills " + verb + " NAME --skills-root DIR [--json]",
 		Flags:     append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the skill's registry record as JSON"}),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			s, err := lookupOne(ctx, cmd, "show")
+			s, err := lookupOne(ctx, cmd, verb)
 			if err != nil {
 				return err
 			}
@@ -203,6 +212,9 @@ func skillsShowCommand() *cli.Command {
 				return writeJSONTo(w, s)
 			}
 			printSkill(w, s)
+			if eligibility {
+				printEligibility(w, s)
+			}
 			return nil
 		},
 	}
@@ -409,28 +421,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-func skillsInfoCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "info",
-		Usage:     "show one skill with its requirements, what this machine lacks and how to install it",
-		UsageText: "harness skills info NAME --skills-root DIR [--json]",
-		Flags:     append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the skill's registry record as JSON"}),
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			s, err := lookupOne(ctx, cmd, "info")
-			if err != nil {
-				return err
-			}
-			w := cmd.Root().Writer
-			if cmd.Bool("json") {
-				return writeJSONTo(w, s)
-			}
-			printSkill(w, s)
-			printEligibility(w, s)
-			return nil
-		},
-	}
 }
 
 func lookupOne(ctx context.Context, cmd *cli.Command, verb string) (*skills.Skill, error) {
