@@ -29,8 +29,12 @@ type Journal struct {
 	mu   sync.Mutex
 	f    *os.File
 	next int64
-	now  func() time.Time
-	tee  func(line []byte)
+	// broken is the first write or sync failure: after it nothing more is
+	// appended, since the line that failed may or may not be on disk and
+	// a later line would either reuse its sequence number or follow a gap.
+	broken error
+	now    func() time.Time
+	tee    func(line []byte)
 }
 
 // OpenJournal opens (creating if needed) the journal at path for appending.
@@ -58,6 +62,9 @@ func (j *Journal) Tee(fn func(line []byte)) { j.tee = fn }
 func (j *Journal) Append(typ string, data any) (Event, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.broken != nil {
+		return Event{}, fmt.Errorf("journal %s: not appended after an earlier failure: %w", typ, j.broken)
+	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return Event{}, fmt.Errorf("journal %s: %w", typ, err)
@@ -69,9 +76,11 @@ func (j *Journal) Append(typ string, data any) (Event, error) {
 	}
 	line = append(line, '\n')
 	if _, err := j.f.Write(line); err != nil {
+		j.broken = err
 		return Event{}, fmt.Errorf("journal %s: %w", typ, err)
 	}
 	if err := j.f.Sync(); err != nil {
+		j.broken = err
 		return Event{}, fmt.Errorf("journal %s: sync: %w", typ, err)
 	}
 	j.next++

@@ -391,7 +391,7 @@ func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, e
 	if e.cfg.ToolOutputDir == "" {
 		return "", nil
 	}
-	base := fileSafe(call.ID) + "-" + fileSafe(call.Name)
+	base := FileSafe(call.ID) + "-" + FileSafe(call.Name)
 	name := base + ".json"
 	for i := 2; e.outNames[name]; i++ {
 		name = fmt.Sprintf("%s-%d.json", base, i)
@@ -408,9 +408,9 @@ func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, e
 	return filepath.Base(e.cfg.ToolOutputDir) + "/" + name, nil
 }
 
-// fileSafe keeps ids chosen by the model from naming paths: only
+// FileSafe keeps ids chosen by the model from naming paths: only
 // [A-Za-z0-9_-] survive, and the length is bounded.
-func fileSafe(s string) string {
+func FileSafe(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {

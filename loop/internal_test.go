@@ -60,8 +60,8 @@ func TestFileSafe(t *testing.T) {
 		"":                      "call",
 		strings.Repeat("a", 99): strings.Repeat("a", 64),
 	} {
-		if got := fileSafe(in); got != want {
-			t.Errorf("fileSafe(%q) = %q, want %q", in, got, want)
+		if got := FileSafe(in); got != want {
+			t.Errorf("FileSafe(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,5 +1,10 @@
-// Package run is one invocation of harness: it resolves the workspace and
-// skill roots, snapshots the registry, preloads skills, wires the tools to
-// the prompt loop, and leaves a run directory whose artifacts a reviewer or
-// a later run can trust. It is the only package that knows all the others.
+// Package run is one invocation of harness: it resolves the options
+// against the filesystem, records them (run.json), snapshots the skill
+// registry, preloads skills, wires the tools to the prompt loop under the
+// CFC gate, and finishes the run directory. A resume walks the same stages
+// from a run directory instead of from options.
+//
+// run knows the other packages; none of them knows run. The model-facing
+// tools are in tools, installing skills is in store, and the schema of
+// the run directory is in record.
 package run

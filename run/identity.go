@@ -2,60 +2,76 @@ package run
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/record"
 )
 
-// identityVersion rises whenever the set or encoding of identity fields
-// changes, so digests of different versions never compare equal by accident.
-const identityVersion = 1
-
-// Identity is a digest over everything that determines what a run does,
-// with its parts kept beside it so a difference can be named. Transport
-// settings (timeouts, retries, base URL credentials) are deliberately out:
-// they change how a run reaches the model, not what it asks.
-type Identity struct {
-	Version        int                `json:"version"`
-	Digest         artifacts.Digest   `json:"digest"`
-	HarnessVersion string             `json:"harnessVersion"`
-	Model          string             `json:"model"`
-	Params         loop.Params        `json:"params"`
-	PromptDigest   artifacts.Digest   `json:"promptDigest"`
-	PromptRole     string             `json:"promptRole"`
-	ToolsDigest    artifacts.Digest   `json:"toolsDigest"`
-	PolicyDigest   artifacts.Digest   `json:"policyDigest"`
-	Limits         LimitsRecord       `json:"limits"`
-	RegistryDigest artifacts.Digest   `json:"registryDigest,omitempty"`
-	Skills         []string           `json:"skills"`
-	SkillDigests   []artifacts.Digest `json:"skillDigests"`
-}
-
-// seal computes the identity digest over every other field.
-func (id *Identity) seal() error {
-	id.Version = identityVersion
-	id.Digest = ""
-	b, err := json.Marshal(id)
+// identityOf computes the run identity: what the run asks and under which
+// policy. Run seals it at start; resume recomputes it and compares.
+func (r *runner) identityOf(tools []loop.Tool) (record.Identity, error) {
+	td, err := toolsDigest(tools)
 	if err != nil {
-		return err
+		return record.Identity{}, err
 	}
-	id.Digest = artifacts.DigestBytes(b)
-	return nil
+	id := record.Identity{
+		HarnessVersion: r.opts.Version,
+		Model:          r.opts.Model,
+		PromptDigest:   artifacts.DigestString(r.opts.Prompt),
+		PromptRole:     r.opts.PromptRole,
+		ToolsDigest:    td,
+		PolicyDigest:   policyDigest(r.opts),
+		Limits:         r.manifest.Inputs.Limits,
+		Skills:         nonNil(r.opts.Skills),
+		SkillDigests:   r.acts.Digests(),
+	}
+	if r.registry != nil {
+		id.RegistryDigest = r.registry.Digest
+	}
+	return id, id.Seal()
 }
 
 // toolsDigest digests the tool manifest the model is offered.
-func toolsDigest(specs []loop.ToolSpec, effects []loop.Effect) (artifacts.Digest, error) {
+func toolsDigest(tools []loop.Tool) (artifacts.Digest, error) {
 	type entry struct {
 		Spec   loop.ToolSpec `json:"spec"`
 		Effect loop.Effect   `json:"effect"`
 	}
-	es := make([]entry, len(specs))
-	for i := range specs {
-		es[i] = entry{specs[i], effects[i]}
+	es := make([]entry, len(tools))
+	for i, t := range tools {
+		es[i] = entry{t.Spec(), t.Effect()}
 	}
 	b, err := json.Marshal(es)
 	if err != nil {
 		return "", err
 	}
 	return artifacts.DigestBytes(b), nil
+}
+
+// policyDigest covers what the operator allowed and how the prompt is
+// trusted: tools, scripts, the sandbox asked for, the CFC mode and role,
+// and whether drift and ineligible skills are accepted.
+func policyDigest(o Options) artifacts.Digest {
+	h := artifacts.NewHasher()
+	h.WriteField("harness.policy/2")
+	for _, t := range o.AllowTools {
+		h.WriteField("tool:" + t)
+	}
+	for _, s := range o.AllowSkillScripts {
+		h.WriteField("script:" + s)
+	}
+	h.WriteField("sandbox:" + o.Sandbox)
+	h.WriteField("cfc:" + o.CFCMode)
+	// The prompt's role decides what enforce-explicit allows: a run
+	// resumed under another role would be policed differently.
+	h.WriteField("role:" + o.PromptRole)
+	h.WriteField(fmt.Sprint("cfc-flags:", o.FailOnDenial, o.AllowUnmediated, o.HonorAllowedTools))
+	for _, s := range o.TrustSkills {
+		h.WriteField("trust:" + s)
+	}
+	h.WriteField(fmt.Sprint("drift:", o.AllowDrift))
+	h.WriteField(fmt.Sprint("skip-eligibility:", o.SkipEligibility))
+	return h.Digest()
 }

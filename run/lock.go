@@ -7,9 +7,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
-)
 
-const fileLock = "lock"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+)
 
 // runLock keeps a second run or resume off a run directory while this
 // process works in it. The kernel drops the lock when the process dies,
@@ -17,7 +18,7 @@ const fileLock = "lock"
 type runLock struct{ f *os.File }
 
 func lockRunDir(dir string, now time.Time) (*runLock, error) {
-	p := filepath.Join(dir, fileLock)
+	p := filepath.Join(dir, record.FileLock)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
@@ -29,7 +30,7 @@ func lockRunDir(dir string, now time.Time) (*runLock, error) {
 		if who == "" {
 			who = "another process"
 		}
-		return nil, policyErr("run_locked", "run directory %s is in use by %s: wait for it to finish (one run or resume at a time)", dir, who)
+		return nil, outcome.Policy("run_locked", "run directory %s is in use by %s: wait for it to finish (one run or resume at a time)", dir, who)
 	}
 	host, _ := os.Hostname()
 	f.Truncate(0)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/outcome"
 )
 
 func TestRunDirectoryLock(t *testing.T) {
@@ -14,8 +16,8 @@ func TestRunDirectoryLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = lockRunDir(dir, time.Now())
-	var e *Error
-	if !errors.As(err, &e) || e.Exit != ExitPolicy || e.Code != "run_locked" || !strings.Contains(e.Msg, "harness pid") {
+	var e *outcome.Error
+	if !errors.As(err, &e) || e.Exit != outcome.ExitPolicy || e.Code != "run_locked" || !strings.Contains(e.Msg, "harness pid") {
 		t.Fatalf("second lock: %v", err)
 	}
 	first.release()

@@ -10,6 +10,10 @@ import (
 // Options is everything one `harness run` needs. The zero value of each
 // field is documented; cmd/harness fills it from flags, environment and the
 // config file and records where each value came from in Sources.
+//
+// The fields that shape a run are written to run.json (see inputs.go) and
+// restored from it on resume; a test holds every such field to that round
+// trip, so one added here and forgotten there fails.
 type Options struct {
 	// Workspace is the directory the agent works in ("" = the current
 	// directory). It appears to the model as /workspace.
@@ -45,7 +49,8 @@ type Options struct {
 	CatalogBudget  int
 	// AllowSkillScripts are the exact skill:scripts/path pairs that
 	// run_skill_script may execute (it also needs --allow-tool
-	// run_skill_script). Sandbox is auto, bwrap or none ("" = auto).
+	// run_skill_script). Sandbox is auto, bwrap, landlock or none
+	// ("" = auto).
 	AllowSkillScripts []string
 	Sandbox           string
 	// CFCMode is disabled, observe, enforce-explicit or enforce-strict
@@ -84,31 +89,32 @@ type Options struct {
 	Record string // cassette to record model exchanges into
 	Replay string // cassette to serve model responses from (no network, no key)
 
-	JSON  bool // stream journal events to Stdout as JSONL
-	Quiet bool // no progress on Stderr
-
 	// Sources maps each option name (the flag's name) to where its value
 	// came from: "flag", "env", "config" or "default".
 	Sources map[string]string
 	// ConfigFile is the --config file that was read, if any.
 	ConfigFile string
 
-	Stdout, Stderr io.Writer
+	// Profiles is a YAML file of subagent profiles for delegate_task.
+	Profiles string
+
+	// OnEvent receives every journal line once it is durable, with the
+	// depth of the run that wrote it (0 for this run, 1 for its children):
+	// the CLI renders it for people or streams it as --json.
+	OnEvent func(line []byte, depth int)
+	// Stderr receives the run's own notices (nil = none).
+	Stderr io.Writer
 	// Now is the clock (nil = time.Now); tests pin it.
 	Now func() time.Time
 	// Version is the harness version, part of the run identity.
 	Version string
 
-	// Profiles is a YAML file of subagent profiles for delegate_task.
-	Profiles string
-
 	// Set for child runs (subagents): the parent's model, so one cassette
-	// serves both; the nesting depth and its bound; skills a profile names
-	// but the registry lacks are skipped rather than refused; and the
-	// activation source recorded for preloads.
+	// serves both; the nesting depth and its bound; and the activation
+	// source recorded for preloads. A child (depth > 0) skips skills its
+	// profile names but the registry lacks instead of refusing.
 	model            loop.Model
 	depth, maxDepth  int
-	lenientSkills    bool
 	activationSource string
 
 	// afterSnapshot lets in-package tests change the workspace between the

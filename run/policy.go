@@ -3,78 +3,20 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/loop"
-	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/tools"
 )
 
-const (
-	filePolicySnapshot = "policy-snapshot.json"
-	filePolicyTrace    = "policy-trace.json"
-	// maxUntrustedText bounds what the argument provenance check keeps of
-	// untrusted context; older text falls off first.
-	maxUntrustedText = 4 << 20
-)
-
-// PolicySnapshot is policy-snapshot.json: the policy the run enforced.
-type PolicySnapshot struct {
-	artifacts.Envelope
-	Digest            artifacts.Digest `json:"digest"`
-	Mode              string           `json:"mode"`
-	ModeSource        string           `json:"modeSource"`
-	Absence           string           `json:"absence"`
-	PromptRole        string           `json:"promptRole"`
-	PromptRoleSource  string           `json:"promptRoleSource"`
-	PromptDigest      artifacts.Digest `json:"promptDigest"`
-	AllowedTools      []string         `json:"allowedTools"`
-	ScriptAllowlist   []string         `json:"scriptAllowlist"`
-	SkillsRoots       []string         `json:"skillsRoots"`
-	LoadedSkills      []PolicySkill    `json:"loadedSkills"`
-	TrustDiagnostics  []PolicyFinding  `json:"trustDiagnostics"`
-	TrustedSkills     []string         `json:"trustedSkills"`
-	Sandbox           *SandboxRecord   `json:"sandbox,omitempty"`
-	FailOnDenial      bool             `json:"failOnDenial"`
-	AllowUnmediated   bool             `json:"allowUnmediated"`
-	HonorAllowedTools bool             `json:"honorAllowedTools"`
-}
-
-// PolicySkill is a skill in the model's context.
-type PolicySkill struct {
-	Name   string           `json:"name"`
-	Digest artifacts.Digest `json:"digest"`
-	Source string           `json:"source"`
-}
-
-// PolicyFinding is a content-scan finding that bears on trust.
-type PolicyFinding struct {
-	Skill string `json:"skill"`
-	Path  string `json:"path"`
-	cfc.Finding
-}
-
-// PolicyTrace is policy-trace.json: one record per decision.
-type PolicyTrace struct {
-	artifacts.Envelope
-	Decisions []TraceRecord  `json:"decisions"`
-	Totals    map[string]int `json:"totals"`
-}
-
-// TraceRecord is one decision, tied to its call and the policy snapshot.
-type TraceRecord struct {
-	Turn           int              `json:"turn"`
-	CallID         string           `json:"callId"`
-	At             time.Time        `json:"at"`
-	SnapshotDigest artifacts.Digest `json:"snapshotDigest"`
-	cfc.Decision
-}
+// maxUntrustedText bounds what the argument provenance check keeps of
+// untrusted context; older text falls off first.
+const maxUntrustedText = 4 << 20
 
 // policyGate is the loop's Gate: it labels the context, asks cfc for a
 // decision on every call, withholds unmediated output and scans what the
@@ -87,22 +29,24 @@ type policyGate struct {
 	labels    []cfc.Label
 	untrusted []string
 	size      int
-	trace     PolicyTrace
-	snapshot  PolicySnapshot
+	trace     record.PolicyTrace
+	snapshot  record.PolicySnapshot
 }
 
-func (r *runner) newGate(preloaded map[string]string) *policyGate {
+// newGate labels the conversation the loop starts from: skill context and
+// every tool result in it are untrusted context. A resumed run continues
+// the trace it started.
+func (r *runner) newGate(history []loop.Message) *policyGate {
 	mode, _ := cfc.ParseMode(r.opts.CFCMode)
 	role, _ := cfc.ParseRole(r.opts.PromptRole)
 	g := &policyGate{r: r, policy: cfc.Policy{Mode: mode, PromptRole: role, AllowedTools: nonNil(r.opts.AllowTools)},
-		trace: PolicyTrace{Envelope: artifacts.NewEnvelope("harness.policy-trace", 1), Decisions: []TraceRecord{}, Totals: map[string]int{cfc.Allow: 0, cfc.Deny: 0, cfc.Warn: 0}}}
+		trace: record.PolicyTrace{Envelope: artifacts.NewEnvelope(record.TypePolicyTrace, record.Version), Decisions: []record.TraceRecord{}, Totals: map[string]int{cfc.Allow: 0, cfc.Deny: 0, cfc.Warn: 0}}}
 	g.labels = []cfc.Label{{Role: cfc.RoleDirectCommand, Integrity: cfc.Trusted, Sources: []string{"harness"}}, cfc.Operator(role)}
-	for _, name := range sortedNames(preloaded) {
-		g.observe("skill:"+name, preloaded[name])
+	for _, m := range contextItems(history) {
+		g.observe(m.source, m.text)
 	}
-	// A resumed run continues the trace it started.
-	var prev PolicyTrace
-	if err := artifacts.ReadJSON(r.path(filePolicyTrace), "harness.policy-trace", 1, &prev); err == nil {
+	var prev record.PolicyTrace
+	if err := artifacts.ReadJSON(r.path(record.FilePolicyTrace), record.TypePolicyTrace, record.Version, &prev); err == nil {
 		g.trace.Decisions = append(prev.Decisions, g.trace.Decisions...)
 		for k, v := range prev.Totals {
 			g.trace.Totals[k] += v
@@ -111,13 +55,36 @@ func (r *runner) newGate(preloaded map[string]string) *policyGate {
 	return g
 }
 
-func sortedNames(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+type contextItem struct{ source, text string }
+
+// contextItems are the untrusted parts of a conversation: skill context
+// blocks (by skill, in name order) and tool results (by tool).
+func contextItems(history []loop.Message) []contextItem {
+	var skillItems, toolItems []contextItem
+	toolOf := map[string]string{}
+	for _, m := range history {
+		switch {
+		case m.Role == loop.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				toolOf[c.ID] = c.Name
+			}
+		case m.Role == loop.RoleTool:
+			toolItems = append(toolItems, contextItem{"tool:" + toolOf[m.ToolCallID], m.Content})
+		case m.Role == loop.RoleUser && strings.HasPrefix(m.Content, tools.SkillContextMarker):
+			skillItems = append(skillItems, contextItem{"skill:" + skillNameOf(m.Content), m.Content})
+		}
 	}
-	slices.Sort(out)
-	return out
+	slices.SortStableFunc(skillItems, func(a, b contextItem) int { return strings.Compare(a.source, b.source) })
+	return append(skillItems, toolItems...)
+}
+
+func skillNameOf(block string) string {
+	for _, line := range strings.SplitN(block, "\n", 5) {
+		if name, ok := strings.CutPrefix(line, "Skill: "); ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // observe adds an untrusted item to the context.
@@ -142,13 +109,14 @@ func (g *policyGate) Before(ctx context.Context, turn int, call loop.ToolCall, e
 		Tool: call.Name, Effect: cfc.Effect(effect), Args: stringArgs(call.Arguments),
 		Context: cfc.JoinAll(g.labels...), Operator: g.r.opts.Prompt, Untrusted: g.untrusted,
 	})
-	g.trace.Decisions = append(g.trace.Decisions, TraceRecord{Turn: turn, CallID: call.ID, At: g.r.now().UTC(), SnapshotDigest: g.snapshot.Digest, Decision: d})
+	g.trace.Decisions = append(g.trace.Decisions, record.TraceRecord{Turn: turn, CallID: call.ID, At: g.r.now().UTC(), SnapshotDigest: g.snapshot.Digest, Decision: d})
 	g.trace.Totals[d.Decision]++
-	g.r.journal.Append("policy.decision", struct {
-		Turn   int    `json:"turn"`
-		CallID string `json:"callId"`
-		cfc.Decision
-	}{turn, call.ID, d})
+	if _, err := g.r.journal.Append(record.EventPolicyDecision, record.PolicyDecision{Turn: turn, CallID: call.ID, Decision: d}); err != nil {
+		// A decision that cannot be recorded is not acted on: the call is
+		// refused and the run ends.
+		res := loop.ErrorResult("journal_write_failed", "harness could not record the policy decision for this call: "+err.Error(), nil)
+		return &res, true
+	}
 	if d.Decision != cfc.Deny {
 		return nil, false
 	}
@@ -163,18 +131,17 @@ func (g *policyGate) Before(ctx context.Context, turn int, call loop.ToolCall, e
 func (g *policyGate) After(call loop.ToolCall, effect loop.Effect, res loop.ToolResult) loop.ToolResult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ex, ok := res.Record.(*ScriptExecution); ok && ex.ExecutionTarget == "host" &&
+	if ex, ok := res.Record.(*record.ScriptExecution); ok && ex.ExecutionTarget == "host" &&
 		cfc.WithholdUnmediated(g.policy.Mode, false, g.r.opts.AllowUnmediated) {
 		b, _ := json.Marshal(map[string]any{"type": "harness.output-withheld", "handle": call.ID, "reason": "unmediated_execution",
 			"detail":   "the script ran outside harness's sandbox (--sandbox none); its output is withheld in enforce modes (--cfc-allow-unmediated shows it)",
 			"exitCode": ex.ExitCode})
 		res.Content = string(b)
-		g.r.journal.Append("output.withheld", map[string]string{"callId": call.ID, "tool": call.Name, "reason": "unmediated_execution"})
+		g.r.event(record.EventOutputWithheld, map[string]string{"callId": call.ID, "tool": call.Name, "reason": "unmediated_execution"})
 	}
-	source := "tool:" + call.Name
-	g.observe(source, res.Content)
+	g.observe("tool:"+call.Name, res.Content)
 	if fs := cfc.Scan(res.Content); len(fs) > 0 {
-		g.r.journal.Append("content.flagged", map[string]any{"callId": call.ID, "tool": call.Name, "findings": fs})
+		g.r.event(record.EventContentFlagged, map[string]any{"callId": call.ID, "tool": call.Name, "findings": fs})
 	}
 	return res
 }
@@ -196,7 +163,12 @@ func stringArgs(raw string) []string {
 				walk(e)
 			}
 		case map[string]any:
-			for _, k := range sortedKeys(t) {
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
 				walk(t[k])
 			}
 		}
@@ -205,24 +177,15 @@ func stringArgs(raw string) []string {
 	return out
 }
 
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // narrowing is the union of the allowed-tools of the active skills, or
 // nil when none declares any: a skill can narrow the tools, never add.
 func (r *runner) narrowing() []string {
-	if r.registry == nil || r.acts == nil {
+	if r.registry == nil {
 		return nil
 	}
 	var out []string
 	declared := false
-	for _, a := range r.acts.rec.Activations {
+	for _, a := range r.acts.List() {
 		s, ok := r.registry.Lookup(a.Name)
 		if !ok {
 			continue
@@ -247,113 +210,31 @@ func (r *runner) narrowing() []string {
 	return slices.Compact(out)
 }
 
-// scanSkills applies the content-scan rule catalog to every effective
-// skill: findings become registry diagnostics, and critical ones are
-// remembered for the enforce-strict activation check.
-func (r *runner) scanSkills(reg *skills.Registry) {
-	r.critical = map[string][]string{}
-	for i := range reg.Skills {
-		s := &reg.Skills[i]
-		if s.ShadowedBy != "" {
-			continue
-		}
-		for _, f := range AuditSkill(s) {
-			sev := skills.SeverityWarning
-			if f.Severity == cfc.SeverityCritical {
-				sev = skills.SeverityError
-				r.critical[s.Name] = append(r.critical[s.Name], f.Rule)
-			}
-			detail := fmt.Sprintf("%s finding: %s", f.Severity, f.Match)
-			if f.Hidden != "" {
-				detail += "; hidden text: " + f.Hidden
-			}
-			s.Diagnostics = append(s.Diagnostics, skills.Diagnostic{Severity: sev, Code: f.Rule, Detail: detail, Path: f.Path, Line: f.Line})
-			r.findings = append(r.findings, f)
-		}
-	}
-}
-
-// AuditSkill applies the content-scan rule catalog to a skill's SKILL.md
-// and its text scripts and references (64 KiB each at most), and flags
-// bundled executables.
-func AuditSkill(s *skills.Skill) []PolicyFinding {
-	var out []PolicyFinding
-	scan := func(path, text string) {
-		for _, f := range cfc.Scan(text) {
-			out = append(out, PolicyFinding{Skill: s.Name, Path: path, Finding: f})
-		}
-	}
-	if b, err := os.ReadFile(s.SkillPath); err == nil && len(b) <= 1<<20 {
-		scan(s.SkillPath, string(b))
-	}
-	for _, res := range s.Resources {
-		if res.ContentKind == "binary" {
-			if head := readHead(res.HostPath); len(head) > 0 {
-				if f, ok := cfc.ExecutableFinding(head); ok {
-					f.Match = "a binary executable is bundled with the skill"
-					out = append(out, PolicyFinding{Skill: s.Name, Path: res.HostPath, Finding: f})
-				}
-			}
-			continue
-		}
-		if res.Size > 64<<10 || (res.Kind != skills.KindScript && res.Kind != skills.KindReference) {
-			continue
-		}
-		if b, err := os.ReadFile(res.HostPath); err == nil {
-			scan(res.HostPath, string(b))
-		}
-	}
-	return out
-}
-
-func readHead(p string) []byte {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b := make([]byte, 4)
-	n, _ := f.Read(b)
-	return b[:n]
-}
-
-// untrusted reports whether enforce-strict forbids activating a skill
-// with a critical content finding the operator did not vouch for.
-func (r *runner) untrusted(name string) ([]string, bool) {
-	if r.opts.CFCMode != string(cfc.ModeEnforceStrict) || slices.Contains(r.opts.TrustSkills, name) {
-		return nil, false
-	}
-	rules := r.critical[name]
-	return rules, len(rules) > 0
-}
-
 // writePolicySnapshot records the policy in force, with its digest.
-func (r *runner) writePolicySnapshot(g *policyGate) error {
-	ps := PolicySnapshot{
-		Envelope: artifacts.NewEnvelope("harness.policy-snapshot", 1), Mode: r.opts.CFCMode, ModeSource: sourceOf(r.opts.Sources, "cfc-mode"),
+func (r *runner) writePolicySnapshot() error {
+	ps := record.PolicySnapshot{
+		Envelope: artifacts.NewEnvelope(record.TypePolicySnapshot, record.Version), Mode: r.opts.CFCMode, ModeSource: sourceOf(r.opts.Sources, "cfc-mode"),
 		Absence:    "a tool the operator did not allow is never offered; a call the policy does not allow is denied and the model told why",
 		PromptRole: r.opts.PromptRole, PromptRoleSource: sourceOf(r.opts.Sources, "prompt-role"), PromptDigest: artifacts.DigestString(r.opts.Prompt),
 		AllowedTools: nonNil(r.opts.AllowTools), ScriptAllowlist: nonNil(r.opts.AllowSkillScripts), SkillsRoots: nonNil(r.res.skillsRoots),
-		LoadedSkills: []PolicySkill{}, TrustDiagnostics: r.findings, TrustedSkills: nonNil(r.opts.TrustSkills),
+		LoadedSkills: []record.PolicySkill{}, TrustDiagnostics: r.findings, TrustedSkills: nonNil(r.opts.TrustSkills),
 		Sandbox: r.manifest.Inputs.Sandbox, FailOnDenial: r.opts.FailOnDenial, AllowUnmediated: r.opts.AllowUnmediated, HonorAllowedTools: r.opts.HonorAllowedTools,
 	}
 	if ps.TrustDiagnostics == nil {
-		ps.TrustDiagnostics = []PolicyFinding{}
+		ps.TrustDiagnostics = []record.Finding{}
 	}
-	if r.acts != nil {
-		for _, a := range r.acts.rec.Activations {
-			ps.LoadedSkills = append(ps.LoadedSkills, PolicySkill{Name: a.Name, Digest: a.Digest, Source: a.Source})
-		}
+	for _, a := range r.acts.List() {
+		ps.LoadedSkills = append(ps.LoadedSkills, record.PolicySkill{Name: a.Name, Digest: a.Digest, Source: a.Source})
 	}
 	b, err := json.Marshal(ps)
 	if err != nil {
 		return err
 	}
 	ps.Digest = artifacts.DigestBytes(b)
-	if g != nil {
-		g.snapshot = ps
+	if r.gate != nil {
+		r.gate.snapshot = ps
 	}
-	return artifacts.WriteJSON(r.path(filePolicySnapshot), &ps)
+	return artifacts.WriteJSON(r.path(record.FilePolicySnapshot), &ps)
 }
 
 func sourceOf(m map[string]string, k string) string {
@@ -366,5 +247,5 @@ func sourceOf(m map[string]string, k string) string {
 func (g *policyGate) writeTrace() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return artifacts.WriteJSON(g.r.path(filePolicyTrace), &g.trace)
+	return artifacts.WriteJSON(g.r.path(record.FilePolicyTrace), &g.trace)
 }

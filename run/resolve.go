@@ -12,11 +12,11 @@ import (
 	"regexp"
 	"strings"
 	"time"
-)
 
-// SandboxWorkspace is where the workspace appears to the model and to
-// sandboxed processes.
-const SandboxWorkspace = "/workspace"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/workspace"
+)
 
 // resolved is the outcome of checking the options against the filesystem:
 // absolute, symlink-free paths that every later stage uses.
@@ -34,55 +34,46 @@ func resolveWorkspace(dir string) (string, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", usageErr("workspace_invalid", "--workspace %s: %v", dir, err)
+		return "", outcome.Usage("workspace_invalid", "--workspace %s: %v", dir, err)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", usageErr("workspace_invalid", "--workspace %s does not exist: create it or pass an existing directory", dir)
+			return "", outcome.Usage("workspace_invalid", "--workspace %s does not exist: create it or pass an existing directory", dir)
 		}
-		return "", usageErr("workspace_invalid", "--workspace %s: %v", dir, err)
+		return "", outcome.Usage("workspace_invalid", "--workspace %s: %v", dir, err)
 	}
 	st, err := os.Stat(real)
 	if err != nil {
-		return "", usageErr("workspace_invalid", "--workspace %s: %v", dir, err)
+		return "", outcome.Usage("workspace_invalid", "--workspace %s: %v", dir, err)
 	}
 	if !st.IsDir() {
-		return "", usageErr("workspace_invalid", "--workspace %s is not a directory", dir)
+		return "", outcome.Usage("workspace_invalid", "--workspace %s is not a directory", dir)
 	}
 	return real, nil
 }
 
-// within reports whether p is base or lies below it. Both must be clean
-// absolute paths.
-func within(base, p string) bool {
-	if p == base {
-		return true
-	}
-	return strings.HasPrefix(p, strings.TrimSuffix(base, string(filepath.Separator))+string(filepath.Separator))
-}
-
 // resolveCwd checks --cwd: relative to the workspace and inside it after
 // symlinks are evaluated.
-func resolveCwd(workspace, cwd string) (string, error) {
+func resolveCwd(ws, cwd string) (string, error) {
 	if cwd == "" || cwd == "." {
 		return ".", nil
 	}
 	if filepath.IsAbs(cwd) {
-		return "", usageErr("cwd_invalid", "--cwd %s must be relative to the workspace", cwd)
+		return "", outcome.Usage("cwd_invalid", "--cwd %s must be relative to the workspace", cwd)
 	}
-	real, err := filepath.EvalSymlinks(filepath.Join(workspace, cwd))
+	real, err := filepath.EvalSymlinks(filepath.Join(ws, cwd))
 	if err != nil {
-		return "", usageErr("cwd_invalid", "--cwd %s: %v", cwd, err)
+		return "", outcome.Usage("cwd_invalid", "--cwd %s: %v", cwd, err)
 	}
-	if !within(workspace, real) {
-		return "", usageErr("cwd_outside_workspace", "--cwd must stay within the workspace: %s resolves to %s", cwd, real)
+	if !workspace.Within(ws, real) {
+		return "", outcome.Usage("cwd_outside_workspace", "--cwd must stay within the workspace: %s resolves to %s", cwd, real)
 	}
 	st, err := os.Stat(real)
 	if err != nil || !st.IsDir() {
-		return "", usageErr("cwd_invalid", "--cwd %s is not a directory in the workspace", cwd)
+		return "", outcome.Usage("cwd_invalid", "--cwd %s is not a directory in the workspace", cwd)
 	}
-	rel, _ := filepath.Rel(workspace, real)
+	rel, _ := filepath.Rel(ws, real)
 	return filepath.ToSlash(rel), nil
 }
 
@@ -90,26 +81,26 @@ func resolveCwd(workspace, cwd string) (string, error) {
 // inside the workspace, so that every skill has a sandbox path and nothing
 // outside the operator's workspace becomes model context. Duplicates (after
 // resolution) keep their first position.
-func resolveSkillsRoots(workspace string, roots []string) ([]string, error) {
+func resolveSkillsRoots(ws string, roots []string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {
-			return nil, usageErr("skills_root_invalid", "--skills-root %s: %v", r, err)
+			return nil, outcome.Usage("skills_root_invalid", "--skills-root %s: %v", r, err)
 		}
 		real, err := filepath.EvalSymlinks(abs)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, usageErr("skills_root_invalid", "--skills-root %s does not exist", r)
+				return nil, outcome.Usage("skills_root_invalid", "--skills-root %s does not exist", r)
 			}
-			return nil, usageErr("skills_root_invalid", "--skills-root %s: %v", r, err)
+			return nil, outcome.Usage("skills_root_invalid", "--skills-root %s: %v", r, err)
 		}
-		if !within(workspace, real) {
-			return nil, usageErr("skills_root_outside_workspace", "--skills-root must stay within the workspace: %s resolves to %s, outside %s", r, real, workspace)
+		if !workspace.Within(ws, real) {
+			return nil, outcome.Usage("skills_root_outside_workspace", "--skills-root must stay within the workspace: %s resolves to %s, outside %s", r, real, ws)
 		}
 		if st, err := os.Stat(real); err != nil || !st.IsDir() {
-			return nil, usageErr("skills_root_invalid", "--skills-root %s is not a directory", r)
+			return nil, outcome.Usage("skills_root_invalid", "--skills-root %s is not a directory", r)
 		}
 		if !seen[real] {
 			seen[real] = true
@@ -120,12 +111,12 @@ func resolveSkillsRoots(workspace string, roots []string) ([]string, error) {
 }
 
 // sandboxPath maps a host path inside the workspace to the model's view.
-func sandboxPath(workspace, host string) string {
-	rel, err := filepath.Rel(workspace, host)
+func sandboxPath(ws, host string) string {
+	rel, err := filepath.Rel(ws, host)
 	if err != nil || rel == "." {
-		return SandboxWorkspace
+		return workspace.DefaultSandbox
 	}
-	return path.Join(SandboxWorkspace, filepath.ToSlash(rel))
+	return path.Join(workspace.DefaultSandbox, filepath.ToSlash(rel))
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -140,35 +131,42 @@ func newRunID(now time.Time) string {
 
 func checkRunID(id string) error {
 	if !runIDPattern.MatchString(id) || strings.Contains(id, "..") {
-		return usageErr("run_id_invalid", "--run-id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+		return outcome.Usage("run_id_invalid", "--run-id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
 	return nil
 }
 
 // createRunDir makes the run's directory. An existing directory is never
 // reused: it belongs to another run, which `harness resume` continues.
-func createRunDir(artifactsDir, runID string) (string, error) {
+//
+// An artifacts directory that is the workspace or contains it is refused:
+// the run directory would then be the workspace's own ancestor or sibling
+// in reach of every tool (`--artifacts-dir .` with the workspace `.`).
+func createRunDir(artifactsDir, runID, ws string) (string, error) {
 	if artifactsDir == "" {
 		artifactsDir = filepath.Join(".harness", "runs")
 	}
 	abs, err := filepath.Abs(artifactsDir)
 	if err != nil {
-		return "", usageErr("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
+		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", usageErr("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
+		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
 	}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
+	if workspace.Within(abs, ws) {
+		return "", outcome.Usage("artifacts_dir_contains_workspace", "--artifacts-dir %s is the workspace or contains it (%s): tools could reach the run records; put run directories elsewhere, e.g. the default .harness/runs", artifactsDir, ws)
+	}
 	dir := filepath.Join(abs, runID)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return "", usageErr("run_exists", "run directory %s already exists: choose another --run-id, or continue it with `harness resume %s`", dir, dir)
+			return "", outcome.Usage("run_exists", "run directory %s already exists: choose another --run-id, or continue it with `harness resume %s`", dir, dir)
 		}
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, "tool-outputs"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, record.DirToolOutputs), 0o755); err != nil {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
 	return dir, nil

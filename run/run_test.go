@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/loop/looptest"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
 )
 
 // fixedClock makes every timestamp of a run identical across runs, so two
@@ -80,17 +82,17 @@ func TestPreloadRefusesSkillChangedAfterSnapshot(t *testing.T) {
 		}
 	}
 	res, err := Run(context.Background(), opts)
-	var rerr *Error
-	if !errors.As(err, &rerr) || rerr.Exit != ExitPolicy {
-		t.Fatalf("Run error = %v, want a policy refusal (exit %d)", err, ExitPolicy)
+	var rerr *outcome.Error
+	if !errors.As(err, &rerr) || rerr.Exit != outcome.ExitPolicy {
+		t.Fatalf("Run error = %v, want a policy refusal (exit %d)", err, outcome.ExitPolicy)
 	}
 	if rerr.Code != "skill_snapshot_mismatch" {
 		t.Errorf("code = %q, want skill_snapshot_mismatch", rerr.Code)
 	}
-	if res == nil || res.ExitCode != ExitPolicy {
-		t.Fatalf("result = %+v, want exit %d recorded", res, ExitPolicy)
+	if res == nil || res.ExitCode != outcome.ExitPolicy {
+		t.Fatalf("result = %+v, want exit %d recorded", res, outcome.ExitPolicy)
 	}
-	manifest, err := os.ReadFile(filepath.Join(res.RunDir, fileManifest))
+	manifest, err := os.ReadFile(filepath.Join(res.RunDir, record.FileManifest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestPreloadRefusesSkillChangedAfterSnapshot(t *testing.T) {
 			t.Errorf("run.json lacks %s:\n%s", want, manifest)
 		}
 	}
-	journal, err := os.ReadFile(filepath.Join(res.RunDir, fileJournal))
+	journal, err := os.ReadFile(filepath.Join(res.RunDir, record.FileJournal))
 	if err != nil {
 		t.Fatal(err)
 	}

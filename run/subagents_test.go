@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop/looptest"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
 )
 
 const profilesYAML = `profiles:
@@ -46,9 +49,9 @@ func subagentOptions(ws string) func(o *Options) {
 	}
 }
 
-func childResult(t *testing.T, content string) ChildResult {
+func childResult(t *testing.T, content string) record.ChildResult {
 	t.Helper()
-	var r ChildResult
+	var r record.ChildResult
 	if err := json.Unmarshal([]byte(content), &r); err != nil {
 		t.Fatalf("result %q: %v", content, err)
 	}
@@ -89,19 +92,19 @@ func TestDelegateToTwoProfiles(t *testing.T) {
 	if !strings.Contains(string(out), "tool_unknown") {
 		t.Errorf("the reader could call a tool outside its profile: %s", out)
 	}
-	var acts Activations
-	if err := artifacts.ReadJSON(filepath.Join(child, "d1", fileActivations), "harness.skill-activations", 1, &acts); err != nil || len(acts.Activations) != 1 ||
-		acts.Activations[0].Name != "docs" || acts.Activations[0].Source != SourceSubagent {
+	var acts record.Activations
+	if err := artifacts.ReadJSON(filepath.Join(child, "d1", record.FileActivations), "harness.skill-activations", 1, &acts); err != nil || len(acts.Activations) != 1 ||
+		acts.Activations[0].Name != "docs" || acts.Activations[0].Source != record.SourceSubagent {
 		t.Errorf("writer activations: %+v %v", acts, err)
 	}
-	var ex ScriptExecutions
-	if err := artifacts.ReadJSON(filepath.Join(child, "d1", fileScriptExecutions), "harness.skill-script-executions", 1, &ex); err != nil || len(ex.Executions) != 1 || ex.Executions[0].Status != "executed" {
+	var ex record.ScriptExecutions
+	if err := artifacts.ReadJSON(filepath.Join(child, "d1", record.FileScriptExecutions), "harness.skill-script-executions", 1, &ex); err != nil || len(ex.Executions) != 1 || ex.Executions[0].Status != "executed" {
 		t.Errorf("writer script executions: %+v %v", ex, err)
 	}
-	if _, err := os.Stat(filepath.Join(child, "d2", fileScriptExecutions)); err == nil {
+	if _, err := os.Stat(filepath.Join(child, "d2", record.FileScriptExecutions)); err == nil {
 		t.Error("the reader ran a script")
 	}
-	journal, _ := os.ReadFile(filepath.Join(child, "d1", fileJournal))
+	journal, _ := os.ReadFile(filepath.Join(child, "d1", record.FileJournal))
 	if !strings.Contains(string(journal), `"type":"skill.skipped"`) {
 		t.Error("the profile's missing skill was not reported")
 	}
@@ -117,8 +120,8 @@ func TestProfileCannotWidenParent(t *testing.T) {
 	o := baseOptions(ws)
 	o.AllowTools, o.Profiles, o.APIKey = []string{"delegate_task"}, filepath.Join(ws, "wide.yaml"), "k"
 	_, err := Run(context.Background(), o)
-	var e *Error
-	if !errors.As(err, &e) || e.Exit != ExitUsage || e.Code != "profile_widens_parent" {
+	var e *outcome.Error
+	if !errors.As(err, &e) || e.Exit != outcome.ExitUsage || e.Code != "profile_widens_parent" {
 		t.Fatalf("widening profile: %v", err)
 	}
 }
@@ -147,8 +150,8 @@ func TestSubagentsRecordAndReplay(t *testing.T) {
 	if err != nil || res.Final != "parent done" {
 		t.Fatalf("replay: %v %+v", err, res)
 	}
-	var m Manifest
-	artifacts.ReadJSON(filepath.Join(res.RunDir, "children", "d1", fileManifest), "harness.run", 1, &m)
+	var m record.Manifest
+	artifacts.ReadJSON(filepath.Join(res.RunDir, "children", "d1", record.FileManifest), "harness.run", 1, &m)
 	if m.Final == nil || m.Final.Content != "hi from the child" {
 		t.Errorf("replayed child: %+v", m.Final)
 	}
@@ -177,17 +180,21 @@ func TestParentInterruptedWhileChildRuns(t *testing.T) {
 		cancel()
 	}()
 	res, err := Run(ctx, o)
-	var e *Error
-	if !errors.As(err, &e) || e.Exit != ExitInterrupted {
+	var e *outcome.Error
+	if !errors.As(err, &e) || e.Exit != outcome.ExitInterrupted {
 		t.Fatalf("interrupted parent: %v", err)
 	}
 	res, err = Resume(context.Background(), ResumeOptions{RunDir: res.RunDir, APIKey: "k", Now: fixedClock, Version: "test"})
 	if err != nil || res.Final != "parent done" {
 		t.Fatalf("resume: %v %+v", err, res)
 	}
-	var m Manifest
-	artifacts.ReadJSON(filepath.Join(res.RunDir, "children", "d1", fileManifest), "harness.run", 1, &m)
-	if m.Status != StatusSucceeded || len(m.Segments) != 2 || m.Final.Content != "child resumed" {
+	var m record.Manifest
+	artifacts.ReadJSON(filepath.Join(res.RunDir, "children", "d1", record.FileManifest), "harness.run", 1, &m)
+	if m.Status != outcome.StatusSucceeded || len(m.Segments) != 2 || m.Final.Content != "child resumed" {
 		t.Errorf("child after resume: status %s, %d segments, %+v", m.Status, len(m.Segments), m.Final)
 	}
 }
+
+// waitABit yields while polling a fake server in tests; the callers have
+// their own end condition.
+func waitABit() { time.Sleep(time.Millisecond) }

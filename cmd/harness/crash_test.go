@@ -16,7 +16,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -208,14 +208,14 @@ func checkArtifacts(t *testing.T, dir string) {
 		typ string
 		v   any
 	}{
-		"run.json":                     {"harness.run", &run.Manifest{}},
+		"run.json":                     {"harness.run", &record.Manifest{}},
 		"skill-registry.json":          {skills.RegistryType, &skills.Registry{}},
-		"skill-activations.json":       {"harness.skill-activations", &run.Activations{}},
-		"skill-resource-reads.json":    {"harness.skill-resource-reads", &run.ResourceReads{}},
-		"skill-script-executions.json": {"harness.skill-script-executions", &run.ScriptExecutions{}},
-		"drift-report.json":            {"harness.drift-report", &run.DriftReport{}},
-		"policy-snapshot.json":         {"harness.policy-snapshot", &run.PolicySnapshot{}},
-		"policy-trace.json":            {"harness.policy-trace", &run.PolicyTrace{}},
+		"skill-activations.json":       {"harness.skill-activations", &record.Activations{}},
+		"skill-resource-reads.json":    {"harness.skill-resource-reads", &record.ResourceReads{}},
+		"skill-script-executions.json": {"harness.skill-script-executions", &record.ScriptExecutions{}},
+		"drift-report.json":            {"harness.drift-report", &record.DriftReport{}},
+		"policy-snapshot.json":         {"harness.policy-snapshot", &record.PolicySnapshot{}},
+		"policy-trace.json":            {"harness.policy-trace", &record.PolicyTrace{}},
 	}
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/scripts"
 )
 
@@ -31,7 +32,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	app := newApp(stdin, stdout, stderr)
 	err := app.Run(ctx, args)
-	code := exitCode(err)
+	code := outcome.ExitCode(err)
 	if err != nil && !isReported(err) {
 		fmt.Fprintf(stderr, "harness: %v\n", err)
 	}

@@ -55,30 +55,23 @@ func resumeCommand() *cli.Command {
 			if key == "" {
 				key = os.Getenv("OPENAI_API_KEY")
 			}
-			stderr := cmd.Root().ErrWriter
+			jsonOut, quiet := cmd.Bool("json"), cmd.Bool("quiet")
+			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+			ev := &events{json: jsonOut, stdout: stdout, progress: progressWriter(stderr, quiet)}
 			res, err := run.Resume(ctx, run.ResumeOptions{
 				RunDir:     cmd.Args().First(),
 				AllowDrift: cmd.Bool("allow-drift"),
 				MaxTurns:   cmd.String("max-turns"),
 				Timeout:    cmd.Duration("timeout"),
 				MaxTokens:  cmd.Int64("max-tokens"),
-				JSON:       cmd.Bool("json"),
-				Quiet:      cmd.Bool("quiet"),
 				Record:     cmd.String("record"),
 				Replay:     cmd.String("replay"),
 				APIKey:     key,
-				Stdout:     cmd.Root().Writer,
-				Stderr:     stderr,
+				OnEvent:    ev.render,
+				Stderr:     progressWriter(stderr, quiet),
 				Version:    version,
 			})
-			if res != nil {
-				if err == nil && !cmd.Bool("json") {
-					fmt.Fprintln(cmd.Root().Writer, res.Final)
-				}
-				if !cmd.Bool("quiet") {
-					fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
-				}
-			}
+			reportResult(stdout, stderr, res, err, jsonOut, quiet)
 			return err
 		},
 	}

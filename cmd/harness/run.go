@@ -117,25 +117,31 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 		RunID:             ro.str("run-id"),
 		Record:            ro.str("record"),
 		Replay:            ro.str("replay"),
-		JSON:              ro.boolean("json"),
-		Quiet:             ro.boolean("quiet"),
 		Sources:           ro.sources,
 		ConfigFile:        ro.config,
-		Stdout:            cmd.Root().Writer,
-		Stderr:            cmd.Root().ErrWriter,
 		Version:           version,
 	}
+	jsonOut, quiet := ro.boolean("json"), ro.boolean("quiet")
+	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+	ev := &events{json: jsonOut, stdout: stdout, progress: progressWriter(stderr, quiet)}
+	opts.OnEvent, opts.Stderr = ev.render, progressWriter(stderr, quiet)
 	res, err := run.Run(ctx, opts)
-	stderr := cmd.Root().ErrWriter
-	if res != nil {
-		if err == nil && !opts.JSON {
-			fmt.Fprintln(cmd.Root().Writer, res.Final)
-		}
-		if !opts.Quiet {
-			fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
-		}
-	}
+	reportResult(stdout, stderr, res, err, jsonOut, quiet)
 	return err
+}
+
+// reportResult prints the answer on stdout (unless --json, whose stream
+// already ended with run.finished) and where the run directory is.
+func reportResult(stdout, stderr io.Writer, res *run.Result, err error, jsonOut, quiet bool) {
+	if res == nil {
+		return
+	}
+	if err == nil && !jsonOut {
+		fmt.Fprintln(stdout, res.Final)
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
+	}
 }
 
 func readPrompt(stdin io.Reader, ro *resolvedOptions) (string, string, error) {

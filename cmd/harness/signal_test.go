@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/loop/looptest"
+	"github.com/harness-dev/harness/outcome"
 )
 
 // TestSIGTERMStopsRun sends SIGTERM to a real harness process while its
@@ -53,8 +54,8 @@ func TestSIGTERMStopsRun(t *testing.T) {
 	}
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
-		t.Fatalf("exit = %v, want %d; stderr:\n%s", err, exitInterrupted, stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != outcome.ExitInterrupted {
+		t.Fatalf("exit = %v, want %d; stderr:\n%s", err, outcome.ExitInterrupted, stderr.String())
 	}
 	manifest, err := os.ReadFile(filepath.Join(dir, "runs", "term", "run.json"))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop/looptest"
+	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
 )
 
@@ -101,11 +102,11 @@ func TestRunSkillScript(t *testing.T) {
 		t.Error("changed code ran")
 	}
 
-	var ex ScriptExecutions
-	if err := artifacts.ReadJSON(filepath.Join(dir, fileScriptExecutions), "harness.skill-script-executions", 1, &ex); err != nil {
+	var ex record.ScriptExecutions
+	if err := artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), "harness.skill-script-executions", 1, &ex); err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]ScriptExecution{}
+	byID := map[string]record.ScriptExecution{}
 	for _, e := range ex.Executions {
 		byID[e.OutputID] = e
 	}
@@ -179,8 +180,8 @@ func TestRunSkillScriptLandlock(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws, "out", "made.txt")); string(b) != "hello\n" {
 		t.Errorf("made.txt = %q", b)
 	}
-	var ex ScriptExecutions
-	artifacts.ReadJSON(filepath.Join(dir, fileScriptExecutions), "harness.skill-script-executions", 1, &ex)
+	var ex record.ScriptExecutions
+	artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), "harness.skill-script-executions", 1, &ex)
 	if len(ex.Executions) != 1 || ex.Executions[0].SandboxBackend != "landlock" || ex.Executions[0].ExecutionTarget != "sandbox" {
 		t.Errorf("executions: %+v", ex.Executions)
 	}

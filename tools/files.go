@@ -1,23 +1,19 @@
-package run
+package tools
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/workspace"
 )
 
 // Bounds of the file tools. They keep one call from flooding the model's
@@ -31,53 +27,23 @@ const (
 	sniffBytes       = 8 << 10
 )
 
-// fileToolSet holds the workspace root the file tools share.
-type fileToolSet struct {
-	root  *os.Root
-	ws    *Workspace
-	tools []loop.Tool
-}
-
-// fileTools opens the workspace and builds read_file and list_files, and
-// write_file when the operator allowed it.
-func fileTools(ws *Workspace, allowWrite bool) (*fileToolSet, error) {
-	root, err := os.OpenRoot(ws.Host)
-	if err != nil {
-		return nil, err
-	}
-	ft := &fileToolSet{root: root, ws: ws}
-	ft.tools = []loop.Tool{&listFilesTool{ft}, &readFileTool{ft}}
+// FileTools are read_file and list_files, and write_file when the operator
+// allowed it. Every access goes through ws, which refuses the run
+// directory on the opened descriptor.
+func FileTools(ws *workspace.Workspace, allowWrite bool) []loop.Tool {
+	tools := []loop.Tool{&ListFiles{ws}, &ReadFile{ws}}
 	if allowWrite {
-		ft.tools = append(ft.tools, &writeFileTool{ft})
+		tools = append(tools, &WriteFile{ws})
 	}
-	return ft, nil
+	return tools
 }
 
-func (ft *fileToolSet) Close() error { return ft.root.Close() }
+// ReadFile is read_file.
+type ReadFile struct{ WS *workspace.Workspace }
 
-// refuse turns a path problem into the result the model sees.
-func refuse(err error, record map[string]any) loop.ToolResult {
-	var pr *pathRefusal
-	if !errors.As(err, &pr) {
-		pr = &pathRefusal{"io_error", err.Error()}
-	}
-	record["code"] = pr.Code
-	return loop.ErrorResult(pr.Code, pr.Msg, record)
-}
+func (t *ReadFile) Effect() loop.Effect { return loop.EffectRead }
 
-func okResult(v map[string]any, record map[string]any) (loop.ToolResult, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return loop.ToolResult{}, err
-	}
-	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: record}, nil
-}
-
-type readFileTool struct{ ft *fileToolSet }
-
-func (t *readFileTool) Effect() loop.Effect { return loop.EffectRead }
-
-func (t *readFileTool) Spec() loop.ToolSpec {
+func (t *ReadFile) Spec() loop.ToolSpec {
 	return loop.ToolSpec{
 		Name:        "read_file",
 		Description: "Read a file in the workspace. Text files return their content (up to maxBytes, with truncated=true when cut); binary files return only size and digest. Paths are under /workspace or relative to the working directory.",
@@ -87,7 +53,7 @@ func (t *readFileTool) Spec() loop.ToolSpec {
 	}
 }
 
-func (t *readFileTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+func (t *ReadFile) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
 	var args struct {
 		Path     string `json:"path"`
 		MaxBytes *int   `json:"maxBytes"`
@@ -103,49 +69,44 @@ func (t *readFileTool) Call(ctx context.Context, call loop.ToolCall, raw json.Ra
 		}
 		limit = *args.MaxBytes
 	}
-	ws := t.ft.ws
-	rel, err := ws.resolvePath(args.Path)
-	if err == nil {
-		err = ws.protectedReal(rel)
-	}
+	ws := t.WS
+	rel, err := ws.Resolve(args.Path)
 	if err != nil {
-		return refuse(err, rec), nil
+		return refusePath(err, rec), nil
 	}
-	sp := ws.sandboxPath(rel)
+	sp := ws.SandboxPath(rel)
 	rec["path"] = sp
-	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
-	// writer forever; the mode check below then refuses it.
-	f, err := t.ft.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := ws.Open(rel)
 	if err != nil {
-		return refuse(ws.rootError(rel, err), rec), nil
+		return refusePath(err, rec), nil
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return refuse(ws.rootError(rel, err), rec), nil
+		return refusePath(err, rec), nil
 	}
 	if !fi.Mode().IsRegular() {
 		what := "a directory: use list_files"
 		if !fi.IsDir() {
 			what = "not a regular file"
 		}
-		return refuse(&pathRefusal{"not_a_file", fmt.Sprintf("%s is %s", sp, what)}, rec), nil
+		return refusePath(&workspace.Refusal{Code: "not_a_file", Msg: fmt.Sprintf("%s is %s", sp, what)}, rec), nil
 	}
 	head := make([]byte, max(limit, sniffBytes))
 	n, err := io.ReadFull(f, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return refuse(ws.rootError(rel, err), rec), nil
+		return refusePath(err, rec), nil
 	}
 	head = head[:n]
 	rec["size"] = fi.Size()
 	sniff := head[:min(len(head), sniffBytes)]
 	if isBinaryPrefix(sniff, fi.Size() > int64(len(sniff))) {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return refuse(ws.rootError(rel, err), rec), nil
+			return refusePath(err, rec), nil
 		}
 		d, size, err := artifacts.DigestReader(f)
 		if err != nil {
-			return refuse(ws.rootError(rel, err), rec), nil
+			return refusePath(err, rec), nil
 		}
 		rec["contentKind"], rec["digest"], rec["size"] = "binary", d, size
 		return okResult(map[string]any{"path": sp, "contentKind": "binary", "size": size, "digest": d,
@@ -185,11 +146,12 @@ func trimPartialRune(b []byte) []byte {
 	return b
 }
 
-type listFilesTool struct{ ft *fileToolSet }
+// ListFiles is list_files.
+type ListFiles struct{ WS *workspace.Workspace }
 
-func (t *listFilesTool) Effect() loop.Effect { return loop.EffectRead }
+func (t *ListFiles) Effect() loop.Effect { return loop.EffectRead }
 
-func (t *listFilesTool) Spec() loop.ToolSpec {
+func (t *ListFiles) Spec() loop.ToolSpec {
 	return loop.ToolSpec{
 		Name:        "list_files",
 		Description: "List a directory of the workspace (default: the working directory), or the files under it matching a glob such as **/*.md. At most 1000 entries, sorted; truncated=true when there are more.",
@@ -205,7 +167,7 @@ type listEntry struct {
 	Size int64  `json:"size,omitempty"`
 }
 
-func (t *listFilesTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+func (t *ListFiles) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
 	var args struct {
 		Path string `json:"path"`
 		Glob string `json:"glob"`
@@ -213,44 +175,29 @@ func (t *listFilesTool) Call(ctx context.Context, call loop.ToolCall, raw json.R
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return loop.ErrorResult("arguments_invalid", err.Error(), nil), nil
 	}
-	ws := t.ft.ws
+	ws := t.WS
 	p := args.Path
 	if p == "" {
-		p = ws.sandboxPath(ws.Cwd)
+		p = ws.SandboxPath(ws.Cwd)
 	}
 	rec := map[string]any{"path": p, "glob": args.Glob}
-	rel, err := ws.resolvePath(p)
-	if err == nil {
-		err = ws.protectedReal(rel)
-	}
+	rel, err := ws.Resolve(p)
 	if err != nil {
-		return refuse(err, rec), nil
+		return refusePath(err, rec), nil
 	}
 	if args.Glob != "" {
 		if _, err := path.Match(strings.ReplaceAll(args.Glob, "**", "*"), ""); err != nil {
 			return loop.ErrorResult("glob_invalid", fmt.Sprintf("glob %q: %v", args.Glob, err), rec), nil
 		}
 	}
-	fi, err := t.ft.root.Stat(rel)
-	if err != nil {
-		return refuse(ws.rootError(rel, err), rec), nil
-	}
-	if !fi.IsDir() {
-		return refuse(&pathRefusal{"not_a_directory", fmt.Sprintf("%s is not a directory: use read_file", ws.sandboxPath(rel))}, rec), nil
-	}
 	var entries []listEntry
 	truncated := false
-	fsys := t.ft.root.FS()
 	if args.Glob == "" {
-		des, err := fs.ReadDir(fsys, rel)
+		des, err := ws.ReadDir(rel)
 		if err != nil {
-			return refuse(ws.rootError(rel, err), rec), nil
+			return refusePath(err, rec), nil
 		}
 		for _, de := range des {
-			child := path.Join(rel, de.Name())
-			if ws.protected(child) {
-				continue
-			}
 			if len(entries) == maxListEntries {
 				truncated = true
 				break
@@ -258,25 +205,14 @@ func (t *listFilesTool) Call(ctx context.Context, call loop.ToolCall, raw json.R
 			entries = append(entries, entryOf(de, de.Name()))
 		}
 	} else {
-		err := fs.WalkDir(fsys, rel, func(p string, de fs.DirEntry, err error) error {
-			if err != nil {
-				return nil // unreadable corners are skipped, not fatal
-			}
-			if p == rel {
-				return nil
-			}
+		d, err := ws.OpenDir(rel)
+		if err != nil {
+			return refusePath(err, rec), nil
+		}
+		d.Close()
+		err = ws.Walk(rel, func(sub string, de fs.DirEntry) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
-			}
-			sub := strings.TrimPrefix(p, rel+"/")
-			if rel == "." {
-				sub = p
-			}
-			if ws.protected(p) {
-				if de.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
 			}
 			if de.IsDir() && strings.Count(sub, "/")+1 >= maxGlobDepth {
 				return fs.SkipDir
@@ -299,7 +235,7 @@ func (t *listFilesTool) Call(ctx context.Context, call loop.ToolCall, raw json.R
 		entries = []listEntry{}
 	}
 	rec["entries"], rec["truncated"] = len(entries), truncated
-	return okResult(map[string]any{"path": ws.sandboxPath(rel), "entries": entries, "truncated": truncated}, rec)
+	return okResult(map[string]any{"path": ws.SandboxPath(rel), "entries": entries, "truncated": truncated}, rec)
 }
 
 func entryOf(de fs.DirEntry, name string) listEntry {
@@ -345,11 +281,12 @@ func matchSegments(pat, segs []string) bool {
 	return len(segs) == 0
 }
 
-type writeFileTool struct{ ft *fileToolSet }
+// WriteFile is write_file.
+type WriteFile struct{ WS *workspace.Workspace }
 
-func (t *writeFileTool) Effect() loop.Effect { return loop.EffectWrite }
+func (t *WriteFile) Effect() loop.Effect { return loop.EffectWrite }
 
-func (t *writeFileTool) Spec() loop.ToolSpec {
+func (t *WriteFile) Spec() loop.ToolSpec {
 	return loop.ToolSpec{
 		Name:        "write_file",
 		Description: "Create or replace a file in the workspace with the given text (at most 1 MiB). Parent directories are created. Paths are under /workspace or relative to the working directory.",
@@ -359,7 +296,7 @@ func (t *writeFileTool) Spec() loop.ToolSpec {
 	}
 }
 
-func (t *writeFileTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+func (t *WriteFile) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
 	var args struct {
 		Path    string `json:"path"`
 		Content string `json:"content"`
@@ -371,53 +308,15 @@ func (t *writeFileTool) Call(ctx context.Context, call loop.ToolCall, raw json.R
 	if len(args.Content) > maxWriteBytes {
 		return loop.ErrorResult("content_too_large", fmt.Sprintf("content is %d bytes; at most %d bytes can be written in one call", len(args.Content), maxWriteBytes), rec), nil
 	}
-	ws := t.ft.ws
-	rel, err := ws.resolvePath(args.Path)
-	if err == nil && rel == "." {
-		err = &pathRefusal{"not_a_file", "the workspace root is a directory, not a file"}
-	}
-	if err == nil {
-		err = ws.protectedReal(rel)
-	}
-	if err == nil {
-		err = ws.protectedReal(path.Dir(rel))
-	}
+	ws := t.WS
+	rel, err := ws.Resolve(args.Path)
 	if err != nil {
-		return refuse(err, rec), nil
+		return refusePath(err, rec), nil
 	}
-	sp := ws.sandboxPath(rel)
+	sp := ws.SandboxPath(rel)
 	rec["path"] = sp
-	root := t.ft.root
-	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
-		return refuse(&pathRefusal{"not_a_file", fmt.Sprintf("%s exists and is not a regular file; write_file replaces regular files only", sp)}, rec), nil
-	}
-	if dir := path.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return refuse(ws.rootError(dir, err), rec), nil
-		}
-	}
-	// Write beside the target and rename over it, so a reader never sees
-	// half a file and a crash leaves the old content.
-	var suffix [6]byte
-	rand.Read(suffix[:])
-	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+".harness-"+hex.EncodeToString(suffix[:]))
-	f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return refuse(ws.rootError(rel, err), rec), nil
-	}
-	_, werr := f.Write([]byte(args.Content))
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = root.Rename(tmp, rel)
-	}
-	if werr != nil {
-		root.Remove(tmp)
-		return refuse(ws.rootError(rel, werr), rec), nil
+	if err := ws.WriteFile(rel, []byte(args.Content)); err != nil {
+		return refusePath(err, rec), nil
 	}
 	d := artifacts.DigestString(args.Content)
 	rec["digest"] = d

@@ -1,16 +1,20 @@
-package run
+package tools
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -20,76 +24,60 @@ const (
 	maxResourceBytes     = 256000
 )
 
-const fileResourceReads = "skill-resource-reads.json"
-
-// ResourceReads is skill-resource-reads.json: every read_skill_resource
-// attempt, success or refusal, in call order.
-type ResourceReads struct {
-	artifacts.Envelope
-	Reads []ResourceReadRecord `json:"reads"`
-}
-
-// ResourceReadRecord is one attempt to read a skill resource.
-type ResourceReadRecord struct {
-	Type                  string              `json:"type"`
-	OutputID              string              `json:"outputId"`
-	RunID                 string              `json:"runId"`
-	SkillName             string              `json:"skillName"`
-	Path                  string              `json:"path"`
-	Status                string              `json:"status"` // read | binary | error
-	ReadAt                time.Time           `json:"readAt"`
-	CFCPromptRole         string              `json:"cfcPromptRole"`
-	Kind                  string              `json:"kind,omitempty"`
-	ResourcePath          string              `json:"resourcePath,omitempty"`
-	SandboxResourcePath   string              `json:"sandboxResourcePath,omitempty"`
-	RegistryDigest        artifacts.Digest    `json:"registryDigest,omitempty"`
-	ObservedDigest        artifacts.Digest    `json:"observedDigest,omitempty"`
-	DigestMatchesRegistry *bool               `json:"digestMatchesRegistry,omitempty"`
-	RegistrySizeBytes     *int64              `json:"registrySizeBytes,omitempty"`
-	ObservedSizeBytes     *int64              `json:"observedSizeBytes,omitempty"`
-	ContentKind           string              `json:"contentKind,omitempty"`
-	MaxBytes              int                 `json:"maxBytes"`
-	Truncated             bool                `json:"truncated"`
-	Diagnostics           []skills.Diagnostic `json:"diagnostics"`
-	Error                 *ErrorRecord        `json:"error,omitempty"`
-}
-
-// skillTools joins the registry snapshot to the loop: load_skill (when a
-// catalog is offered) and read_skill_resource.
-type skillTools struct {
-	r *runner
+// Skills is what the skill tools share: the run-start snapshot, the
+// catalog offered to the model, and the run's activations.
+type Skills struct {
+	Registry *skills.Registry
+	Catalog  skills.Catalog
+	Active   *Activations
+	// Token frames skill context (see BoundaryToken).
+	Token string
+	RunID string
+	Now   func() time.Time
+	// AllowDrift lets changed skill files be used, marked as drifted.
+	AllowDrift bool
+	// Untrusted reports the critical content findings that keep a skill
+	// out of an enforce-strict run (nil: none does).
+	Untrusted func(name string) (rules []string, refused bool)
+	// RunDir receives skill-resource-reads.json.
+	RunDir string
+	// Roots, Workspace and SandboxWorkspace let the skills tool re-scan
+	// for its reload action.
+	Roots            []string
+	Workspace        string
+	SandboxWorkspace string
 
 	mu    sync.Mutex
-	reads ResourceReads
+	reads record.ResourceReads
 }
 
-func (r *runner) skillTools() []loop.Tool {
-	st := &skillTools{r: r, reads: ResourceReads{Envelope: artifacts.NewEnvelope("harness.skill-resource-reads", 1), Reads: []ResourceReadRecord{}}}
-	tools := []loop.Tool{&readSkillResourceTool{st}}
-	if r.registry != nil {
-		tools = append(tools, &skillsTool{r: r})
+// SkillTools are load_skill (when the catalog offers anything),
+// read_skill_resource, and the skills tool (when there is a registry).
+func SkillTools(s *Skills) []loop.Tool {
+	s.reads = record.ResourceReads{Envelope: artifacts.NewEnvelope(record.TypeResourceReads, record.Version), Reads: []record.ResourceRead{}}
+	tools := []loop.Tool{&readSkillResourceTool{s}}
+	if s.Registry != nil {
+		tools = append(tools, &skillsTool{s})
 	}
-	if len(r.catalog.Entries) > 0 {
-		tools = append([]loop.Tool{&loadSkillTool{st}}, tools...)
+	if len(s.Catalog.Entries) > 0 {
+		tools = append([]loop.Tool{&loadSkillTool{s}}, tools...)
 	}
 	return tools
 }
 
-// refusal is a tool result for a refused skill operation.
-func refusal(err error, rec any) loop.ToolResult {
-	var ref *skills.Refusal
-	if errors.As(err, &ref) {
-		return loop.ErrorResult(ref.Code, ref.Msg, rec)
+func (s *Skills) untrusted(name string) ([]string, bool) {
+	if s.Untrusted == nil {
+		return nil, false
 	}
-	return loop.ErrorResult("skill_error", err.Error(), rec)
+	return s.Untrusted(name)
 }
 
-type loadSkillTool struct{ st *skillTools }
+type loadSkillTool struct{ st *Skills }
 
 func (t *loadSkillTool) Effect() loop.Effect { return loop.EffectRead }
 
 func (t *loadSkillTool) Spec() loop.ToolSpec {
-	c := t.st.r.catalog
+	c := t.st.Catalog
 	names, _ := json.Marshal(c.Names())
 	return loop.ToolSpec{
 		Name: "load_skill",
@@ -109,38 +97,38 @@ func (t *loadSkillTool) Call(ctx context.Context, call loop.ToolCall, raw json.R
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return loop.ErrorResult("arguments_invalid", err.Error(), nil), nil
 	}
-	r := t.st.r
+	st := t.st
 	rec := map[string]any{"skill": args.Name}
-	s, ok := r.registry.Lookup(args.Name)
+	s, ok := st.Registry.Lookup(args.Name)
 	if !ok || !s.ModelInvocable() {
-		return loop.ErrorResult("skill_not_found", fmt.Sprintf("skill not found: %s; load one of: %s", args.Name, strings.Join(r.catalog.Names(), ", ")), rec), nil
+		return loop.ErrorResult("skill_not_found", fmt.Sprintf("skill not found: %s; load one of: %s", args.Name, strings.Join(st.Catalog.Names(), ", ")), rec), nil
 	}
 	var parts []string
-	if rules, bad := r.untrusted(s.Name); bad && !r.acts.isActive(s.Name) {
+	if rules, bad := st.untrusted(s.Name); bad && !st.Active.IsActive(s.Name) {
 		rec["code"] = "skill_untrusted"
 		return loop.ErrorResult("skill_untrusted", fmt.Sprintf("skill '%s' has critical content findings (%s) and the policy is enforce-strict; it cannot be loaded unless the operator passes --trust-skill %s", s.Name, strings.Join(rules, ", "), s.Name), rec), nil
 	}
-	if r.acts.isActive(s.Name) {
+	if st.Active.IsActive(s.Name) {
 		rec["status"] = "already_active"
 		parts = append(parts, fmt.Sprintf("Skill '%s' is already active: its instructions are in the conversation above.", s.Name))
 	} else {
 		content, matches, err := t.read(s)
 		if err != nil {
 			rec["code"] = "skill_snapshot_mismatch"
-			return refusal(err, rec), nil
+			return refuseSkill(err, rec), nil
 		}
 		source := "loaded with load_skill"
 		if !matches {
 			source += "; DRIFTED: SKILL.md changed after the run-start snapshot and was allowed by --allow-drift"
 		}
-		if err := r.acts.add(Activation{
-			Name: s.Name, Source: SourceModelTool, RunID: r.res.runID, SkillPath: s.SkillPath, SandboxPath: s.SandboxSkillPath,
-			Digest: artifacts.DigestBytes(content), ActivatedAt: r.now().UTC(), CFCPromptRole: "context",
+		if err := st.Active.Add(record.Activation{
+			Name: s.Name, Source: record.SourceModelTool, RunID: st.RunID, SkillPath: s.SkillPath, SandboxPath: s.SandboxSkillPath,
+			Digest: artifacts.DigestBytes(content), ActivatedAt: st.Now().UTC(), CFCPromptRole: "context",
 		}); err != nil {
 			return loop.ToolResult{}, err
 		}
 		rec["status"], rec["digest"], rec["digestMatchesRegistry"] = "activated", artifacts.DigestBytes(content), matches
-		parts = append(parts, skillContextBlock(r.token, s, content, source))
+		parts = append(parts, SkillContextBlock(st.Token, s, content, source))
 	}
 	if args.FilePath != "" {
 		res := t.st.readResource(call.ID, s.Name, args.FilePath, defaultResourceBytes)
@@ -152,14 +140,14 @@ func (t *loadSkillTool) Call(ctx context.Context, call loop.ToolCall, raw json.R
 // read re-reads SKILL.md and holds it to the snapshot digest, unless the
 // operator allowed drift.
 func (t *loadSkillTool) read(s *skills.Skill) ([]byte, bool, error) {
-	if t.st.r.opts.AllowDrift {
+	if t.st.AllowDrift {
 		return skills.ReadSkillFileCurrent(s)
 	}
 	b, err := skills.ReadSkillFile(s)
 	return b, err == nil, err
 }
 
-type readSkillResourceTool struct{ st *skillTools }
+type readSkillResourceTool struct{ st *Skills }
 
 func (t *readSkillResourceTool) Effect() loop.Effect { return loop.EffectRead }
 
@@ -191,16 +179,15 @@ func (t *readSkillResourceTool) Call(ctx context.Context, call loop.ToolCall, ra
 }
 
 // readResource performs and records one read_skill_resource attempt.
-func (st *skillTools) readResource(callID, skill, rel string, maxBytes int) loop.ToolResult {
-	r := st.r
-	rec := ResourceReadRecord{
-		Type: "harness.skill-resource-read", OutputID: callID, RunID: r.res.runID, SkillName: skill, Path: rel,
-		ReadAt: r.now().UTC(), CFCPromptRole: "context", MaxBytes: maxBytes, Diagnostics: []skills.Diagnostic{},
+func (st *Skills) readResource(callID, skill, rel string, maxBytes int) loop.ToolResult {
+	rec := record.ResourceRead{
+		Type: record.TypeResourceRead, OutputID: callID, RunID: st.RunID, SkillName: skill, Path: rel,
+		ReadAt: st.Now().UTC(), CFCPromptRole: "context", MaxBytes: maxBytes, Diagnostics: []skills.Diagnostic{},
 	}
 	result := st.doRead(&rec, skill, rel, maxBytes)
 	st.mu.Lock()
 	st.reads.Reads = append(st.reads.Reads, rec)
-	err := artifacts.WriteJSON(r.path(fileResourceReads), &st.reads)
+	err := artifacts.WriteJSON(filepath.Join(st.RunDir, record.FileResourceReads), &st.reads)
 	st.mu.Unlock()
 	if err != nil {
 		return loop.ErrorResult("artifact_write_failed", err.Error(), rec)
@@ -208,20 +195,19 @@ func (st *skillTools) readResource(callID, skill, rel string, maxBytes int) loop
 	return result
 }
 
-func (st *skillTools) doRead(rec *ResourceReadRecord, skill, rel string, maxBytes int) loop.ToolResult {
-	r := st.r
+func (st *Skills) doRead(rec *record.ResourceRead, skill, rel string, maxBytes int) loop.ToolResult {
 	fail := func(code, msg string) loop.ToolResult {
-		rec.Status, rec.Error = "error", &ErrorRecord{Code: code, Message: msg}
+		rec.Status, rec.Error = "error", &outcome.Record{Code: code, Message: msg}
 		return loop.ErrorResult(code, msg, rec)
 	}
-	if r.registry == nil {
+	if st.Registry == nil {
 		return fail("skill_registry_missing", "this run has no skill registry: it was started without --skills-root")
 	}
-	s, ok := r.registry.Lookup(skill)
+	s, ok := st.Registry.Lookup(skill)
 	if !ok {
-		return fail("skill_not_found", fmt.Sprintf("skill not found: %s; available skills: %s", skill, strings.Join(r.registry.Available(), ", ")))
+		return fail("skill_not_found", fmt.Sprintf("skill not found: %s; available skills: %s", skill, strings.Join(st.Registry.Available(), ", ")))
 	}
-	if !r.acts.isActive(s.Name) {
+	if !st.Active.IsActive(s.Name) {
 		return fail("skill_not_activated", fmt.Sprintf("skill '%s' is not active: load it with load_skill first", s.Name))
 	}
 	if maxBytes < 1 || maxBytes > maxResourceBytes {
@@ -250,7 +236,7 @@ func (st *skillTools) doRead(rec *ResourceReadRecord, skill, rel string, maxByte
 		d := skills.Diagnostic{Severity: skills.SeverityWarning, Code: "resource-drift", Path: rel,
 			Detail: fmt.Sprintf("%s changed after the run-start snapshot (digest %s, size %d; snapshot %s, size %d)", rel, rr.ObservedDigest, rr.ObservedSize, rr.Resource.Digest, rr.Resource.Size)}
 		rec.Diagnostics = append(rec.Diagnostics, d)
-		if !r.opts.AllowDrift {
+		if !st.AllowDrift {
 			return fail("resource_snapshot_mismatch", d.Detail+"; refusing to read content that was not snapshotted")
 		}
 		out["drifted"] = true
@@ -269,7 +255,7 @@ func (st *skillTools) doRead(rec *ResourceReadRecord, skill, rel string, maxByte
 // skillsTool lets the model ask the run-start registry about skills in one
 // call: list, info, check (eligibility), audit (content scan), and reload,
 // which in a batch run only reports drift: the snapshot stays fixed.
-type skillsTool struct{ r *runner }
+type skillsTool struct{ st *Skills }
 
 func (t *skillsTool) Effect() loop.Effect { return loop.EffectRead }
 
@@ -295,7 +281,7 @@ func (t *skillsTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawM
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return loop.ErrorResult("arguments_invalid", err.Error(), nil), nil
 	}
-	reg := t.r.registry
+	reg := t.st.Registry
 	one := func() (*skills.Skill, *loop.ToolResult) {
 		if args.Name == "" {
 			res := loop.ErrorResult("skill_name_required", fmt.Sprintf("skill name required for '%s' action", args.Action), nil)
@@ -336,9 +322,9 @@ func (t *skillsTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawM
 			return *res, nil
 		}
 		if args.Action == "audit" {
-			fs := AuditSkill(s)
+			fs := audit.Skill(s)
 			if fs == nil {
-				fs = []PolicyFinding{}
+				fs = []record.Finding{}
 			}
 			out = map[string]any{"skill": s.Name, "findings": fs}
 			break
@@ -351,7 +337,7 @@ func (t *skillsTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawM
 			if s.ShadowedBy != "" || args.Name != "" && s.Name != args.Name || s.IsEligible() {
 				continue
 			}
-			items = append(items, map[string]any{"name": s.Name, "missing": describeMissing(s.Missing), "fix": s.InstallHints})
+			items = append(items, map[string]any{"name": s.Name, "missing": skills.DescribeMissing(s.Missing), "fix": s.InstallHints})
 		}
 		if args.Name != "" {
 			if _, ok := reg.Lookup(args.Name); !ok {
@@ -363,13 +349,12 @@ func (t *skillsTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawM
 		}
 		out = map[string]any{"ineligible": items}
 	case "reload":
-		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: t.r.res.skillsRoots, Workspace: t.r.res.workspace, SandboxWorkspace: SandboxWorkspace, Limits: reg.Limits, Previous: reg})
+		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: t.st.Roots, Workspace: t.st.Workspace, SandboxWorkspace: t.st.SandboxWorkspace, Limits: reg.Limits, Previous: reg})
 		if err != nil {
 			return loop.ErrorResult("registry_scan_failed", err.Error(), nil), nil
 		}
-		rep := &DriftReport{Skills: SkillDrift{Added: []string{}, Removed: []string{}, Changed: []string{}}, Resources: []ResourceDrift{}}
-		compareSkills(rep, reg, now, map[string]bool{})
-		out = map[string]any{"note": "a batch run keeps its start snapshot; this is what changed on disk since", "skills": rep.Skills}
+		changes, _ := skills.Compare(reg, now, nil)
+		out = map[string]any{"note": "a batch run keeps its start snapshot; this is what changed on disk since", "skills": changes}
 	default:
 		return loop.ErrorResult("unknown_action", "unknown action: "+args.Action, nil), nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop/looptest"
+	"github.com/harness-dev/harness/record"
 )
 
 // skillWorkspace has two skills: guide (with a reference, a binary asset
@@ -69,10 +70,10 @@ func converse(t *testing.T, ws string, replies []looptest.Reply, mutate func(o *
 	return seen, res.RunDir, reqs
 }
 
-func readsOf(t *testing.T, dir string) []ResourceReadRecord {
+func readsOf(t *testing.T, dir string) []record.ResourceRead {
 	t.Helper()
-	var rr ResourceReads
-	if err := artifacts.ReadJSON(filepath.Join(dir, fileResourceReads), "harness.skill-resource-reads", 1, &rr); err != nil {
+	var rr record.ResourceReads
+	if err := artifacts.ReadJSON(filepath.Join(dir, record.FileResourceReads), "harness.skill-resource-reads", 1, &rr); err != nil {
 		t.Fatal(err)
 	}
 	return rr.Reads
@@ -128,7 +129,7 @@ func TestLoadSkillThenReadResources(t *testing.T) {
 
 	// The artifact has every attempt, with the same outcome.
 	reads := readsOf(t, dir)
-	byID := map[string]ResourceReadRecord{}
+	byID := map[string]record.ResourceRead{}
 	for _, r := range reads {
 		byID[r.OutputID] = r
 		if r.Type != "harness.skill-resource-read" || r.CFCPromptRole != "context" {
@@ -150,11 +151,11 @@ func TestLoadSkillThenReadResources(t *testing.T) {
 		t.Errorf("r4 record: %+v", r)
 	}
 
-	var acts Activations
-	if err := artifacts.ReadJSON(filepath.Join(dir, fileActivations), "harness.skill-activations", 1, &acts); err != nil {
+	var acts record.Activations
+	if err := artifacts.ReadJSON(filepath.Join(dir, record.FileActivations), "harness.skill-activations", 1, &acts); err != nil {
 		t.Fatal(err)
 	}
-	if len(acts.Activations) != 1 || acts.Activations[0].Source != SourceModelTool || acts.Activations[0].Name != "guide" {
+	if len(acts.Activations) != 1 || acts.Activations[0].Source != record.SourceModelTool || acts.Activations[0].Name != "guide" {
 		t.Errorf("activations = %+v", acts.Activations)
 	}
 }
@@ -205,8 +206,8 @@ func TestLoadSkillRefusesChangedSkill(t *testing.T) {
 	if !strings.Contains(seen["l1"], `"code":"skill_snapshot_mismatch"`) || strings.Contains(seen["l1"], "Do something else") {
 		t.Errorf("the model saw %s", seen["l1"])
 	}
-	var acts Activations
-	artifacts.ReadJSON(filepath.Join(dir, fileActivations), "harness.skill-activations", 1, &acts)
+	var acts record.Activations
+	artifacts.ReadJSON(filepath.Join(dir, record.FileActivations), "harness.skill-activations", 1, &acts)
 	if len(acts.Activations) != 0 {
 		t.Errorf("a refused load was recorded as an activation: %+v", acts.Activations)
 	}
@@ -224,11 +225,11 @@ func TestCatalogBudgetAndOptOut(t *testing.T) {
 	if !strings.Contains(body, "- alpha: ") || strings.Contains(body, "- gamma: ") {
 		t.Errorf("catalog not cut as expected: %s", body)
 	}
-	journal, _ := os.ReadFile(filepath.Join(dir, fileJournal))
+	journal, _ := os.ReadFile(filepath.Join(dir, record.FileJournal))
 	if !strings.Contains(string(journal), `"type":"catalog.truncated"`) || !strings.Contains(string(journal), `"action":"dropped"`) {
 		t.Errorf("no catalog.truncated events:\n%s", journal)
 	}
-	reg, _ := os.ReadFile(filepath.Join(dir, fileRegistry))
+	reg, _ := os.ReadFile(filepath.Join(dir, record.FileRegistry))
 	if !strings.Contains(string(reg), `"code": "catalog-truncated"`) {
 		t.Error("no catalog-truncated diagnostic in the registry")
 	}

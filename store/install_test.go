@@ -1,4 +1,4 @@
-package run
+package store
 
 import (
 	"archive/tar"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -34,6 +35,9 @@ func writeTarGz(t *testing.T, p string, es []entry) {
 		}
 		if e.link != "" {
 			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.link, 0
+			if e.typ == tar.TypeLink {
+				h.Typeflag = tar.TypeLink
+			}
 		}
 		tw.WriteHeader(h)
 		if h.Typeflag == tar.TypeReg {
@@ -51,11 +55,11 @@ func install(t *testing.T, src, root string, mutate func(o *InstallOptions)) (*I
 	if mutate != nil {
 		mutate(&o)
 	}
-	return InstallSkill(context.Background(), o)
+	return Install(context.Background(), o)
 }
 
 func codeOf(err error) string {
-	var e *Error
+	var e *outcome.Error
 	if errors.As(err, &e) {
 		return e.Code
 	}
@@ -130,6 +134,15 @@ func TestInstallArchives(t *testing.T) {
 		{"symlink out", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/passwd", link: "../../../etc/passwd"}}, "install_unsafe"},
 		{"absolute symlink", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/k", link: "/etc/shadow"}}, "install_unsafe"},
 		{"device file", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/dev", typ: tar.TypeChar}}, "install_unsafe"},
+		// A chain: each link looks harmless alone (a -> ., then a/a/a/b ->
+		// ../../../.. is lexically inside), but followed on disk b is the
+		// parent of the skills root; the file after it would land there.
+		{"link chain out", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/a", link: "."}, {name: "tidy/a/a/a/b", link: "../../../.."}, {name: "tidy/a/a/a/b/pwned.txt", body: "pwned"}}, "install_unsafe"},
+		{"deeper link chain out", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/a", link: "."}, {name: "tidy/a/a/a/a/a/b", link: "../../../../../../.."}, {name: "tidy/a/a/a/a/a/b/x/pwned.txt", body: "pwned"}}, "install_unsafe"},
+		{"link chain out, no file after", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/a", link: "."}, {name: "tidy/a/a/a/b", link: "../../../.."}}, "install_unsafe"},
+		{"link created after a file of its name", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/d/x.md", body: "x"}, {name: "tidy/d", link: "../.."}}, "install_unsafe"},
+		{"file written through a link inside", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/refs", link: "references"}, {name: "tidy/refs/a.md", body: "a"}}, "install_unsafe"},
+		{"hard link", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/h", typ: tar.TypeLink, link: "/etc/shadow"}}, "install_unsafe"},
 		{"symlink inside", []entry{{name: "tidy/SKILL.md", body: cleanSkill}, {name: "tidy/references/a.md", body: "a"}, {name: "tidy/b.md", link: "references/a.md"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,8 +157,13 @@ func TestInstallArchives(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(root, "tidy")); err == nil {
 					t.Error("a refused archive was installed")
 				}
-				if _, err := os.Stat(filepath.Join(filepath.Dir(root), "evil.sh")); err == nil {
-					t.Error("an entry escaped")
+				for _, p := range []string{"evil.sh", "pwned.txt", "x/pwned.txt", "skills/pwned.txt"} {
+					if _, err := os.Stat(filepath.Join(filepath.Dir(root), p)); err == nil {
+						t.Errorf("an entry escaped: %s", p)
+					}
+				}
+				if entries, _ := os.ReadDir(root); len(entries) > 0 {
+					t.Errorf("the refused install left %d entries in the skills root", len(entries))
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-package run
+package tools
 
 import (
 	"context"
@@ -15,99 +15,63 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
 	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/workspace"
 )
 
 const (
-	fileScriptExecutions = "skill-script-executions.json"
 	defaultScriptTimeout = 60000
 	maxScriptTimeout     = 600000
 )
 
-// ScriptExecutions is skill-script-executions.json: every run_skill_script
-// attempt, success or refusal, in call order.
-type ScriptExecutions struct {
-	artifacts.Envelope
-	Executions []ScriptExecution `json:"executions"`
-}
-
-// ScriptExecution is one attempt to run a skill script.
-type ScriptExecution struct {
-	Type                  string              `json:"type"`
-	OutputID              string              `json:"outputId"`
-	RunID                 string              `json:"runId"`
-	SkillName             string              `json:"skillName"`
-	Path                  string              `json:"path"`
-	Status                string              `json:"status"` // executed | error | timeout
-	ExecutedAt            time.Time           `json:"executedAt"`
-	DurationMs            int64               `json:"durationMs"`
-	ExecutionTarget       string              `json:"executionTarget,omitempty"` // sandbox | host
-	SandboxBackend        string              `json:"sandboxBackend,omitempty"`
-	Runtime               string              `json:"runtime,omitempty"`
-	Argv                  []string            `json:"argv"`
-	Args                  []string            `json:"args"`
-	Cwd                   string              `json:"cwd,omitempty"`
-	ResourcePath          string              `json:"resourcePath,omitempty"`
-	SandboxResourcePath   string              `json:"sandboxResourcePath,omitempty"`
-	RegistryDigest        artifacts.Digest    `json:"registryDigest,omitempty"`
-	ObservedDigest        artifacts.Digest    `json:"observedDigest,omitempty"`
-	DigestMatchesRegistry *bool               `json:"digestMatchesRegistry,omitempty"`
-	ExitCode              *int                `json:"exitCode,omitempty"`
-	Signal                string              `json:"signal,omitempty"`
-	StdoutBytes           int64               `json:"stdoutBytes"`
-	StderrBytes           int64               `json:"stderrBytes"`
-	Truncated             bool                `json:"truncated"`
-	ProcessLimit          string              `json:"processLimit,omitempty"` // pids-cgroup | rlimit
-	OutputDigest          artifacts.Digest    `json:"outputDigest,omitempty"` // of the kept stdout then stderr
-	ForkRefusals          int                 `json:"forkRefusals,omitempty"`
-	Diagnostics           []skills.Diagnostic `json:"diagnostics"`
-	Error                 *ErrorRecord        `json:"error,omitempty"`
-}
-
-// SandboxRecord is the sandbox as probed at run start, for run.json.
-type SandboxRecord struct {
-	Requested string `json:"requested"`
-	Backend   string `json:"backend,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
-// parseScriptAllow checks one --allow-skill-script entry.
-func parseScriptAllow(entry string) (skill, rel string, err error) {
+// ParseScriptAllow checks one --allow-skill-script entry.
+func ParseScriptAllow(entry string) (skill, rel string, err error) {
 	skill, rel, ok := strings.Cut(entry, ":")
 	if !ok || skill == "" || !strings.HasPrefix(rel, "scripts/") || path.Clean(rel) != rel || skills.CheckResourcePath(rel) != nil {
-		return "", "", usageErr("script_allow_invalid", "--allow-skill-script %q: allowed skill script must use skill:scripts/path form, e.g. pattern-dev:scripts/build.sh", entry)
+		return "", "", outcome.Usage("script_allow_invalid", "--allow-skill-script %q: allowed skill script must use skill:scripts/path form, e.g. pattern-dev:scripts/build.sh", entry)
 	}
 	return skill, rel, nil
 }
 
-// scriptTool is run_skill_script.
-type scriptTool struct {
-	r       *runner
-	backend scripts.Backend
-	probe   error
-	helper  string // the harness binary, for the landlock backend
+// Scripts is what run_skill_script needs.
+type Scripts struct {
+	Registry  *skills.Registry
+	Active    *Activations
+	Workspace *workspace.Workspace
+	// Allowed are the exact skill:scripts/path pairs the operator allowed.
+	Allowed []string
+	// Backend is the sandbox probed at run start; Probe is why none could
+	// start (scripts are then refused, never run unsandboxed).
+	Backend scripts.Backend
+	Probe   error
+	// Helper is the harness binary, re-executed by the landlock backend.
+	Helper string
+	RunID  string
+	Now    func() time.Time
+	// RunDir receives skill-script-executions.json.
+	RunDir string
+}
+
+// ScriptTool is run_skill_script.
+type ScriptTool struct {
+	cfg Scripts
 
 	mu     sync.Mutex
-	rec    ScriptExecutions
+	rec    record.ScriptExecutions
 	staged map[string]*staging // by skill name
 }
 
-func (r *runner) scriptTool(ctx context.Context) *scriptTool {
-	t := &scriptTool{r: r, staged: map[string]*staging{},
-		rec: ScriptExecutions{Envelope: artifacts.NewEnvelope("harness.skill-script-executions", 1), Executions: []ScriptExecution{}}}
-	want := scripts.Backend(r.opts.Sandbox)
-	t.helper, _ = os.Executable()
-	t.backend, t.probe = scripts.Probe(ctx, want, t.helper)
-	r.manifest.Inputs.Sandbox = &SandboxRecord{Requested: string(want), Backend: string(t.backend)}
-	if t.probe != nil {
-		r.manifest.Inputs.Sandbox.Error = t.probe.Error()
-	}
-	return t
+// NewScriptTool builds run_skill_script; Close removes what it staged.
+func NewScriptTool(cfg Scripts) *ScriptTool {
+	return &ScriptTool{cfg: cfg, staged: map[string]*staging{},
+		rec: record.ScriptExecutions{Envelope: artifacts.NewEnvelope(record.TypeScriptExecutions, record.Version), Executions: []record.ScriptExecution{}}}
 }
 
-// cleanup removes the staging directories.
-func (t *scriptTool) cleanup() {
+// Close removes the staging directories.
+func (t *ScriptTool) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, st := range t.staged {
@@ -122,9 +86,9 @@ func (t *scriptTool) cleanup() {
 	}
 }
 
-func (t *scriptTool) Effect() loop.Effect { return loop.EffectSideEffect }
+func (t *ScriptTool) Effect() loop.Effect { return loop.EffectSideEffect }
 
-func (t *scriptTool) Spec() loop.ToolSpec {
+func (t *ScriptTool) Spec() loop.ToolSpec {
 	return loop.ToolSpec{
 		Name:        "run_skill_script",
 		Description: "Run a script of an active skill in a sandbox (no network, the workspace at /workspace). Only scripts the operator allowed by name can run, and only unchanged since the run started. Returns exit code, stdout and stderr (each capped).",
@@ -137,7 +101,7 @@ func (t *scriptTool) Spec() loop.ToolSpec {
 	}
 }
 
-func (t *scriptTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+func (t *ScriptTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
 	var args struct {
 		Skill     string   `json:"skill"`
 		Path      string   `json:"path"`
@@ -148,15 +112,14 @@ func (t *scriptTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawM
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return loop.ErrorResult("arguments_invalid", err.Error(), nil), nil
 	}
-	r := t.r
-	rec := ScriptExecution{
-		Type: "harness.skill-script-execution", OutputID: call.ID, RunID: r.res.runID, SkillName: args.Skill, Path: args.Path,
-		ExecutedAt: r.now().UTC(), Argv: []string{}, Args: nonNil(args.Args), Diagnostics: []skills.Diagnostic{},
+	rec := record.ScriptExecution{
+		Type: record.TypeScriptExecution, OutputID: call.ID, RunID: t.cfg.RunID, SkillName: args.Skill, Path: args.Path,
+		ExecutedAt: t.cfg.Now().UTC(), Argv: []string{}, Args: nonNil(args.Args), Diagnostics: []skills.Diagnostic{},
 	}
 	res := t.execute(ctx, &rec, args.Skill, args.Path, args.Args, args.Cwd, args.TimeoutMs)
 	t.mu.Lock()
 	t.rec.Executions = append(t.rec.Executions, rec)
-	err := artifacts.WriteJSON(r.path(fileScriptExecutions), &t.rec)
+	err := artifacts.WriteJSON(filepath.Join(t.cfg.RunDir, record.FileScriptExecutions), &t.rec)
 	t.mu.Unlock()
 	if err != nil {
 		return loop.ToolResult{}, err
@@ -164,23 +127,23 @@ func (t *scriptTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawM
 	return res, nil
 }
 
-func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, rel string, argv []string, cwd string, timeoutMs *int) loop.ToolResult {
-	r := t.r
+func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, skill, rel string, argv []string, cwd string, timeoutMs *int) loop.ToolResult {
+	cfg := t.cfg
 	fail := func(code, msg string) loop.ToolResult {
-		rec.Status, rec.Error = "error", &ErrorRecord{Code: code, Message: msg}
+		rec.Status, rec.Error = "error", &outcome.Record{Code: code, Message: msg}
 		return loop.ErrorResult(code, msg, rec)
 	}
-	if !slices.Contains(r.opts.AllowSkillScripts, skill+":"+rel) {
+	if !slices.Contains(cfg.Allowed, skill+":"+rel) {
 		return fail("script_not_allowed", fmt.Sprintf("%s:%s is not allowed: the operator allows scripts one by one with --allow-skill-script skill:scripts/path", skill, rel))
 	}
-	if r.registry == nil {
+	if cfg.Registry == nil {
 		return fail("skill_registry_missing", "this run has no skill registry: it was started without --skills-root")
 	}
-	s, ok := r.registry.Lookup(skill)
+	s, ok := cfg.Registry.Lookup(skill)
 	if !ok {
 		return fail("skill_not_found", fmt.Sprintf("skill not found: %s", skill))
 	}
-	if !r.acts.isActive(s.Name) {
+	if !cfg.Active.IsActive(s.Name) {
 		return fail("skill_not_activated", fmt.Sprintf("skill '%s' is not active: load it with load_skill first", s.Name))
 	}
 	if skills.CheckResourcePath(rel) != nil || !strings.HasPrefix(rel, "scripts/") {
@@ -198,12 +161,12 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 	if timeout < 1 || timeout > maxScriptTimeout {
 		return fail("timeout_invalid", fmt.Sprintf("timeoutMs must be between 1 and %d", maxScriptTimeout))
 	}
-	if t.probe != nil {
-		return fail("sandbox_unavailable", fmt.Sprintf("no sandbox can run scripts on this machine (%v); nothing was run. Install bubblewrap, or pass --sandbox none to run on the host", t.probe))
+	if cfg.Probe != nil {
+		return fail("sandbox_unavailable", fmt.Sprintf("no sandbox can run scripts on this machine (%v); nothing was run. Install bubblewrap, or pass --sandbox none to run on the host", cfg.Probe))
 	}
-	rec.SandboxBackend = string(t.backend)
+	rec.SandboxBackend = string(cfg.Backend)
 	rec.ExecutionTarget = "sandbox"
-	if t.backend == scripts.BackendNone {
+	if cfg.Backend == scripts.BackendNone {
 		rec.ExecutionTarget = "host"
 	}
 	stage, observed, err := t.stage(s, rel)
@@ -218,19 +181,18 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 		}
 		return fail("script_staging_failed", err.Error())
 	}
-	ws := r.ws
+	ws := cfg.Workspace
 	cwdRel := "."
 	if cwd != "" {
-		if cwdRel, err = ws.resolvePath(cwd); err != nil {
-			var pr *pathRefusal
-			errors.As(err, &pr)
+		if cwdRel, err = ws.Resolve(cwd); err != nil {
+			pr := workspace.AsRefusal(err)
 			return fail(pr.Code, pr.Msg)
 		}
 	}
 	// Paths as the script sees them: sandbox paths, or the staged copy on
 	// the host when the operator chose no sandbox.
-	skillDir, scriptPath, cwdPath := s.SandboxSkillDir, s.SandboxSkillDir+"/"+rel, ws.sandboxPath(cwdRel)
-	if t.backend != scripts.BackendBwrap {
+	skillDir, scriptPath, cwdPath := s.SandboxSkillDir, s.SandboxSkillDir+"/"+rel, ws.SandboxPath(cwdRel)
+	if cfg.Backend != scripts.BackendBwrap {
 		// Without a mount namespace the script sees host paths.
 		skillDir, scriptPath, cwdPath = stage, filepath.Join(stage, rel), filepath.Join(ws.Host, cwdRel)
 	}
@@ -240,18 +202,20 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 		errors.As(err, &ref)
 		return fail(ref.Code, ref.Msg)
 	}
-	rec.Cwd = ws.sandboxPath(cwdRel)
+	rec.Cwd = ws.SandboxPath(cwdRel)
 	env := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "NO_COLOR=1", "DENO_DIR=/tmp/.deno",
-		"HARNESS_RUN_ID=" + r.res.runID, "SKILL_NAME=" + s.Name, "SKILL_DIR=" + skillDir, "SKILL_SCRIPT=" + scriptPath,
+		"HARNESS_RUN_ID=" + cfg.RunID, "SKILL_NAME=" + s.Name, "SKILL_DIR=" + skillDir, "SKILL_SCRIPT=" + scriptPath,
 		"HARNESS_SCRIPT_EXECUTION_TARGET=" + rec.ExecutionTarget,
 	}
 	var hide, hideHost []string
 	for _, p := range ws.Protected {
-		hide = append(hide, ws.sandboxPath(p))
-		hideHost = append(hideHost, filepath.Join(ws.Host, filepath.FromSlash(p)))
+		if rel, ok := ws.RelOf(p); ok {
+			hide = append(hide, ws.SandboxPath(rel))
+			hideHost = append(hideHost, p)
+		}
 	}
-	out, err := scripts.Run(ctx, t.backend, scripts.Spec{
+	out, err := scripts.Run(ctx, cfg.Backend, scripts.Spec{
 		Argv: cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
 		Mounts: []scripts.Mount{
 			{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
@@ -259,7 +223,7 @@ func (t *scriptTool) execute(ctx context.Context, rec *ScriptExecution, skill, r
 		},
 		Hide:     hide,
 		HideHost: hideHost,
-		Helper:   t.helper,
+		Helper:   cfg.Helper,
 		Timeout:  time.Duration(timeout) * time.Millisecond,
 	})
 	if err != nil {
@@ -308,7 +272,7 @@ type staging struct {
 // run-private directory, read-only, once per skill. Scripts run from
 // there: what was checked is what runs, and relative imports resolve
 // among verified files only. The script itself must have been verified.
-func (t *scriptTool) stage(s *skills.Skill, script string) (string, artifacts.Digest, error) {
+func (t *ScriptTool) stage(s *skills.Skill, script string) (string, artifacts.Digest, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st, ok := t.staged[s.Name]

@@ -1,0 +1,90 @@
+// Package audit applies cfc's content-scan rule catalog to skills: their
+// SKILL.md, text scripts and references, and bundled executables. Runs use
+// it to mark skills an enforce-strict policy will not activate; installs use
+// it to refuse risky skills. It reads skill files; it decides nothing.
+package audit
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/skills"
+)
+
+// Bounds on what is scanned: SKILL.md up to 1 MiB, other text files up to
+// 64 KiB each (larger ones are not instructions a model would follow whole).
+const (
+	maxSkillFile = 1 << 20
+	maxResource  = 64 << 10
+)
+
+// Skill scans one skill's files.
+func Skill(s *skills.Skill) []record.Finding {
+	var out []record.Finding
+	scan := func(path, text string) {
+		for _, f := range cfc.Scan(text) {
+			out = append(out, record.Finding{Skill: s.Name, Path: path, Finding: f})
+		}
+	}
+	if b, err := os.ReadFile(s.SkillPath); err == nil && len(b) <= maxSkillFile {
+		scan(s.SkillPath, string(b))
+	}
+	for _, res := range s.Resources {
+		if res.ContentKind == "binary" {
+			if head := readHead(res.HostPath); len(head) > 0 {
+				if f, ok := cfc.ExecutableFinding(head); ok {
+					f.Match = "a binary executable is bundled with the skill"
+					out = append(out, record.Finding{Skill: s.Name, Path: res.HostPath, Finding: f})
+				}
+			}
+			continue
+		}
+		if res.Size > maxResource || (res.Kind != skills.KindScript && res.Kind != skills.KindReference) {
+			continue
+		}
+		if b, err := os.ReadFile(res.HostPath); err == nil {
+			scan(res.HostPath, string(b))
+		}
+	}
+	return out
+}
+
+func readHead(p string) []byte {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	n, _ := f.Read(b)
+	return b[:n]
+}
+
+// Registry scans every effective skill of reg: findings become registry
+// diagnostics (critical ones errors), and it returns all findings and, per
+// skill, the rules of its critical findings.
+func Registry(reg *skills.Registry) (findings []record.Finding, critical map[string][]string) {
+	critical = map[string][]string{}
+	for i := range reg.Skills {
+		s := &reg.Skills[i]
+		if s.ShadowedBy != "" {
+			continue
+		}
+		for _, f := range Skill(s) {
+			sev := skills.SeverityWarning
+			if f.Severity == cfc.SeverityCritical {
+				sev = skills.SeverityError
+				critical[s.Name] = append(critical[s.Name], f.Rule)
+			}
+			detail := fmt.Sprintf("%s finding: %s", f.Severity, f.Match)
+			if f.Hidden != "" {
+				detail += "; hidden text: " + f.Hidden
+			}
+			s.Diagnostics = append(s.Diagnostics, skills.Diagnostic{Severity: sev, Code: f.Rule, Detail: detail, Path: f.Path, Line: f.Line})
+			findings = append(findings, f)
+		}
+	}
+	return findings, critical
+}

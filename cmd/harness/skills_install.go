@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+	"github.com/harness-dev/harness/store"
+	"github.com/urfave/cli/v3"
+)
+
+func skillsInstallCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "install",
+		Usage: "install a skill from a local directory or archive, refusing anything unsafe",
+		UsageText: "harness skills install SOURCE --to ROOT [--force] [--allow-risky] [--config FILE]\n\n" +
+			"SOURCE is a skill directory or a .tar.gz/.tgz/.zip archive of one, under a trusted source\n" +
+			"listed in the config file:\n\n" +
+			"    skills:\n      trustedSources: [/srv/skills, ./vendor/skills]\n\n" +
+			"The skill is unpacked into a staging directory in ROOT, validated (--strict rules), scanned\n" +
+			"(a critical finding refuses, exit 5, unless --allow-risky), then renamed into place and\n" +
+			"recorded in ROOT/skills.lock.json. Programs a skill needs are never installed: the hints\n" +
+			"are printed.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "to", Usage: "skills root `DIR` to install into", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
+			&cli.BoolFlag{Name: "force", Usage: "replace an installed skill of the same name"},
+			&cli.BoolFlag{Name: "allow-risky", Usage: "install despite critical content findings"},
+			&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.trustedSources", Sources: cli.EnvVars("HARNESS_CONFIG")},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness skills install takes exactly one SOURCE (a directory or archive)")
+			}
+			if cmd.String("to") == "" {
+				return usagef("harness skills install needs --to ROOT, the skills root to install into")
+			}
+			trustedSources, err := readTrustedSources(cmd.String("config"))
+			if err != nil {
+				return err
+			}
+			in, err := store.Install(ctx, store.InstallOptions{
+				Source: cmd.Args().First(), Root: cmd.String("to"), TrustedSources: trustedSources,
+				Force: cmd.Bool("force"), AllowRisky: cmd.Bool("allow-risky"),
+			})
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			fmt.Fprintf(w, "installed %s at %s (%s)\n", in.Name, in.Dir, in.Digest)
+			for _, f := range in.Findings {
+				fmt.Fprintf(w, "  finding: %s %s (%s:%d): %s\n", f.Severity, f.Rule, f.Path, f.Line, f.Match)
+			}
+			for _, h := range in.InstallHints {
+				fmt.Fprintf(w, "  needs: %s\n", h)
+			}
+			return nil
+		},
+	}
+}
+
+// readTrustedSources reads skills.trustedSources from the config file;
+// relative entries are relative to the file.
+func readTrustedSources(file string) ([]string, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usagef(fmt.Sprintf("--config %s: %v", file, err))
+	}
+	var cfg struct {
+		Skills struct {
+			TrustedSources []string `yaml:"trustedSources"`
+		} `yaml:"skills"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", file, err))
+	}
+	var out []string
+	for _, p := range cfg.Skills.TrustedSources {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(file), p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

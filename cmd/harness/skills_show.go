@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/skills"
+)
+
+func skillsShowCommand() *cli.Command {
+	return oneSkillCommand("show", "show one skill: metadata, body size and resources", false)
+}
+
+func skillsInfoCommand() *cli.Command {
+	return oneSkillCommand("info", "show one skill with its requirements, what this machine lacks and how to install it", true)
+}
+
+// oneSkillCommand prints one skill's record; info adds its eligibility.
+func oneSkillCommand(verb, usage string, eligibility bool) *cli.Command {
+	return &cli.Command{
+		Name:      verb,
+		Usage:     usage,
+		UsageText: "harness skills " + verb + " NAME --skills-root DIR [--json]",
+		Flags:     append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the skill's registry record as JSON"}),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			s, err := lookupOne(ctx, cmd, verb)
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return writeJSONTo(w, s)
+			}
+			printSkill(w, s)
+			if eligibility {
+				printEligibility(w, s)
+			}
+			return nil
+		},
+	}
+}
+
+func printSkill(w io.Writer, s *skills.Skill) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "name:\t%s\n", s.Name)
+	fmt.Fprintf(tw, "description:\t%s\n", s.Description)
+	fmt.Fprintf(tw, "SKILL.md:\t%s\n", s.SkillPath)
+	if s.SandboxSkillPath != "" {
+		fmt.Fprintf(tw, "sandbox path:\t%s\n", s.SandboxSkillPath)
+	}
+	fmt.Fprintf(tw, "digest:\t%s\n", s.Digest)
+	fmt.Fprintf(tw, "tree digest:\t%s\n", s.TreeDigest)
+	if fi, err := os.Stat(s.SkillPath); err == nil {
+		fmt.Fprintf(tw, "body:\t%d bytes\n", fi.Size()-int64(s.BodyOffset))
+	}
+	for _, k := range sortedKeys(s.Frontmatter) {
+		if k == "name" || k == "description" {
+			continue
+		}
+		b, _ := json.Marshal(s.Frontmatter[k])
+		fmt.Fprintf(tw, "%s:\t%s\n", k, shorten(string(b), 100))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nresources (%d):\n", len(s.Resources))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range s.Resources {
+		extra := r.ContentKind
+		if r.Runtime != "" {
+			extra += ", " + r.Runtime
+		}
+		if r.Referenced {
+			extra += ", referenced"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d bytes\t%s\n", r.Path, r.Kind, r.Size, extra)
+	}
+	tw.Flush()
+	if len(s.Diagnostics) > 0 {
+		fmt.Fprintf(w, "\ndiagnostics (%d):\n", len(s.Diagnostics))
+		for _, d := range s.Diagnostics {
+			fmt.Fprintf(w, "  - %s\n", formatDiagnostic(d))
+		}
+	}
+}
+
+func lookupOne(ctx context.Context, cmd *cli.Command, verb string) (*skills.Skill, error) {
+	if cmd.NArg() != 1 {
+		return nil, usagef(fmt.Sprintf("harness skills %s takes exactly one skill NAME", verb))
+	}
+	reg, err := scanRoots(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	name := cmd.Args().First()
+	s, ok := reg.Lookup(name)
+	if !ok {
+		avail := strings.Join(reg.Available(), ", ")
+		if avail == "" {
+			avail = "none"
+		}
+		return nil, usagef(fmt.Sprintf("skill not found: %s; available skills: %s", name, avail))
+	}
+	return s, nil
+}
+
+func printEligibility(w io.Writer, s *skills.Skill) {
+	fmt.Fprintln(w)
+	if c, ok := s.Frontmatter["compatibility"].(string); ok {
+		fmt.Fprintf(w, "compatibility: %s\n", c)
+	}
+	if s.IsEligible() {
+		fmt.Fprintln(w, "eligible: yes")
+		return
+	}
+	fmt.Fprintln(w, "eligible: no")
+	m := s.Missing
+	for _, p := range []struct {
+		k  string
+		vs []string
+	}{{"missing programs", m.Bins}, {"needs one of", m.AnyBins}, {"missing environment variables", m.Env}, {"needs OS", m.OS}} {
+		if len(p.vs) > 0 {
+			fmt.Fprintf(w, "  %s: %s\n", p.k, strings.Join(p.vs, ", "))
+		}
+	}
+	for _, h := range s.InstallHints {
+		fmt.Fprintf(w, "  fix: %s\n", h)
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/skills"
+)
+
+func skillsValidateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "validate",
+		Usage: "check skill directories or roots; exit 1 when any error is found",
+		UsageText: "harness skills validate [--strict] [--json] PATH...\n\n" +
+			"PATH is a skill directory (holding SKILL.md) or a root of skills.\n" +
+			"Without --strict the lenient rules of `harness run` apply: only what would make a run\n" +
+			"skip the skill is an error. --strict applies the Agent Skills specification's rules.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "strict", Usage: "apply the Agent Skills specification's rules (allowed keys, name and field lengths, directory name)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the validation results as JSON"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() == 0 {
+				return usagef("harness skills validate needs at least one PATH (a skill directory or a root)")
+			}
+			results := []*skills.Validation{}
+			failed := false
+			for _, p := range cmd.Args().Slice() {
+				if _, err := os.Stat(p); err != nil {
+					return usagef(fmt.Sprintf("validate %s: no such file or directory", p))
+				}
+				v, err := skills.Validate(ctx, p, skills.ValidateOptions{Strict: cmd.Bool("strict")})
+				if err != nil {
+					return usagef(fmt.Sprintf("validate %s: %v", p, err))
+				}
+				results = append(results, v)
+				failed = failed || v.HasErrors()
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if err := writeJSONTo(w, struct {
+					artifacts.Envelope
+					Valid   bool                 `json:"valid"`
+					Results []*skills.Validation `json:"results"`
+				}{artifacts.NewEnvelope("harness.skill-validation", 1), !failed, results}); err != nil {
+					return err
+				}
+			} else {
+				for _, v := range results {
+					printValidation(w, v)
+				}
+			}
+			if failed {
+				return reported(outcome.ExitFailed, "validation failed")
+			}
+			return nil
+		},
+	}
+}
+
+func printValidation(w io.Writer, v *skills.Validation) {
+	for _, d := range v.Diagnostics {
+		fmt.Fprintf(w, "%s: %s\n", v.Path, formatDiagnostic(d))
+	}
+	if len(v.Skills) == 0 && len(v.Diagnostics) == 0 {
+		fmt.Fprintf(w, "No skills found in %s\n", v.Path)
+	}
+	for _, s := range v.Skills {
+		bad := hasError(s.Diagnostics)
+		if bad {
+			fmt.Fprintf(w, "Validation failed for %s:\n", s.Path)
+		} else {
+			fmt.Fprintf(w, "Valid skill: %s\n", s.Path)
+		}
+		for _, d := range s.Diagnostics {
+			fmt.Fprintf(w, "  - %s\n", formatDiagnostic(d))
+		}
+	}
+}

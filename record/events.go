@@ -1,0 +1,64 @@
+package record
+
+import (
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+)
+
+// RunStarted is the data of the run.started event. Messages is the seeded
+// conversation (system prompt, skill context, task), from which resume
+// rebuilds the context together with later events.
+type RunStarted struct {
+	RunID    string           `json:"runId"`
+	Identity artifacts.Digest `json:"identity"`
+	Model    string           `json:"model"`
+	Tools    []string         `json:"tools"`
+	Messages []loop.Message   `json:"messages"`
+	// Token frames skill context; resume needs it to frame skills loaded
+	// later the same way.
+	Token string `json:"token,omitempty"`
+}
+
+// RunResumed is the data of the run.resumed event.
+type RunResumed struct {
+	Segment        int    `json:"segment"`
+	PreviousStatus string `json:"previousStatus"`
+	TornBytes      int    `json:"tornBytes,omitempty"`
+	Limits         Limits `json:"limits"`
+}
+
+// RunFinished is the data of the run.finished event.
+type RunFinished struct {
+	Segment   int             `json:"segment"`
+	Status    string          `json:"status"`
+	ExitCode  int             `json:"exitCode"`
+	Reason    string          `json:"reason,omitempty"`
+	Resumable bool            `json:"resumable"`
+	Error     *outcome.Record `json:"error,omitempty"`
+}
+
+// RegistrySnapshotted is the data of the registry.snapshotted event.
+type RegistrySnapshotted struct {
+	Digest      artifacts.Digest `json:"digest"`
+	Skills      int              `json:"skills"`
+	Diagnostics int              `json:"diagnostics"`
+}
+
+// SkillSkipped is the data of skill.skipped: a profile named a skill the
+// registry lacks.
+type SkillSkipped struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// The loop's own events and records (see the package comment).
+type (
+	ModelRequest  = loop.ModelRequestEvent
+	ModelResponse = loop.ModelResponseEvent
+	ToolStarted   = loop.ToolStartedEvent
+	ToolFinished  = loop.ToolFinishedEvent
+	LimitReached  = loop.LimitReachedEvent
+	ToolOutput    = loop.ToolOutput
+	ModelRetry    = loop.Attempt
+)

@@ -1,0 +1,55 @@
+package record
+
+// File and directory names in a run directory.
+const (
+	FileManifest         = "run.json"
+	FileJournal          = "journal.jsonl"
+	FileRegistry         = "skill-registry.json"
+	FileActivations      = "skill-activations.json"
+	FileResourceReads    = "skill-resource-reads.json"
+	FileScriptExecutions = "skill-script-executions.json"
+	FilePolicySnapshot   = "policy-snapshot.json"
+	FilePolicyTrace      = "policy-trace.json"
+	FileDrift            = "drift-report.json"
+	FileLock             = "lock"
+	DirToolOutputs       = "tool-outputs"
+	DirChildren          = "children"
+)
+
+// Envelope type names, with the newest version this harness writes.
+const (
+	TypeManifest         = "harness.run"
+	TypeActivations      = "harness.skill-activations"
+	TypeResourceReads    = "harness.skill-resource-reads"
+	TypeResourceRead     = "harness.skill-resource-read"
+	TypeScriptExecutions = "harness.skill-script-executions"
+	TypeScriptExecution  = "harness.skill-script-execution"
+	TypePolicySnapshot   = "harness.policy-snapshot"
+	TypePolicyTrace      = "harness.policy-trace"
+	TypeDrift            = "harness.drift-report"
+	TypeToolOutput       = "harness.tool-output"
+	TypeSubagentResult   = "harness.subagent-result"
+
+	Version = 1
+)
+
+// Journal event types.
+const (
+	EventRunStarted          = "run.started"
+	EventRunResumed          = "run.resumed"
+	EventRunFinished         = "run.finished"
+	EventRegistrySnapshotted = "registry.snapshotted"
+	EventCatalogTruncated    = "catalog.truncated"
+	EventContentFlagged      = "content.flagged"
+	EventSkillActivated      = "skill.activated"
+	EventSkillSkipped        = "skill.skipped"
+	EventPolicyDecision      = "policy.decision"
+	EventOutputWithheld      = "output.withheld"
+	EventDriftDetected       = "drift.detected"
+	EventModelRetry          = "model.retry"
+	EventModelRequest        = "model.request"
+	EventModelResponse       = "model.response"
+	EventToolStarted         = "tool.started"
+	EventToolFinished        = "tool.finished"
+	EventLimitReached        = "limit.reached"
+)

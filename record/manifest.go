@@ -1,0 +1,201 @@
+package record
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+)
+
+// Manifest is run.json: what ran, with what inputs (no secrets), and how
+// it ended. It is rewritten atomically at start and at the end.
+type Manifest struct {
+	artifacts.Envelope
+	RunID          string          `json:"runId"`
+	HarnessVersion string          `json:"harnessVersion"`
+	Identity       Identity        `json:"identity"`
+	Inputs         Inputs          `json:"inputs"`
+	Sources        Sources         `json:"sources"`
+	Status         string          `json:"status"`
+	ExitCode       int             `json:"exitCode"`
+	Reason         string          `json:"reason,omitempty"`
+	Resumable      bool            `json:"resumable"`
+	Error          *outcome.Record `json:"error,omitempty"`
+	StartedAt      time.Time       `json:"startedAt"`
+	FinishedAt     *time.Time      `json:"finishedAt,omitempty"`
+	Turns          int             `json:"turns"`
+	Usage          UsageRecord     `json:"usage"`
+	Artifacts      []string        `json:"artifacts"`
+	Final          *FinalMessage   `json:"final,omitempty"`
+	// Segments are the run's invocations: the first run, then each resume.
+	// Status, usage and turns above are the run's totals.
+	Segments []Segment `json:"segments"`
+}
+
+// Segment is one invocation of a run (the first, or a resume).
+type Segment struct {
+	Segment    int        `json:"segment"`
+	StartedAt  time.Time  `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	Status     string     `json:"status"`
+	ExitCode   int        `json:"exitCode"`
+	Reason     string     `json:"reason,omitempty"`
+	Limits     Limits     `json:"limits"`
+	Turns      int        `json:"turns"`
+	Usage      loop.Usage `json:"usage"`
+}
+
+// Sources records, per option, where its effective value came from.
+type Sources struct {
+	ConfigFile string            `json:"configFile,omitempty"`
+	Values     map[string]string `json:"values"`
+}
+
+// Inputs are the effective options that shape a run, as far as they may be
+// written down (never the key). Resume restores a run from them alone.
+type Inputs struct {
+	Workspace    PathPair   `json:"workspace"`
+	Cwd          string     `json:"cwd"`
+	SkillsRoots  []PathPair `json:"skillsRoots"`
+	Skills       []string   `json:"skills"`
+	Model        string     `json:"model"`
+	BaseURL      string     `json:"baseUrl,omitempty"`
+	PromptSource string     `json:"promptSource"`
+	// Prompt is the operator's task, kept because a run that crashed
+	// before its conversation was journaled is seeded again from it.
+	Prompt        string           `json:"prompt"`
+	PromptDigest  artifacts.Digest `json:"promptDigest"`
+	PromptRole    string           `json:"promptRole"`
+	AllowTools    []string         `json:"allowTools"`
+	AllowScripts  []string         `json:"allowSkillScripts"`
+	NoCatalog     bool             `json:"noSkillCatalog"`
+	CatalogBudget int              `json:"catalogBudget"`
+	AllowDrift    bool             `json:"allowDrift"`
+	// SkipEligibility preloads skills this machine cannot run.
+	SkipEligibility bool      `json:"skipEligibility"`
+	CFC             CFCRecord `json:"cfc"`
+	// Profiles is the subagent profiles file; Depth and MaxDepth place a
+	// run in a tree of subagents (0 and 1 for a top-level run).
+	Profiles         string         `json:"profiles,omitempty"`
+	Depth            int            `json:"depth"`
+	MaxDepth         int            `json:"maxDepth"`
+	ActivationSource string         `json:"activationSource,omitempty"`
+	Sandbox          *SandboxRecord `json:"sandbox,omitempty"`
+	Tools            []string       `json:"tools"`
+	Limits           Limits         `json:"limits"`
+	Record           string         `json:"record,omitempty"`
+	Replay           string         `json:"replay,omitempty"`
+	ArtifactsDir     string         `json:"artifactsDir"`
+}
+
+// PathPair is a path as the host and the sandbox see it.
+type PathPair struct {
+	Host    string `json:"host"`
+	Sandbox string `json:"sandbox"`
+}
+
+// Limits is loop.Limits in its written form.
+type Limits struct {
+	MaxTurns  int    `json:"maxTurns"`
+	Timeout   string `json:"timeout,omitempty"`
+	MaxTokens int64  `json:"maxTokens"`
+}
+
+// LimitsOf writes l down.
+func LimitsOf(l loop.Limits) Limits {
+	r := Limits{MaxTurns: l.MaxTurns, MaxTokens: l.MaxTokens}
+	if l.Timeout > 0 {
+		r.Timeout = l.Timeout.String()
+	}
+	return r
+}
+
+// UsageRecord is token usage per turn and in total.
+type UsageRecord struct {
+	Total loop.Usage   `json:"total"`
+	Turns []loop.Usage `json:"turns"`
+}
+
+// FinalMessage is the model's last answer.
+type FinalMessage struct {
+	Content string `json:"content"`
+}
+
+// CFCRecord is the policy configuration a run was started with.
+type CFCRecord struct {
+	Mode              string   `json:"mode"`
+	FailOnDenial      bool     `json:"failOnDenial"`
+	AllowUnmediated   bool     `json:"allowUnmediated"`
+	HonorAllowedTools bool     `json:"honorAllowedTools"`
+	TrustSkills       []string `json:"trustSkills"`
+}
+
+// SandboxRecord is the sandbox as probed at run start.
+type SandboxRecord struct {
+	Requested string `json:"requested"`
+	Backend   string `json:"backend,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// identityVersion rises whenever the set or encoding of identity fields
+// changes, so digests of different versions never compare equal by accident.
+const identityVersion = 2
+
+// Identity is a digest over everything that determines what a run does,
+// with its parts kept beside it so a difference can be named. Transport
+// settings (timeouts, retries, base URL credentials) are deliberately out:
+// they change how a run reaches the model, not what it asks.
+type Identity struct {
+	Version        int                `json:"version"`
+	Digest         artifacts.Digest   `json:"digest"`
+	HarnessVersion string             `json:"harnessVersion"`
+	Model          string             `json:"model"`
+	Params         loop.Params        `json:"params"`
+	PromptDigest   artifacts.Digest   `json:"promptDigest"`
+	PromptRole     string             `json:"promptRole"`
+	ToolsDigest    artifacts.Digest   `json:"toolsDigest"`
+	PolicyDigest   artifacts.Digest   `json:"policyDigest"`
+	Limits         Limits             `json:"limits"`
+	RegistryDigest artifacts.Digest   `json:"registryDigest,omitempty"`
+	Skills         []string           `json:"skills"`
+	SkillDigests   []artifacts.Digest `json:"skillDigests"`
+}
+
+// Seal computes the identity digest over every other field.
+func (id *Identity) Seal() error {
+	id.Version = identityVersion
+	id.Digest = ""
+	b, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	id.Digest = artifacts.DigestBytes(b)
+	return nil
+}
+
+// Activations is skill-activations.json.
+type Activations struct {
+	artifacts.Envelope
+	Activations []Activation `json:"activations"`
+}
+
+// Activation sources.
+const (
+	SourceCLIPreload = "cli-preload"
+	SourceModelTool  = "model-tool"
+	SourceSubagent   = "subagent-profile"
+)
+
+// Activation records one skill entering the model's context.
+type Activation struct {
+	Name          string           `json:"name"`
+	Source        string           `json:"source"` // cli-preload | model-tool | subagent-profile
+	RunID         string           `json:"runId"`
+	SkillPath     string           `json:"skillPath"`
+	SandboxPath   string           `json:"sandboxSkillPath"`
+	Digest        artifacts.Digest `json:"digest"`
+	ActivatedAt   time.Time        `json:"activatedAt"`
+	CFCPromptRole string           `json:"cfcPromptRole"`
+}

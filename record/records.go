@@ -1,0 +1,181 @@
+package record
+
+import (
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/skills"
+)
+
+// ResourceReads is skill-resource-reads.json: every read_skill_resource
+// attempt, success or refusal, in call order.
+type ResourceReads struct {
+	artifacts.Envelope
+	Reads []ResourceRead `json:"reads"`
+}
+
+// ResourceRead is one attempt to read a skill resource.
+type ResourceRead struct {
+	Type                  string              `json:"type"`
+	OutputID              string              `json:"outputId"`
+	RunID                 string              `json:"runId"`
+	SkillName             string              `json:"skillName"`
+	Path                  string              `json:"path"`
+	Status                string              `json:"status"` // read | binary | error
+	ReadAt                time.Time           `json:"readAt"`
+	CFCPromptRole         string              `json:"cfcPromptRole"`
+	Kind                  string              `json:"kind,omitempty"`
+	ResourcePath          string              `json:"resourcePath,omitempty"`
+	SandboxResourcePath   string              `json:"sandboxResourcePath,omitempty"`
+	RegistryDigest        artifacts.Digest    `json:"registryDigest,omitempty"`
+	ObservedDigest        artifacts.Digest    `json:"observedDigest,omitempty"`
+	DigestMatchesRegistry *bool               `json:"digestMatchesRegistry,omitempty"`
+	RegistrySizeBytes     *int64              `json:"registrySizeBytes,omitempty"`
+	ObservedSizeBytes     *int64              `json:"observedSizeBytes,omitempty"`
+	ContentKind           string              `json:"contentKind,omitempty"`
+	MaxBytes              int                 `json:"maxBytes"`
+	Truncated             bool                `json:"truncated"`
+	Diagnostics           []skills.Diagnostic `json:"diagnostics"`
+	Error                 *outcome.Record     `json:"error,omitempty"`
+}
+
+// ScriptExecutions is skill-script-executions.json: every run_skill_script
+// attempt, success or refusal, in call order.
+type ScriptExecutions struct {
+	artifacts.Envelope
+	Executions []ScriptExecution `json:"executions"`
+}
+
+// ScriptExecution is one attempt to run a skill script.
+type ScriptExecution struct {
+	Type                  string              `json:"type"`
+	OutputID              string              `json:"outputId"`
+	RunID                 string              `json:"runId"`
+	SkillName             string              `json:"skillName"`
+	Path                  string              `json:"path"`
+	Status                string              `json:"status"` // executed | error | timeout
+	ExecutedAt            time.Time           `json:"executedAt"`
+	DurationMs            int64               `json:"durationMs"`
+	ExecutionTarget       string              `json:"executionTarget,omitempty"` // sandbox | host
+	SandboxBackend        string              `json:"sandboxBackend,omitempty"`
+	Runtime               string              `json:"runtime,omitempty"`
+	Argv                  []string            `json:"argv"`
+	Args                  []string            `json:"args"`
+	Cwd                   string              `json:"cwd,omitempty"`
+	ResourcePath          string              `json:"resourcePath,omitempty"`
+	SandboxResourcePath   string              `json:"sandboxResourcePath,omitempty"`
+	RegistryDigest        artifacts.Digest    `json:"registryDigest,omitempty"`
+	ObservedDigest        artifacts.Digest    `json:"observedDigest,omitempty"`
+	DigestMatchesRegistry *bool               `json:"digestMatchesRegistry,omitempty"`
+	ExitCode              *int                `json:"exitCode,omitempty"`
+	Signal                string              `json:"signal,omitempty"`
+	StdoutBytes           int64               `json:"stdoutBytes"`
+	StderrBytes           int64               `json:"stderrBytes"`
+	Truncated             bool                `json:"truncated"`
+	ProcessLimit          string              `json:"processLimit,omitempty"` // pids-cgroup | rlimit
+	OutputDigest          artifacts.Digest    `json:"outputDigest,omitempty"` // of the kept stdout then stderr
+	ForkRefusals          int                 `json:"forkRefusals,omitempty"`
+	Diagnostics           []skills.Diagnostic `json:"diagnostics"`
+	Error                 *outcome.Record     `json:"error,omitempty"`
+}
+
+// PolicySnapshot is policy-snapshot.json: the policy the run enforced.
+type PolicySnapshot struct {
+	artifacts.Envelope
+	Digest            artifacts.Digest `json:"digest"`
+	Mode              string           `json:"mode"`
+	ModeSource        string           `json:"modeSource"`
+	Absence           string           `json:"absence"`
+	PromptRole        string           `json:"promptRole"`
+	PromptRoleSource  string           `json:"promptRoleSource"`
+	PromptDigest      artifacts.Digest `json:"promptDigest"`
+	AllowedTools      []string         `json:"allowedTools"`
+	ScriptAllowlist   []string         `json:"scriptAllowlist"`
+	SkillsRoots       []string         `json:"skillsRoots"`
+	LoadedSkills      []PolicySkill    `json:"loadedSkills"`
+	TrustDiagnostics  []Finding        `json:"trustDiagnostics"`
+	TrustedSkills     []string         `json:"trustedSkills"`
+	Sandbox           *SandboxRecord   `json:"sandbox,omitempty"`
+	FailOnDenial      bool             `json:"failOnDenial"`
+	AllowUnmediated   bool             `json:"allowUnmediated"`
+	HonorAllowedTools bool             `json:"honorAllowedTools"`
+}
+
+// PolicySkill is a skill in the model's context.
+type PolicySkill struct {
+	Name   string           `json:"name"`
+	Digest artifacts.Digest `json:"digest"`
+	Source string           `json:"source"`
+}
+
+// Finding is a content-scan finding in a skill's file.
+type Finding struct {
+	Skill string `json:"skill"`
+	Path  string `json:"path"`
+	cfc.Finding
+}
+
+// PolicyTrace is policy-trace.json: one record per decision.
+type PolicyTrace struct {
+	artifacts.Envelope
+	Decisions []TraceRecord  `json:"decisions"`
+	Totals    map[string]int `json:"totals"`
+}
+
+// TraceRecord is one decision, tied to its call and the policy snapshot.
+type TraceRecord struct {
+	Turn           int              `json:"turn"`
+	CallID         string           `json:"callId"`
+	At             time.Time        `json:"at"`
+	SnapshotDigest artifacts.Digest `json:"snapshotDigest"`
+	cfc.Decision
+}
+
+// PolicyDecision is the data of the policy.decision event.
+type PolicyDecision struct {
+	Turn   int    `json:"turn"`
+	CallID string `json:"callId"`
+	cfc.Decision
+}
+
+// DriftReport is drift-report.json: what changed between the run's start
+// and a resume.
+type DriftReport struct {
+	artifacts.Envelope
+	Segment   int                    `json:"segment"`
+	CheckedAt time.Time              `json:"checkedAt"`
+	Drift     bool                   `json:"drift"`
+	Allowed   bool                   `json:"allowed"`
+	Identity  []DriftItem            `json:"identity"`
+	Skills    skills.Changes         `json:"skills"`
+	Resources []skills.ResourceDrift `json:"resources"`
+}
+
+// DriftItem is one identity field that differs.
+type DriftItem struct {
+	Field    string `json:"field"`
+	Recorded string `json:"recorded"`
+	Current  string `json:"current"`
+}
+
+// Any reports whether anything drifted.
+func (d *DriftReport) Any() bool {
+	return len(d.Identity)+len(d.Skills.Added)+len(d.Skills.Removed)+len(d.Skills.Changed)+len(d.Resources) > 0
+}
+
+// ChildResult is what a parent receives from a child run: a bounded
+// summary and its outcome, never the child's raw tool outputs or skill
+// text.
+type ChildResult struct {
+	Type       string     `json:"type"`
+	Status     string     `json:"status"` // ok | limit | failed | refused | interrupted | provider-error
+	Summary    string     `json:"summary"`
+	Truncated  bool       `json:"truncated,omitempty"`
+	ExitCode   int        `json:"exitCode"`
+	Usage      loop.Usage `json:"usage"`
+	ChildRunID string     `json:"childRunId"`
+	Profile    string     `json:"profile"`
+}

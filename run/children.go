@@ -1,0 +1,115 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"time"
+	"unicode/utf8"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/tools"
+)
+
+// maxSummaryChars bounds what a parent reads of a child's answer.
+const maxSummaryChars = 4000
+
+// children runs delegate_task's child runs under children/<id>/ of the
+// parent's run directory: a full run with the profile's skills, tools and
+// limits, the parent's policy, and the parent's model (so one cassette
+// serves both).
+type children struct{ parent *runner }
+
+func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id string) (record.ChildResult, error) {
+	r := c.parent
+	childDir := filepath.Join(r.path(record.DirChildren), id)
+	var res *Result
+	var err error
+	var m record.Manifest
+	switch rerr := artifacts.ReadJSON(filepath.Join(childDir, record.FileManifest), record.TypeManifest, record.Version, &m); {
+	case rerr == nil && m.Status == outcome.StatusSucceeded:
+		// The child finished before the parent stopped: use its answer.
+		res = resultOf(m, childDir)
+	case rerr == nil:
+		// The parent stopped while the child ran: continue the child
+		// from its own journal.
+		res, err = Resume(ctx, ResumeOptions{RunDir: childDir, OnEvent: r.opts.OnEvent, Stderr: r.stderr, Now: r.opts.Now, Version: r.opts.Version,
+			APIKey: r.opts.APIKey, model: r.shared, Replay: r.opts.Replay, AllowDrift: r.acceptDrift})
+		var e *outcome.Error
+		if errors.As(err, &e) && e.Code == "run_succeeded" {
+			res, err = resultOf(m, childDir), nil
+		}
+	default:
+		res, err = Run(ctx, c.options(p, task, id))
+	}
+	out := record.ChildResult{Type: record.TypeSubagentResult, ChildRunID: id, Profile: p.Name, Status: "failed", ExitCode: outcome.ExitFailed, Usage: loop.Usage{}}
+	if res != nil {
+		out.ExitCode = res.ExitCode
+		out.Status = map[string]string{outcome.StatusSucceeded: "ok", outcome.StatusLimit: "limit", outcome.StatusFailed: "failed", outcome.StatusRefused: "refused",
+			outcome.StatusInterrupted: "interrupted", outcome.StatusProvider: "provider-error"}[res.Status]
+		out.Summary, out.Truncated = bounded(res.Final, maxSummaryChars)
+		var cm record.Manifest
+		if artifacts.ReadJSON(filepath.Join(res.RunDir, record.FileManifest), record.TypeManifest, record.Version, &cm) == nil {
+			out.Usage = cm.Usage.Total
+		}
+	}
+	if err != nil && res == nil {
+		e := outcome.As(err)
+		out.Summary, out.ExitCode = e.Msg, e.Exit
+	}
+	return out, nil
+}
+
+func resultOf(m record.Manifest, dir string) *Result {
+	res := &Result{RunID: m.RunID, RunDir: dir, Status: m.Status, ExitCode: m.ExitCode}
+	if m.Final != nil {
+		res.Final = m.Final.Content
+	}
+	return res
+}
+
+func bounded(s string, n int) (string, bool) {
+	if utf8.RuneCountInString(s) <= n {
+		return s, false
+	}
+	return string([]rune(s)[:n]), true
+}
+
+// options builds a child run: the parent's workspace and roots, the
+// profile's skills, tools, scripts and limits, the parent's policy.
+func (c *children) options(p tools.Profile, task, id string) Options {
+	r := c.parent
+	po := r.opts
+	o := Options{
+		Workspace: r.res.workspace, Cwd: r.res.cwd, SkillsRoots: r.res.skillsRoots,
+		Skills: p.Skills, Prompt: task, PromptSource: "subagent:" + p.Name,
+		Model: po.Model, BaseURL: po.BaseURL, APIKey: po.APIKey,
+		AllowTools: p.AllowedTools, AllowSkillScripts: p.AllowSkillScripts, Sandbox: po.Sandbox,
+		MaxTurns: p.MaxTurns, MaxTokens: po.MaxTokens,
+		ArtifactsDir: r.path(record.DirChildren), RunID: id,
+		CFCMode: po.CFCMode, PromptRole: po.PromptRole, FailOnDenial: po.FailOnDenial, AllowUnmediated: po.AllowUnmediated,
+		HonorAllowedTools: po.HonorAllowedTools, TrustSkills: po.TrustSkills, AllowDrift: po.AllowDrift,
+		NoSkillCatalog: true, CatalogBudget: po.CatalogBudget,
+		OnEvent: po.OnEvent, Stderr: r.stderr, Now: po.Now, Version: po.Version,
+		model: r.shared, depth: po.depth + 1, activationSource: record.SourceSubagent,
+	}
+	if p.Model != "" {
+		o.Model = p.Model
+	}
+	if p.Sandbox != "" {
+		o.Sandbox = p.Sandbox
+	}
+	if p.Timeout != "" {
+		o.Timeout, _ = time.ParseDuration(p.Timeout)
+	}
+	if o.MaxTurns == 0 {
+		o.MaxTurns = 50
+	}
+	if p.MaxDepth > 0 {
+		o.Profiles, o.maxDepth = po.Profiles, po.depth+1+p.MaxDepth
+	}
+	return o
+}

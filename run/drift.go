@@ -1,0 +1,85 @@
+package run
+
+import (
+	"context"
+	"strings"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/workspace"
+)
+
+// checkDrift compares what the run depends on now with what it recorded:
+// identity (harness version, tools, policy) and skills (re-scanned).
+// Drift is reported in drift-report.json and a drift.detected event; it
+// refuses the resume (exit 5) unless the resume accepts drift. Tools keep
+// checking against the run-start snapshot either way.
+func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
+	rep := &record.DriftReport{Envelope: artifacts.NewEnvelope(record.TypeDrift, record.Version), Segment: r.segment, CheckedAt: r.now().UTC(),
+		Identity: []record.DriftItem{}, Skills: skills.Changes{Added: []string{}, Removed: []string{}, Changed: []string{}}, Resources: []skills.ResourceDrift{}}
+	id := r.manifest.Identity
+	add := func(field, rec, cur string) {
+		if rec != cur {
+			rep.Identity = append(rep.Identity, record.DriftItem{Field: field, Recorded: rec, Current: cur})
+		}
+	}
+	add("harnessVersion", id.HarnessVersion, r.opts.Version)
+	if td, err := toolsDigest(toolset); err == nil {
+		add("toolsDigest", string(id.ToolsDigest), string(td))
+	}
+	add("policyDigest", string(id.PolicyDigest), string(policyDigest(r.opts)))
+	add("promptRole", id.PromptRole, r.opts.PromptRole)
+	if r.registry != nil {
+		// Files whose stat fingerprint is unchanged keep their recorded
+		// digests: only what changed is read again.
+		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: r.res.skillsRoots, Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox, Limits: r.registry.Limits, Previous: r.registry})
+		if err != nil {
+			rep.Identity = append(rep.Identity, record.DriftItem{Field: "skillsRoots", Recorded: "scannable", Current: err.Error()})
+		} else {
+			rep.Skills, rep.Resources = skills.Compare(r.registry, now, r.watched())
+			add("registryDigest", string(r.registry.Digest), string(now.Digest))
+		}
+	}
+	rep.Drift, rep.Allowed = rep.Any(), r.acceptDrift
+	if !rep.Drift {
+		return nil
+	}
+	if err := artifacts.WriteJSON(r.path(record.FileDrift), rep); err != nil {
+		return err
+	}
+	r.manifest.Artifacts = append(r.manifest.Artifacts, record.FileDrift)
+	if _, err := r.journal.Append(record.EventDriftDetected, rep); err != nil {
+		return err
+	}
+	if r.acceptDrift {
+		r.progress("drift detected and allowed (--allow-drift); tools still check against the run-start snapshot; see %s", r.path(record.FileDrift))
+		return nil
+	}
+	r.driftRefused = true
+	var what []string
+	for _, it := range rep.Identity {
+		what = append(what, it.Field)
+	}
+	for _, s := range rep.Skills.Changed {
+		what = append(what, "skill "+s)
+	}
+	for _, d := range rep.Resources {
+		what = append(what, d.Skill+"/"+d.Path+" "+d.Change)
+	}
+	return outcome.Policy("drift_detected", "what the run depends on changed since it started (%s); nothing was run. See %s, then resume with --allow-drift to continue anyway", strings.Join(what, ", "), r.path(record.FileDrift))
+}
+
+// watched are the skills whose every file is compared: active skills and
+// skills with an allowed script.
+func (r *runner) watched() map[string]bool {
+	w := r.acts.Names()
+	for _, e := range r.opts.AllowSkillScripts {
+		if s, _, ok := strings.Cut(e, ":"); ok {
+			w[s] = true
+		}
+	}
+	return w
+}

@@ -1,0 +1,116 @@
+package run
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+)
+
+// outcomeError maps how the loop ended to the run's error (nil = success).
+func outcomeError(o *loop.Outcome) error {
+	switch o.Reason {
+	case loop.ReasonCompleted:
+		return nil
+	case loop.ReasonLimitTurns, loop.ReasonLimitTokens, loop.ReasonLimitTimeout:
+		return &outcome.Error{Code: strings.ReplaceAll(string(o.Reason), ".", "_"), Msg: limitMessage(o.Reason), Exit: outcome.ExitLimit, Err: o.Err}
+	case loop.ReasonInterrupted:
+		return &outcome.Error{Code: "interrupted", Msg: "interrupted: the run stopped at a safe point; continue it with `harness resume`", Exit: outcome.ExitInterrupted, Err: o.Err}
+	case loop.ReasonPolicyDenied:
+		return &outcome.Error{Code: "policy_denied", Msg: "a tool call was denied by the CFC policy and --fail-on-denial ends the run; see policy-trace.json", Exit: outcome.ExitPolicy, Err: o.Err}
+	case loop.ReasonProviderError:
+		msg := "model provider error"
+		if o.Err != nil {
+			msg = o.Err.Error()
+		}
+		return &outcome.Error{Code: "provider_error", Msg: msg, Exit: outcome.ExitProvider, Err: o.Err}
+	default:
+		msg := "the run failed"
+		if o.Err != nil {
+			msg = o.Err.Error()
+		}
+		return &outcome.Error{Code: "run_failed", Msg: msg, Exit: outcome.ExitFailed, Err: o.Err}
+	}
+}
+
+func limitMessage(reason loop.Reason) string {
+	switch reason {
+	case loop.ReasonLimitTurns:
+		return "turn limit reached (--max-turns): raise it and continue with `harness resume`"
+	case loop.ReasonLimitTokens:
+		return "token limit reached (--max-tokens): raise it and continue with `harness resume`"
+	default:
+		return "time limit reached (--timeout): continue with `harness resume`"
+	}
+}
+
+// finish writes the final manifest and the run.finished event. It is the
+// single place a run's status and exit code are decided.
+func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
+	if runErr == nil && r.journalErr != nil {
+		runErr = &outcome.Error{Code: "journal_write_failed", Msg: "an event could not be journaled: " + r.journalErr.Error(), Exit: outcome.ExitFailed, Err: r.journalErr}
+	}
+	exit := outcome.ExitCode(runErr)
+	status, resumable := outcome.Status(exit)
+	var rec *outcome.Record
+	if runErr != nil {
+		e := outcome.As(runErr)
+		rec = &outcome.Record{Code: e.Code, Message: e.Error()}
+		if status == outcome.StatusRefused {
+			resumable = r.driftRefused
+		}
+		runErr = e
+	}
+	m := &r.manifest
+	m.Status, m.ExitCode, m.Resumable, m.Error = status, exit, resumable, rec
+	if o != nil {
+		m.Reason = string(o.Reason)
+		m.Turns = o.Turns
+		m.Usage = record.UsageRecord{Total: o.Usage, Turns: o.TurnUsage}
+		if m.Usage.Turns == nil {
+			m.Usage.Turns = []loop.Usage{}
+		}
+		if o.Reason == loop.ReasonCompleted {
+			m.Final = &record.FinalMessage{Content: o.Final.Content}
+		}
+	}
+	fin := r.now().UTC()
+	m.FinishedAt = &fin
+	seg := record.Segment{Segment: r.segment, StartedAt: r.segStart, FinishedAt: &fin, Status: status, ExitCode: exit, Reason: m.Reason, Limits: record.LimitsOf(r.limits)}
+	if o != nil {
+		seg.Turns = o.Turns - r.start.Turns
+		seg.Usage = loop.Usage{
+			PromptTokens:     o.Usage.PromptTokens - r.start.Usage.PromptTokens,
+			CompletionTokens: o.Usage.CompletionTokens - r.start.Usage.CompletionTokens,
+			CachedTokens:     o.Usage.CachedTokens - r.start.Usage.CachedTokens,
+			TotalTokens:      o.Usage.TotalTokens - r.start.Usage.TotalTokens,
+		}
+	}
+	m.Segments = append(m.Segments, seg)
+	m.Artifacts = append(m.Artifacts, record.DirToolOutputs+"/")
+	var werrs []error
+	if r.gate != nil {
+		werrs = append(werrs, r.writePolicySnapshot(), r.gate.writeTrace())
+	}
+	for _, f := range []string{record.FileResourceReads, record.FileScriptExecutions, record.FilePolicySnapshot, record.FilePolicyTrace} {
+		if _, err := os.Stat(r.path(f)); err == nil {
+			m.Artifacts = append(m.Artifacts, f)
+		}
+	}
+	slices.Sort(m.Artifacts)
+	m.Artifacts = slices.Compact(m.Artifacts)
+	_, jerr := r.journal.Append(record.EventRunFinished, record.RunFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec})
+	werrs = append(werrs, jerr, r.writeManifest())
+	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit}
+	if m.Final != nil {
+		res.Final = m.Final.Content
+	}
+	if err := errors.Join(werrs...); err != nil && runErr == nil {
+		return res, &outcome.Error{Code: "artifact_write_failed", Msg: err.Error(), Exit: outcome.ExitFailed, Err: err}
+	}
+	return res, runErr
+}

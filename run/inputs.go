@@ -1,0 +1,105 @@
+package run
+
+import (
+	"path/filepath"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/workspace"
+)
+
+// inputsOf writes down the options that shape a run, resolved (absolute
+// host paths), for run.json. optionsOf below is its inverse: resume
+// restores a run from these alone, so the two are kept side by side and a
+// test round-trips every field of Options through them.
+func inputsOf(o Options, res resolved) record.Inputs {
+	roots := make([]record.PathPair, len(res.skillsRoots))
+	for i, root := range res.skillsRoots {
+		roots[i] = record.PathPair{Host: root, Sandbox: sandboxPath(res.workspace, root)}
+	}
+	return record.Inputs{
+		Workspace:       record.PathPair{Host: res.workspace, Sandbox: workspace.DefaultSandbox},
+		Cwd:             res.cwd,
+		SkillsRoots:     roots,
+		Skills:          nonNil(o.Skills),
+		Model:           o.Model,
+		BaseURL:         redactURL(o.BaseURL),
+		PromptSource:    o.PromptSource,
+		Prompt:          o.Prompt,
+		PromptDigest:    artifacts.DigestString(o.Prompt),
+		PromptRole:      o.PromptRole,
+		AllowTools:      nonNil(o.AllowTools),
+		AllowScripts:    nonNil(o.AllowSkillScripts),
+		NoCatalog:       o.NoSkillCatalog,
+		CatalogBudget:   o.CatalogBudget,
+		AllowDrift:      o.AllowDrift,
+		SkipEligibility: o.SkipEligibility,
+		CFC: record.CFCRecord{Mode: o.CFCMode, FailOnDenial: o.FailOnDenial, AllowUnmediated: o.AllowUnmediated,
+			HonorAllowedTools: o.HonorAllowedTools, TrustSkills: nonNil(o.TrustSkills)},
+		Profiles:         absOrEmpty(o.Profiles),
+		Depth:            o.depth,
+		MaxDepth:         o.maxDepth,
+		ActivationSource: o.activationSource,
+		Sandbox:          &record.SandboxRecord{Requested: o.Sandbox},
+		Tools:            []string{},
+		Limits:           limitsOf(o),
+		Record:           o.Record,
+		Replay:           o.Replay,
+		ArtifactsDir:     filepath.Dir(res.runDir),
+	}
+}
+
+// optionsOf is the inverse of inputsOf: the options a resume continues
+// with. What the operator gives on the resume itself (key, cassette,
+// limits, clock) is added by the caller.
+func optionsOf(in record.Inputs, sources record.Sources) Options {
+	roots := make([]string, len(in.SkillsRoots))
+	for i, p := range in.SkillsRoots {
+		roots[i] = p.Host
+	}
+	o := Options{
+		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, Skills: in.Skills,
+		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
+		Model: in.Model, BaseURL: in.BaseURL,
+		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto",
+		NoSkillCatalog: in.NoCatalog, CatalogBudget: in.CatalogBudget,
+		AllowDrift: in.AllowDrift, SkipEligibility: in.SkipEligibility,
+		CFCMode: in.CFC.Mode, FailOnDenial: in.CFC.FailOnDenial, AllowUnmediated: in.CFC.AllowUnmediated,
+		HonorAllowedTools: in.CFC.HonorAllowedTools, TrustSkills: in.CFC.TrustSkills,
+		MaxTurns: in.Limits.MaxTurns, MaxTokens: in.Limits.MaxTokens,
+		ArtifactsDir: in.ArtifactsDir,
+		Record:       in.Record, Replay: in.Replay,
+		Sources: sources.Values, ConfigFile: sources.ConfigFile,
+		Profiles: in.Profiles, depth: in.Depth, maxDepth: in.MaxDepth, activationSource: in.ActivationSource,
+	}
+	if in.Sandbox != nil {
+		o.Sandbox = in.Sandbox.Requested
+	}
+	return o
+}
+
+func limitsOf(o Options) record.Limits {
+	l := record.Limits{MaxTurns: o.MaxTurns, MaxTokens: o.MaxTokens}
+	if o.Timeout > 0 {
+		l.Timeout = o.Timeout.String()
+	}
+	return l
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+func absOrEmpty(p string) string {
+	if p == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	return abs
+}

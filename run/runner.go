@@ -1,0 +1,309 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/tools"
+	"github.com/harness-dev/harness/workspace"
+)
+
+// Result is what a finished (or refused) run reports to the CLI.
+type Result struct {
+	RunID    string
+	RunDir   string
+	Status   string
+	ExitCode int
+	Final    string
+}
+
+// runner carries one invocation's state from stage to stage. Run and
+// Resume build it differently (from options, from a run directory) and
+// then walk the same stages (stages.go).
+type runner struct {
+	opts     Options
+	now      func() time.Time
+	stderr   io.Writer
+	res      resolved
+	journal  *artifacts.Journal
+	manifest record.Manifest
+	registry *skills.Registry
+	acts     *tools.Activations
+	catalog  skills.Catalog
+	token    string // frames skill context; see tools.BoundaryToken
+	ws       *workspace.Workspace
+	lock     *runLock
+
+	segment  int           // 1 for the first run, then one more per resume
+	segStart time.Time     // when this segment started
+	start    loop.Progress // what earlier segments used
+	limits   loop.Limits   // this segment's effective limits
+	profiles []tools.Profile
+	shared   loop.Model // the model, handed to subagents
+	gate     *policyGate
+	critical map[string][]string // skill -> critical content-scan rules
+	findings []record.Finding
+
+	// resumed is the stopped run rebuilt from its journal; nil for a new run.
+	resumed *journalState
+	// acceptDrift is resume's --allow-drift: continue despite drift. Tools
+	// keep the run's own AllowDrift (they still hold files to the
+	// run-start snapshot).
+	acceptDrift bool
+	// driftRefused marks a resume refused for drift: the run stays
+	// resumable (with --allow-drift, or once the drift is undone).
+	driftRefused bool
+	// journalErr is the first failed append of an event nothing waits on;
+	// the run still ends failed because of it.
+	journalErr error
+}
+
+func newRunner(now func() time.Time, stderr io.Writer) *runner {
+	r := &runner{now: now, stderr: stderr}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.stderr == nil {
+		r.stderr = io.Discard
+	}
+	return r
+}
+
+// Run executes one `harness run`. It returns a Result whenever a run
+// directory was created (even for a refusal, which is then recorded there)
+// and an error carrying the exit code whenever the run did not succeed.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	r := newRunner(opts.Now, opts.Stderr)
+	r.opts = opts
+	if err := checkOptions(&r.opts); err != nil {
+		return nil, err
+	}
+	if err := r.resolve(); err != nil {
+		return nil, err
+	}
+	if err := r.loadProfiles(); err != nil {
+		return nil, err
+	}
+	if err := r.create(); err != nil {
+		return nil, err
+	}
+	defer r.lock.release()
+	defer r.journal.Close()
+	return r.execute(ctx)
+}
+
+// checkOptions refuses what is wrong with the command line alone, before
+// anything touches the disk.
+func checkOptions(o *Options) error {
+	if strings.TrimSpace(o.Prompt) == "" {
+		return outcome.Usage("prompt_empty", "the prompt is empty: pass --prompt TEXT or --prompt-file FILE (- reads standard input)")
+	}
+	if len(o.Skills) > 0 && len(o.SkillsRoots) == 0 {
+		return outcome.Usage("skill_requires_root", "--skill requires --skills-root DIR: say where the skills live")
+	}
+	if o.Model == "" {
+		return outcome.Usage("model_missing", "no model: pass --model NAME (or set HARNESS_MODEL)")
+	}
+	if o.Record != "" && o.Replay != "" {
+		return outcome.Usage("cassette_conflict", "--record and --replay cannot be used together: record against a live model, replay offline")
+	}
+	if o.Replay == "" && o.APIKey == "" && o.model == nil {
+		return outcome.Usage("api_key_missing", "no API key: set HARNESS_API_KEY (or OPENAI_API_KEY) to call the model, or pass --replay FILE to run offline from a recorded cassette")
+	}
+	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {
+		return outcome.Usage("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")
+	}
+	o.AllowSkillScripts = dedupe(o.AllowSkillScripts)
+	if len(o.AllowSkillScripts) > 0 && len(o.SkillsRoots) == 0 {
+		return outcome.Usage("script_allow_requires_root", "--allow-skill-script requires --skills-root DIR")
+	}
+	for _, e := range o.AllowSkillScripts {
+		if _, _, err := tools.ParseScriptAllow(e); err != nil {
+			return err
+		}
+	}
+	switch o.Sandbox {
+	case "":
+		o.Sandbox = "auto"
+	case "auto", "bwrap", "landlock", "none":
+	default:
+		return outcome.Usage("sandbox_invalid", "--sandbox %q: use auto, bwrap, landlock or none", o.Sandbox)
+	}
+	if o.CFCMode == "" {
+		o.CFCMode = string(cfc.ModeEnforceExplicit)
+	}
+	if _, ok := cfc.ParseMode(o.CFCMode); !ok {
+		return outcome.Usage("cfc_mode_invalid", "--cfc-mode %q: use disabled, observe, enforce-explicit or enforce-strict", o.CFCMode)
+	}
+	if o.PromptRole == "" {
+		o.PromptRole = string(cfc.RoleDirectCommand)
+	}
+	if _, ok := cfc.ParseRole(o.PromptRole); !ok {
+		return outcome.Usage("prompt_role_invalid", "--prompt-role %q: use direct-command, context or quote", o.PromptRole)
+	}
+	o.TrustSkills = dedupe(o.TrustSkills)
+	if o.maxDepth == 0 && o.depth == 0 {
+		o.maxDepth = 1
+	}
+	if slices.Contains(o.AllowTools, tools.DelegateToolName) && o.Profiles == "" {
+		return outcome.Usage("profiles_missing", "--allow-tool delegate_task needs --profiles FILE with the subagent profiles")
+	}
+	if o.CatalogBudget < 0 {
+		return outcome.Usage("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")
+	}
+	if o.BaseURL != "" {
+		u, err := url.Parse(o.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return outcome.Usage("base_url_invalid", "--base-url %q must be an http(s) URL such as https://api.openai.com/v1", o.BaseURL)
+		}
+	}
+	o.Skills = dedupe(o.Skills)
+	o.AllowTools = dedupe(o.AllowTools)
+	for _, t := range o.AllowTools {
+		if !slices.Contains(tools.Names, t) {
+			return outcome.Usage("tool_unknown", "--allow-tool %s: unknown tool; known tools: %s", t, strings.Join(tools.Names, ", "))
+		}
+	}
+	if o.RunID != "" {
+		if err := checkRunID(o.RunID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (r *runner) resolve() error {
+	ws, err := resolveWorkspace(r.opts.Workspace)
+	if err != nil {
+		return err
+	}
+	cwd, err := resolveCwd(ws, r.opts.Cwd)
+	if err != nil {
+		return err
+	}
+	roots, err := resolveSkillsRoots(ws, r.opts.SkillsRoots)
+	if err != nil {
+		return err
+	}
+	id := r.opts.RunID
+	if id == "" {
+		id = newRunID(r.now())
+	}
+	r.res = resolved{workspace: ws, cwd: cwd, skillsRoots: roots, runID: id}
+	return nil
+}
+
+func (r *runner) loadProfiles() error {
+	if r.opts.Profiles == "" {
+		return nil
+	}
+	ps, err := tools.LoadProfiles(r.opts.Profiles, tools.Parent{AllowTools: r.opts.AllowTools, AllowSkillScripts: r.opts.AllowSkillScripts, Sandbox: r.opts.Sandbox})
+	r.profiles = ps
+	return err
+}
+
+// create makes the run directory and journal and writes the first
+// manifest. From here on every refusal is recorded in the run directory.
+func (r *runner) create() error {
+	dir, err := createRunDir(r.opts.ArtifactsDir, r.res.runID, r.res.workspace)
+	if err != nil {
+		return err
+	}
+	r.res.runDir = dir
+	if r.lock, err = lockRunDir(dir, r.now()); err != nil {
+		return err
+	}
+	r.segment, r.segStart = 1, r.now().UTC()
+	r.limits = loop.Limits{MaxTurns: r.opts.MaxTurns, Timeout: r.opts.Timeout, MaxTokens: r.opts.MaxTokens}
+	if err := r.openJournal(1); err != nil {
+		return err
+	}
+	r.manifest = record.Manifest{
+		Envelope:       artifacts.NewEnvelope(record.TypeManifest, record.Version),
+		RunID:          r.res.runID,
+		HarnessVersion: r.opts.Version,
+		Inputs:         inputsOf(r.opts, r.res),
+		Sources:        record.Sources{ConfigFile: r.opts.ConfigFile, Values: r.opts.Sources},
+		Status:         outcome.StatusRunning,
+		StartedAt:      r.now().UTC(),
+		Usage:          record.UsageRecord{Turns: []loop.Usage{}},
+		Artifacts:      []string{record.FileManifest, record.FileJournal},
+		Segments:       []record.Segment{},
+	}
+	if r.manifest.Sources.Values == nil {
+		r.manifest.Sources.Values = map[string]string{}
+	}
+	return r.writeManifest()
+}
+
+func (r *runner) openJournal(next int64) error {
+	j, err := artifacts.OpenJournal(r.path(record.FileJournal), next)
+	if err != nil {
+		return err
+	}
+	j.SetClock(r.now)
+	if on := r.opts.OnEvent; on != nil {
+		depth := r.opts.depth
+		j.Tee(func(line []byte) { on(line, depth) })
+	}
+	r.journal = j
+	r.acts = tools.NewActivations(r.path(record.FileActivations), j)
+	return nil
+}
+
+func (r *runner) path(name string) string { return filepath.Join(r.res.runDir, name) }
+
+func (r *runner) writeManifest() error {
+	return artifacts.WriteJSON(r.path(record.FileManifest), &r.manifest)
+}
+
+// event appends an event that no later step depends on directly; a
+// failure is kept and fails the run at its end rather than passing
+// unnoticed.
+func (r *runner) event(typ string, data any) {
+	if _, err := r.journal.Append(typ, data); err != nil && r.journalErr == nil {
+		r.journalErr = err
+	}
+}
+
+func (r *runner) progress(format string, args ...any) {
+	fmt.Fprintf(r.stderr, "harness: "+format+"\n", args...)
+}
+
+// redactURL drops credentials and query strings from a base URL before it
+// is written anywhere: some gateways carry keys there.
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	u.RawQuery = ""
+	u.Fragment = ""
+	return u.String()
+}

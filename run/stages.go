@@ -1,0 +1,352 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/audit"
+	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scripts"
+	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/tools"
+	"github.com/harness-dev/harness/workspace"
+)
+
+// execute walks the stages and records how the run ended, whatever
+// happened.
+func (r *runner) execute(ctx context.Context) (*Result, error) {
+	out, err := r.stages(ctx)
+	if err == nil {
+		err = outcomeError(out)
+	}
+	return r.finish(out, err)
+}
+
+// stages is the one sequence a run and a resume both walk. Each stage
+// either does its work (a new run, or a resumed run that stopped before
+// that work was recorded) or takes over what the stopped run recorded and
+// checks it.
+func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
+	if err := r.registryStage(ctx); err != nil {
+		return nil, err
+	}
+	if r.opts.afterSnapshot != nil {
+		r.opts.afterSnapshot()
+	}
+	history, err := r.activationStage()
+	if err != nil {
+		return nil, err
+	}
+	model, toolset, closeAll, err := r.modelAndTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	if err := r.identityStage(ctx, toolset); err != nil {
+		return nil, err
+	}
+	if history, err = r.conversationStage(history, toolset); err != nil {
+		return nil, err
+	}
+	r.gate = r.newGate(history)
+	if err := r.writePolicySnapshot(); err != nil {
+		return nil, err
+	}
+	if r.resumed != nil {
+		r.progress("resume %s (segment %d): %d turns so far", r.res.runID, r.segment, r.start.Turns)
+	} else {
+		r.progress("run %s: model %s, %d tools, %d skills preloaded", r.res.runID, r.opts.Model, len(toolset), len(r.acts.List()))
+	}
+	out := loop.Run(ctx, loop.Config{
+		Model:         model,
+		ModelName:     r.opts.Model,
+		Tools:         toolset,
+		Limits:        r.limits,
+		Journal:       r.journal,
+		ToolOutputDir: r.path(record.DirToolOutputs),
+		Start:         r.start,
+		Gate:          r.gate,
+	}, history)
+	return &out, nil
+}
+
+// started reports whether the stopped run journaled its conversation.
+func (r *runner) started() bool { return r.resumed != nil && r.resumed.started }
+
+// registryStage takes the skill snapshot (skill-registry.json), or takes
+// over the one the stopped run recorded. Either way the content scan marks
+// what enforce-strict will not activate.
+func (r *runner) registryStage(ctx context.Context) error {
+	if len(r.res.skillsRoots) == 0 {
+		return nil
+	}
+	_, statErr := os.Stat(r.path(record.FileRegistry))
+	if r.resumed != nil && (statErr == nil || r.resumed.started) {
+		reg, err := skills.ReadRegistry(r.path(record.FileRegistry))
+		if err != nil {
+			return outcome.Policy("registry_unreadable", "run-start registry: %v", err)
+		}
+		r.registry = reg
+		r.findings, r.critical = audit.Registry(reg)
+		if !r.opts.NoSkillCatalog {
+			r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
+		}
+		return nil
+	}
+	reg, err := skills.Scan(ctx, skills.ScanOptions{
+		Roots:            r.res.skillsRoots,
+		Workspace:        r.res.workspace,
+		SandboxWorkspace: workspace.DefaultSandbox,
+		Now:              r.now,
+	})
+	if err != nil {
+		return &outcome.Error{Code: "registry_scan_failed", Msg: fmt.Sprintf("scan skills: %v", err), Exit: outcome.ExitUsage, Err: err}
+	}
+	r.registry = reg
+	if !r.opts.NoSkillCatalog {
+		r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
+		reg.Diagnostics = append(reg.Diagnostics, r.catalog.Diagnostics()...)
+	}
+	r.findings, r.critical = audit.Registry(reg)
+	if err := artifacts.WriteJSON(r.path(record.FileRegistry), reg); err != nil {
+		return err
+	}
+	r.manifest.Artifacts = append(r.manifest.Artifacts, record.FileRegistry)
+	if _, err := r.journal.Append(record.EventRegistrySnapshotted, record.RegistrySnapshotted{Digest: reg.Digest, Skills: len(reg.Skills), Diagnostics: len(reg.Diagnostics)}); err != nil {
+		return err
+	}
+	for _, st := range r.catalog.Steps {
+		if _, err := r.journal.Append(record.EventCatalogTruncated, st); err != nil {
+			return err
+		}
+	}
+	for _, f := range r.findings {
+		if _, err := r.journal.Append(record.EventContentFlagged, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// activationStage preloads the --skill skills and seeds the conversation,
+// or takes over the activations and conversation of the stopped run.
+func (r *runner) activationStage() ([]loop.Message, error) {
+	if r.started() {
+		if r.registry != nil {
+			var rec record.Activations
+			if err := artifacts.ReadJSON(r.path(record.FileActivations), record.TypeActivations, record.Version, &rec); err != nil {
+				return nil, outcome.Policy("activations_unreadable", "skill-activations.json: %v", err)
+			}
+			r.acts.Restore(rec)
+		}
+		return r.resumed.messages, nil
+	}
+	if r.resumed != nil && strings.TrimSpace(r.opts.Prompt) == "" {
+		return nil, outcome.Usage("prompt_missing", "run %s stopped before its conversation was journaled and its run.json keeps no prompt (written by an older harness); start it again with `harness run`", r.res.runID)
+	}
+	return r.preload()
+}
+
+// preload reads each --skill at its snapshot digest and seeds the
+// conversation: system prompt, skill context blocks, then the task.
+func (r *runner) preload() ([]loop.Message, error) {
+	var missing []string
+	var chosen []*skills.Skill
+	for _, name := range r.opts.Skills {
+		s, ok := r.registry.Lookup(name)
+		if !ok {
+			missing = append(missing, name)
+			continue
+		}
+		chosen = append(chosen, s)
+	}
+	if len(missing) > 0 && r.opts.depth > 0 {
+		// A profile's skills are a wish list: what the registry lacks is
+		// skipped and said, not fatal.
+		for _, name := range missing {
+			r.event(record.EventSkillSkipped, record.SkillSkipped{Name: name, Reason: "not in the registry"})
+			r.progress("profile skill %s not found; skipped", name)
+		}
+		missing = nil
+	}
+	if len(missing) > 0 {
+		avail := r.registry.Available()
+		list := "none"
+		if len(avail) > 0 {
+			list = strings.Join(avail, ", ")
+		}
+		return nil, outcome.Usage("skill_not_found", "skill not found: %s; available skills: %s", strings.Join(missing, ", "), list)
+	}
+	contents := make([][]byte, len(chosen))
+	texts := []string{r.opts.Prompt}
+	for i, s := range chosen {
+		b, err := skills.ReadSkillFile(s)
+		if err != nil {
+			var ref *skills.Refusal
+			if errors.As(err, &ref) {
+				return nil, outcome.Policy(ref.Code, "preload %s: %s", s.Name, ref.Msg)
+			}
+			return nil, outcome.Policy("skill_unreadable", "preload %s: %v", s.Name, err)
+		}
+		if !s.IsEligible() && !r.opts.SkipEligibility {
+			return nil, outcome.Usage("skill_ineligible", "skill %s cannot run on this machine: %s; fix: %s (or pass --skip-eligibility)", s.Name, skills.DescribeMissing(s.Missing), skills.DescribeHints(s.InstallHints))
+		}
+		if rules, bad := r.untrusted(s.Name); bad {
+			return nil, outcome.Policy("skill_untrusted", "preload %s: critical content findings (%s) and --cfc-mode enforce-strict: review the skill, then pass --trust-skill %s to vouch for it", s.Name, strings.Join(rules, ", "), s.Name)
+		}
+		contents[i] = b
+		texts = append(texts, string(b))
+	}
+	history := []loop.Message{{Role: loop.RoleSystem, Content: systemPrompt}}
+	if r.registry != nil {
+		r.token = tools.BoundaryToken(string(r.registry.Digest)+"\x00"+r.opts.Prompt, texts)
+	}
+	source := r.opts.activationSource
+	if source == "" {
+		source = record.SourceCLIPreload
+	}
+	for i, s := range chosen {
+		history = append(history, loop.Message{Role: loop.RoleUser, Content: tools.SkillContextBlock(r.token, s, contents[i], "preloaded by the operator for this run")})
+		if err := r.acts.Add(record.Activation{
+			Name:          s.Name,
+			Source:        source,
+			RunID:         r.res.runID,
+			SkillPath:     s.SkillPath,
+			SandboxPath:   s.SandboxSkillPath,
+			Digest:        s.Digest,
+			ActivatedAt:   r.now().UTC(),
+			CFCPromptRole: "context",
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if r.registry != nil {
+		if err := r.acts.Write(); err != nil {
+			return nil, err
+		}
+		r.manifest.Artifacts = append(r.manifest.Artifacts, record.FileActivations)
+	}
+	history = append(history, loop.Message{Role: loop.RoleUser, Content: taskMessage(r.opts.Prompt, r.res.cwd)})
+	return history, nil
+}
+
+// untrusted reports whether enforce-strict forbids activating a skill
+// with a critical content finding the operator did not vouch for.
+func (r *runner) untrusted(name string) ([]string, bool) {
+	if r.opts.CFCMode != string(cfc.ModeEnforceStrict) || slices.Contains(r.opts.TrustSkills, name) {
+		return nil, false
+	}
+	rules := r.critical[name]
+	return rules, len(rules) > 0
+}
+
+// modelAndTools builds the model, then the tools (delegate_task hands the
+// model to subagents), and one function that releases both.
+func (r *runner) modelAndTools(ctx context.Context) (loop.Model, []loop.Tool, func(), error) {
+	model, closeModel, err := r.model()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r.shared = model
+	toolset, closeTools, err := r.tools(ctx)
+	if err != nil {
+		closeModel()
+		return nil, nil, nil, err
+	}
+	return model, toolset, func() { closeTools(); closeModel() }, nil
+}
+
+// tools builds the tool set the model is offered: read tools always,
+// write and side-effect tools only when the operator allowed them by name.
+func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
+	// Tools never touch the run directories (this run's and every other
+	// run's records) or a cassette being recorded.
+	ws, err := workspace.Open(r.res.workspace, workspace.DefaultSandbox, r.res.cwd, []string{r.manifest.Inputs.ArtifactsDir, absOrEmpty(r.opts.Record)})
+	if err != nil {
+		return nil, nil, err
+	}
+	r.ws = ws
+	toolset := tools.FileTools(ws, slices.Contains(r.opts.AllowTools, "write_file"))
+	toolset = append(toolset, tools.SkillTools(&tools.Skills{
+		Registry: r.registry, Catalog: r.catalog, Active: r.acts, Token: r.token, RunID: r.res.runID, Now: r.now,
+		AllowDrift: r.opts.AllowDrift, Untrusted: r.untrusted, RunDir: r.res.runDir,
+		Roots: r.res.skillsRoots, Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
+	})...)
+	closers := []func(){func() { ws.Close() }}
+	if slices.Contains(r.opts.AllowTools, tools.DelegateToolName) && len(r.profiles) > 0 && r.opts.depth < r.opts.maxDepth {
+		toolset = append(toolset, &tools.Delegate{Profiles: r.profiles, Runner: &children{parent: r}})
+	}
+	if slices.Contains(r.opts.AllowTools, "run_skill_script") {
+		want := scripts.Backend(r.opts.Sandbox)
+		helper, _ := os.Executable()
+		backend, probe := scripts.Probe(ctx, want, helper)
+		r.manifest.Inputs.Sandbox = &record.SandboxRecord{Requested: string(want), Backend: string(backend)}
+		if probe != nil {
+			r.manifest.Inputs.Sandbox.Error = probe.Error()
+		}
+		st := tools.NewScriptTool(tools.Scripts{
+			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
+			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
+		})
+		toolset = append(toolset, st)
+		closers = append(closers, st.Close)
+	}
+	return toolset, func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}, nil
+}
+
+// identityStage seals the run identity and records the tool manifest, or,
+// for a resumed run that was sealed, checks that nothing it depends on
+// drifted since.
+func (r *runner) identityStage(ctx context.Context, toolset []loop.Tool) error {
+	names := make([]string, len(toolset))
+	for i, t := range toolset {
+		names[i] = t.Spec().Name
+	}
+	if r.resumed != nil && r.manifest.Identity.Digest != "" {
+		return r.checkDrift(ctx, toolset)
+	}
+	id, err := r.identityOf(toolset)
+	if err != nil {
+		return err
+	}
+	r.manifest.Identity = id
+	r.manifest.Inputs.Tools = names
+	if r.resumed != nil {
+		// Stopped before it was sealed: nothing recorded to compare, but
+		// the skills may have moved since the snapshot.
+		if err := r.checkDrift(ctx, toolset); err != nil {
+			return err
+		}
+	}
+	return r.writeManifest()
+}
+
+// conversationStage journals the seeded conversation (run.started), from
+// which the journal alone can rebuild the run; a resumed run instead
+// settles the tool calls that were running when it stopped.
+func (r *runner) conversationStage(history []loop.Message, toolset []loop.Tool) ([]loop.Message, error) {
+	if r.started() {
+		return r.settleInterrupted(history, toolset)
+	}
+	_, err := r.journal.Append(record.EventRunStarted, record.RunStarted{
+		RunID:    r.res.runID,
+		Identity: r.manifest.Identity.Digest,
+		Model:    r.opts.Model,
+		Tools:    r.manifest.Inputs.Tools,
+		Messages: history,
+		Token:    r.token,
+	})
+	return history, err
+}

@@ -1,0 +1,94 @@
+package tools
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/harness-dev/harness/outcome"
+)
+
+// Parent is what a run allows, against which its profiles are checked.
+type Parent struct {
+	AllowTools        []string
+	AllowSkillScripts []string
+	Sandbox           string
+}
+
+// Profile is a subagent profile: what a child run may have. It can only
+// narrow what the parent run has.
+type Profile struct {
+	Name              string   `yaml:"name" json:"name"`
+	Description       string   `yaml:"description" json:"description"`
+	Skills            []string `yaml:"skills" json:"skills"`
+	AllowedTools      []string `yaml:"allowedTools" json:"allowedTools"`
+	AllowSkillScripts []string `yaml:"allowSkillScripts" json:"allowSkillScripts"`
+	Sandbox           string   `yaml:"sandbox" json:"sandbox,omitempty"`
+	MaxTurns          int      `yaml:"maxTurns" json:"maxTurns"`
+	Timeout           string   `yaml:"timeout" json:"timeout,omitempty"`
+	Model             string   `yaml:"model" json:"model,omitempty"`
+	MaxDepth          int      `yaml:"maxDepth" json:"maxDepth"` // 0: no grandchildren
+}
+
+// LoadProfiles reads --profiles and refuses any profile that would widen
+// what the parent has: a write or side-effect tool, a script or a weaker
+// sandbox the parent was not given.
+func LoadProfiles(path string, parent Parent) ([]Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, outcome.Usage("profiles_invalid", "--profiles %s: %v", path, err)
+	}
+	var doc struct {
+		Profiles []Profile `yaml:"profiles"`
+	}
+	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.Strict()); err != nil {
+		return nil, outcome.Usage("profiles_invalid", "--profiles %s: %v", path, err)
+	}
+	if len(doc.Profiles) == 0 {
+		return nil, outcome.Usage("profiles_invalid", "--profiles %s defines no profiles (a top-level profiles: list)", path)
+	}
+	seen := map[string]bool{}
+	for _, p := range doc.Profiles {
+		widen := func(format string, args ...any) error {
+			return outcome.Usage("profile_widens_parent", "profile %s: %s; a profile can narrow what the run has, never widen it", p.Name, fmt.Sprintf(format, args...))
+		}
+		if p.Name == "" || seen[p.Name] {
+			return nil, outcome.Usage("profiles_invalid", "--profiles %s: every profile needs a unique name", path)
+		}
+		seen[p.Name] = true
+		for _, tl := range p.AllowedTools {
+			if slices.Contains(ReadOnly, tl) {
+				continue
+			}
+			if !slices.Contains(parent.AllowTools, tl) {
+				return nil, widen("tool %s is not allowed to the parent run", tl)
+			}
+		}
+		for _, sc := range p.AllowSkillScripts {
+			if !slices.Contains(parent.AllowSkillScripts, sc) {
+				return nil, widen("script %s is not allowed to the parent run", sc)
+			}
+		}
+		if p.Sandbox == "none" && parent.Sandbox != "none" {
+			return nil, widen("sandbox none is weaker than the parent's %s", parent.Sandbox)
+		}
+		if p.Sandbox != "" && p.Sandbox != "auto" && p.Sandbox != "bwrap" && p.Sandbox != "landlock" && p.Sandbox != "none" {
+			return nil, outcome.Usage("profiles_invalid", "profile %s: sandbox %q: use auto, bwrap, landlock or none", p.Name, p.Sandbox)
+		}
+		if p.Timeout != "" {
+			if _, err := time.ParseDuration(p.Timeout); err != nil {
+				return nil, outcome.Usage("profiles_invalid", "profile %s: timeout %q is not a duration such as 5m", p.Name, p.Timeout)
+			}
+		}
+		if p.MaxTurns < 0 || p.MaxDepth < 0 {
+			return nil, outcome.Usage("profiles_invalid", "profile %s: maxTurns and maxDepth must not be negative", p.Name)
+		}
+		if slices.Contains(p.AllowedTools, DelegateToolName) && p.MaxDepth == 0 {
+			return nil, widen("delegate_task needs maxDepth of at least 1")
+		}
+	}
+	return doc.Profiles, nil
+}
