@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/loop/looptest"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
@@ -35,9 +36,8 @@ func scriptWorkspace(t *testing.T) string {
 
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := scripts.Probe(context.Background(), scripts.BackendBwrap, ""); err != nil {
-		t.Skipf("bwrap unavailable: %v", err)
-	}
+	_, err := scripts.Probe(context.Background(), scripts.BackendBwrap, "")
+	testenv.Need(t, "bwrap", err)
 }
 
 func TestRunSkillScript(t *testing.T) {
@@ -129,9 +129,8 @@ func TestRunSkillScript(t *testing.T) {
 
 func TestRunSkillScriptDeno(t *testing.T) {
 	requireBwrap(t)
-	if _, err := exec.LookPath("deno"); err != nil {
-		t.Skip("deno not installed (go tool task tools installs it into .tools/bin)")
-	}
+	_, err := exec.LookPath("deno")
+	testenv.Need(t, "deno", err)
 	ws := scriptWorkspace(t)
 	seen, _, _ := converse(t, ws, []looptest.Reply{
 		call1("l1", "load_skill", `{"name":"tools"}`),
@@ -158,9 +157,8 @@ func TestRunSkillScriptNotOfferedByDefault(t *testing.T) {
 // reach.
 func TestRunSkillScriptLandlock(t *testing.T) {
 	exe, _ := os.Executable()
-	if _, err := scripts.Probe(context.Background(), scripts.BackendLandlock, exe); err != nil {
-		t.Skipf("landlock unavailable: %v", err)
-	}
+	_, err := scripts.Probe(context.Background(), scripts.BackendLandlock, exe)
+	testenv.Need(t, "landlock", err)
 	ws := t.TempDir()
 	writeTree(t, ws, map[string]string{
 		"skills/t/SKILL.md":       "---\nname: t\ndescription: Tools. Use for tools.\n---\nbody\n",
@@ -181,7 +179,7 @@ func TestRunSkillScriptLandlock(t *testing.T) {
 		t.Errorf("made.txt = %q", b)
 	}
 	var ex record.ScriptExecutions
-	artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), "harness.skill-script-executions", 1, &ex)
+	must(t, artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), "harness.skill-script-executions", 1, &ex))
 	if len(ex.Executions) != 1 || ex.Executions[0].SandboxBackend != "landlock" || ex.Executions[0].ExecutionTarget != "sandbox" {
 		t.Errorf("executions: %+v", ex.Executions)
 	}

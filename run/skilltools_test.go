@@ -207,7 +207,9 @@ func TestLoadSkillRefusesChangedSkill(t *testing.T) {
 		t.Errorf("the model saw %s", seen["l1"])
 	}
 	var acts record.Activations
-	artifacts.ReadJSON(filepath.Join(dir, record.FileActivations), "harness.skill-activations", 1, &acts)
+	if err := artifacts.ReadJSON(filepath.Join(dir, record.FileActivations), "harness.skill-activations", 1, &acts); err != nil {
+		t.Fatalf("the activation record must exist (empty) for a run with skills: %v", err)
+	}
 	if len(acts.Activations) != 0 {
 		t.Errorf("a refused load was recorded as an activation: %+v", acts.Activations)
 	}

@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // TestMain lets the test binary act as the Landlock helper, as the
@@ -37,9 +40,8 @@ func helper(t testing.TB) string {
 // cannot start here.
 func sandboxed(t *testing.T, backend Backend, script string, lim Limits, timeout time.Duration) (*Result, string) {
 	t.Helper()
-	if _, err := Probe(context.Background(), backend, helper(t)); err != nil {
-		t.Skipf("%s unavailable: %v", backend, err)
-	}
+	_, err := Probe(context.Background(), backend, helper(t))
+	testenv.Need(t, "sandbox backend "+string(backend), err)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
 	skill, _ := filepath.EvalSymlinks(t.TempDir())
 	os.WriteFile(filepath.Join(skill, "run.sh"), []byte(script), 0o444)
@@ -253,12 +255,50 @@ func TestSandboxForkBomb(t *testing.T) {
 func testForkBomb(t *testing.T, backend Backend) {
 	res, _ := sandboxed(t, backend, "f(){ f | f & }; f; sleep 1000", Limits{Processes: 32}, 2*time.Second)
 	if res.ProcessLimit == "rlimit" && os.Geteuid() == 0 {
-		t.Skip("no writable pids cgroup here, and RLIMIT_NPROC does not bind root")
+		testenv.Need(t, "a writable pids cgroup", errors.New("RLIMIT_NPROC does not bind root"))
 	}
 	if res.ExitCode == 0 && !res.TimedOut {
 		t.Fatalf("fork bomb exited cleanly: %+v", res)
 	}
 	if res.ProcessLimit == "pids-cgroup" && res.ForkRefusals == 0 {
 		t.Errorf("the process limit was never reached: %+v", res)
+	}
+}
+
+// TestSandboxProcessLimitBound holds the process limit to its number: a
+// script that forks as many sleepers as it can must get fewer than the
+// limit (the script and its interpreter count too), not merely fail.
+func TestSandboxProcessLimitBound(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			const limit = 16
+			script := `exec python3 -c '
+import os, sys
+n = 0
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.close(1)
+        import time
+        time.sleep(60)
+        os._exit(0)
+    n += 1
+print("forked", n, flush=True)
+'`
+			res, _ := sandboxed(t, b, script, Limits{Processes: limit}, 20*time.Second)
+			if res.ProcessLimit == "rlimit" && os.Geteuid() == 0 {
+				testenv.Need(t, "a writable pids cgroup", errors.New("RLIMIT_NPROC does not bind root"))
+			}
+			var n int
+			if _, err := fmt.Sscanf(string(res.Stdout), "forked %d", &n); err != nil {
+				t.Fatalf("no count from the script: %q (stderr %q)", res.Stdout, res.Stderr)
+			}
+			if n <= 0 || n >= limit {
+				t.Errorf("forked %d children under a limit of %d processes", n, limit)
+			}
+		})
 	}
 }

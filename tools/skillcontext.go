@@ -51,7 +51,7 @@ func SkillContextBlock(token string, s *skills.Skill, content []byte, source str
 	if len(s.Resources) == 0 {
 		b.WriteString("Supporting files: none.\n")
 	} else {
-		fmt.Fprintf(&b, "Supporting files (%d; read one with read_file at the skill directory path):\n", len(s.Resources))
+		fmt.Fprintf(&b, "Supporting files (%d; read one with read_skill_resource, by its path relative to the skill directory):\n", len(s.Resources))
 		for i, r := range s.Resources {
 			if i == maxListedResources {
 				fmt.Fprintf(&b, "- ... and %d more (list_files %s)\n", len(s.Resources)-i, s.SandboxSkillDir)

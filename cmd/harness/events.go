@@ -8,6 +8,7 @@ import (
 
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
+	"github.com/urfave/cli/v3"
 )
 
 // events renders journal events as a run writes them: every line of the
@@ -18,12 +19,25 @@ type events struct {
 	stdout   io.Writer
 	progress io.Writer // nil = quiet
 
-	mu sync.Mutex // children of one run may write at once
+	mu      sync.Mutex // children of one run may write at once
+	observe func(line []byte, depth int)
+}
+
+const observerKey = "harness.observer"
+
+// newEvents renders for one command invocation.
+func newEvents(cmd *cli.Command, jsonOut, quiet bool) *events {
+	e := &events{json: jsonOut, stdout: cmd.Root().Writer, progress: progressWriter(cmd.Root().ErrWriter, quiet)}
+	e.observe, _ = cmd.Root().Metadata[observerKey].(func([]byte, int))
+	return e
 }
 
 func (e *events) render(line []byte, depth int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.observe != nil {
+		defer e.observe(line, depth)
+	}
 	if e.json && depth == 0 {
 		e.stdout.Write(line)
 		e.stdout.Write([]byte("\n"))

@@ -87,3 +87,21 @@ func cmdFakeModelWait(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// cmdFakeModelCount checks how many requests the fake server received:
+//
+//	fakemodel-count 2
+func cmdFakeModelCount(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakemodel-count N")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	srv := ts.Value(fakeModelKey{}).(*fakeModelSlot).srv
+	if srv == nil {
+		ts.Fatalf("fakemodel-count: no fakemodel started")
+	}
+	if got := len(srv.Requests()); got != want {
+		ts.Fatalf("the fake model received %d requests, want %d", got, want)
+	}
+}

@@ -23,6 +23,12 @@ func main() {
 // Main runs the harness CLI with the given arguments and streams and returns
 // the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return mainWith(args, stdin, stdout, stderr, nil)
+}
+
+// mainWith is Main with an observer that sees every journal line once it
+// is durable; the tests use it to stop the process at an exact event.
+func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe func(line []byte, depth int)) int {
 	// The harness binary doubles as the Landlock helper for skill scripts:
 	// it confines itself and execs the runtime.
 	if len(args) > 1 && args[1] == scripts.HelperArg {
@@ -31,6 +37,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(stdin, stdout, stderr)
+	if observe != nil {
+		app.Metadata = map[string]any{observerKey: observe}
+	}
 	err := app.Run(ctx, args)
 	code := outcome.ExitCode(err)
 	if err != nil && !isReported(err) {

@@ -18,7 +18,9 @@ func TestMain(m *testing.M) {
 		os.Exit(scripts.HelperMain(os.Args[2:]))
 	}
 	testscript.Main(m, map[string]func(){
-		"harness": func() { os.Exit(Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"harness": func() {
+			os.Exit(mainWith(os.Args, os.Stdin, os.Stdout, os.Stderr, crashPoint(os.Getenv("HARNESS_TEST_CRASH_AFTER"))))
+		},
 	})
 }
 
@@ -33,6 +35,7 @@ func TestScripts(t *testing.T) {
 			"fakemodel":          cmdFakeModel,
 			"fakemodel-requests": cmdFakeModelRequests,
 			"fakemodel-wait":     cmdFakeModelWait,
+			"fakemodel-count":    cmdFakeModelCount,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.

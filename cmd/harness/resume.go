@@ -57,7 +57,7 @@ func resumeCommand() *cli.Command {
 			}
 			jsonOut, quiet := cmd.Bool("json"), cmd.Bool("quiet")
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-			ev := &events{json: jsonOut, stdout: stdout, progress: progressWriter(stderr, quiet)}
+			ev := newEvents(cmd, jsonOut, quiet)
 			res, err := run.Resume(ctx, run.ResumeOptions{
 				RunDir:     cmd.Args().First(),
 				AllowDrift: cmd.Bool("allow-drift"),

@@ -123,7 +123,7 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	}
 	jsonOut, quiet := ro.boolean("json"), ro.boolean("quiet")
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-	ev := &events{json: jsonOut, stdout: stdout, progress: progressWriter(stderr, quiet)}
+	ev := newEvents(cmd, jsonOut, quiet)
 	opts.OnEvent, opts.Stderr = ev.render, progressWriter(stderr, quiet)
 	res, err := run.Run(ctx, opts)
 	reportResult(stdout, stderr, res, err, jsonOut, quiet)

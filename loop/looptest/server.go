@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 )
 
@@ -31,6 +32,11 @@ type Reply struct {
 	// Hang makes the server hold the request until the client gives up,
 	// to exercise timeouts and interrupts without sleeping.
 	Hang bool `json:"hang,omitempty"`
+	// Expect are texts the request's messages must contain (decoded, so
+	// JSON escaping does not matter). A request that lacks one is answered
+	// 400 naming it: a model that never looks at what it is sent would let
+	// an empty task or a lost tool result pass.
+	Expect []string `json:"expect,omitempty"`
 }
 
 // Call is a scripted tool call.
@@ -106,6 +112,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "script_exhausted", fmt.Sprintf("fake server: no scripted reply for request %d", n+1))
 		return
 	}
+	if missing := lacking(body, rep.Expect); missing != "" {
+		writeError(w, http.StatusBadRequest, "expectation_failed", fmt.Sprintf("fake server: request %d lacked %q", n, missing))
+		return
+	}
 	if rep.Hang {
 		<-r.Context().Done()
 		return
@@ -118,6 +128,33 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, completion(n, rep))
+}
+
+// lacking returns the first expected text that no message contains.
+func lacking(body []byte, expect []string) string {
+	var req struct {
+		Messages []struct {
+			Content any `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(body, &req)
+	var all strings.Builder
+	for _, m := range req.Messages {
+		switch c := m.Content.(type) {
+		case string:
+			all.WriteString(c)
+		default:
+			b, _ := json.Marshal(c)
+			all.Write(b)
+		}
+		all.WriteByte('\n')
+	}
+	for _, e := range expect {
+		if !strings.Contains(all.String(), e) {
+			return e
+		}
+	}
+	return ""
 }
 
 func completion(n int, rep *Reply) map[string]any {
