@@ -11,7 +11,7 @@ import (
 	"fmt"
 )
 
-// Exit codes: a contract with CI jobs. ARCHITECTURE.md lists them and a
+// Exit codes: a contract with CI jobs. The README lists them and a
 // testscript pins each one.
 const (
 	ExitOK          = 0

@@ -21,7 +21,7 @@ import (
 )
 
 // listResources walks a skill's directory (bounded, byte-wise order) and
-// returns its files without digests; digestAll fills those in.
+// returns its files without digests; the scan's digester fills those in.
 func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnostic) {
 	var rs []Resource
 	var ds []Diagnostic
@@ -204,16 +204,6 @@ func (d *digester) wait() error {
 	close(d.ch)
 	d.wg.Wait()
 	return d.ctx.Err()
-}
-
-// digestAll digests the resources of skills that were listed without a
-// running digester (validation, tests).
-func (sc *scanner) digestAll(ctx context.Context, ss []*Skill) error {
-	d := sc.startDigest(ctx)
-	for _, s := range ss {
-		d.add(s)
-	}
-	return d.wait()
 }
 
 func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
