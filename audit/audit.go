@@ -6,7 +6,6 @@ package audit
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/record"
@@ -28,12 +27,15 @@ func Skill(s *skills.Skill) []record.Finding {
 			out = append(out, record.Finding{Skill: s.Name, Path: path, Finding: f})
 		}
 	}
-	if b, err := os.ReadFile(s.SkillPath); err == nil && len(b) <= maxSkillFile {
+	// Files are read as they are now, confined to the skill's root: a
+	// resource swapped for a link to a secret, /dev/zero or a FIFO yields
+	// an error here, never its content, an endless read or a hang.
+	if b, err := skills.ReadFileBounded(s, s.SkillPath, maxSkillFile); err == nil {
 		scan(s.SkillPath, string(b))
 	}
 	for _, res := range s.Resources {
 		if res.ContentKind == "binary" {
-			if head := readHead(res.HostPath); len(head) > 0 {
+			if head := readHead(s, res.HostPath); len(head) > 0 {
 				if f, ok := cfc.ExecutableFinding(head); ok {
 					f.Match = "a binary executable is bundled with the skill"
 					out = append(out, record.Finding{Skill: s.Name, Path: res.HostPath, Finding: f})
@@ -44,22 +46,18 @@ func Skill(s *skills.Skill) []record.Finding {
 		if res.Size > maxResource || (res.Kind != skills.KindScript && res.Kind != skills.KindReference) {
 			continue
 		}
-		if b, err := os.ReadFile(res.HostPath); err == nil {
+		if b, err := skills.ReadFileBounded(s, res.HostPath, maxResource); err == nil {
 			scan(res.HostPath, string(b))
 		}
 	}
 	return out
 }
 
-func readHead(p string) []byte {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b := make([]byte, 4)
-	n, _ := f.Read(b)
-	return b[:n]
+// readHead returns the first bytes of a binary resource, for its
+// executable magic.
+func readHead(s *skills.Skill, p string) []byte {
+	b, _ := skills.ReadHead(s, p, 4)
+	return b
 }
 
 // Registry scans every effective skill of reg: findings become registry

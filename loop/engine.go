@@ -358,7 +358,7 @@ func (e *engine) invoke(ctx context.Context, turn int, call ToolCall) (ToolResul
 			return *denied, code, nil
 		}
 	}
-	res, err := t.Call(ctx, call, args)
+	res, err := t.Call(WithUsage(ctx, e.out.Usage), call, args)
 	if err != nil {
 		return res, "", err
 	}

@@ -125,6 +125,21 @@ const (
 	StatusError = "error"
 )
 
+type usageKey struct{}
+
+// WithUsage is ctx carrying the run's token usage so far; the loop hands
+// it to every tool call.
+func WithUsage(ctx context.Context, u Usage) context.Context {
+	return context.WithValue(ctx, usageKey{}, u)
+}
+
+// UsageSoFar is the run's token usage when the tool was called, for a tool
+// that spends from the same budget (a subagent).
+func UsageSoFar(ctx context.Context) Usage {
+	u, _ := ctx.Value(usageKey{}).(Usage)
+	return u
+}
+
 // ErrorResult is the model-visible form of a refusal or tool failure: a
 // stable machine code and a sentence that says what to do instead.
 func ErrorResult(code, msg string, record any) ToolResult {

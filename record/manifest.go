@@ -83,11 +83,13 @@ type Inputs struct {
 	MaxDepth         int            `json:"maxDepth"`
 	ActivationSource string         `json:"activationSource,omitempty"`
 	Sandbox          *SandboxRecord `json:"sandbox,omitempty"`
-	Tools            []string       `json:"tools"`
-	Limits           Limits         `json:"limits"`
-	Record           string         `json:"record,omitempty"`
-	Replay           string         `json:"replay,omitempty"`
-	ArtifactsDir     string         `json:"artifactsDir"`
+	// ScriptMemoryLimit caps each skill script's memory, in bytes.
+	ScriptMemoryLimit uint64   `json:"scriptMemoryLimit,omitempty"`
+	Tools             []string `json:"tools"`
+	Limits            Limits   `json:"limits"`
+	Record            string   `json:"record,omitempty"`
+	Replay            string   `json:"replay,omitempty"`
+	ArtifactsDir      string   `json:"artifactsDir"`
 }
 
 // PathPair is a path as the host and the sandbox see it.

@@ -51,35 +51,42 @@ type ScriptExecutions struct {
 
 // ScriptExecution is one attempt to run a skill script.
 type ScriptExecution struct {
-	Type                  string              `json:"type"`
-	OutputID              string              `json:"outputId"`
-	RunID                 string              `json:"runId"`
-	SkillName             string              `json:"skillName"`
-	Path                  string              `json:"path"`
-	Status                string              `json:"status"` // executed | error | timeout
-	ExecutedAt            time.Time           `json:"executedAt"`
-	DurationMs            int64               `json:"durationMs"`
-	ExecutionTarget       string              `json:"executionTarget,omitempty"` // sandbox | host
-	SandboxBackend        string              `json:"sandboxBackend,omitempty"`
-	Runtime               string              `json:"runtime,omitempty"`
-	Argv                  []string            `json:"argv"`
-	Args                  []string            `json:"args"`
-	Cwd                   string              `json:"cwd,omitempty"`
-	ResourcePath          string              `json:"resourcePath,omitempty"`
-	SandboxResourcePath   string              `json:"sandboxResourcePath,omitempty"`
-	RegistryDigest        artifacts.Digest    `json:"registryDigest,omitempty"`
-	ObservedDigest        artifacts.Digest    `json:"observedDigest,omitempty"`
-	DigestMatchesRegistry *bool               `json:"digestMatchesRegistry,omitempty"`
-	ExitCode              *int                `json:"exitCode,omitempty"`
-	Signal                string              `json:"signal,omitempty"`
-	StdoutBytes           int64               `json:"stdoutBytes"`
-	StderrBytes           int64               `json:"stderrBytes"`
-	Truncated             bool                `json:"truncated"`
-	ProcessLimit          string              `json:"processLimit,omitempty"` // pids-cgroup | rlimit
-	OutputDigest          artifacts.Digest    `json:"outputDigest,omitempty"` // of the kept stdout then stderr
-	ForkRefusals          int                 `json:"forkRefusals,omitempty"`
-	Diagnostics           []skills.Diagnostic `json:"diagnostics"`
-	Error                 *outcome.Record     `json:"error,omitempty"`
+	Type                  string           `json:"type"`
+	OutputID              string           `json:"outputId"`
+	RunID                 string           `json:"runId"`
+	SkillName             string           `json:"skillName"`
+	Path                  string           `json:"path"`
+	Status                string           `json:"status"` // executed | error | timeout | memory_limit
+	ExecutedAt            time.Time        `json:"executedAt"`
+	DurationMs            int64            `json:"durationMs"`
+	ExecutionTarget       string           `json:"executionTarget,omitempty"` // sandbox | host
+	SandboxBackend        string           `json:"sandboxBackend,omitempty"`
+	Runtime               string           `json:"runtime,omitempty"`
+	Argv                  []string         `json:"argv"`
+	Args                  []string         `json:"args"`
+	Cwd                   string           `json:"cwd,omitempty"`
+	ResourcePath          string           `json:"resourcePath,omitempty"`
+	SandboxResourcePath   string           `json:"sandboxResourcePath,omitempty"`
+	RegistryDigest        artifacts.Digest `json:"registryDigest,omitempty"`
+	ObservedDigest        artifacts.Digest `json:"observedDigest,omitempty"`
+	DigestMatchesRegistry *bool            `json:"digestMatchesRegistry,omitempty"`
+	ExitCode              *int             `json:"exitCode,omitempty"`
+	Signal                string           `json:"signal,omitempty"`
+	StdoutBytes           int64            `json:"stdoutBytes"`
+	StderrBytes           int64            `json:"stderrBytes"`
+	Truncated             bool             `json:"truncated"`
+	ProcessLimit          string           `json:"processLimit,omitempty"` // pids-cgroup | rlimit
+	OutputDigest          artifacts.Digest `json:"outputDigest,omitempty"` // of the kept stdout then stderr
+	ForkRefusals          int              `json:"forkRefusals,omitempty"`
+	// MemoryLimit is what enforced the memory cap (memory-cgroup or
+	// rss-watchdog); a call it stopped has status memory_limit.
+	MemoryLimit      string `json:"memoryLimit,omitempty"`
+	MemoryLimitBytes uint64 `json:"memoryLimitBytes,omitempty"`
+	// RunAs is the host identity the script ran as: caller, or uid:65534
+	// when harness was root.
+	RunAs       string              `json:"runAs,omitempty"`
+	Diagnostics []skills.Diagnostic `json:"diagnostics"`
+	Error       *outcome.Record     `json:"error,omitempty"`
 }
 
 // PolicySnapshot is policy-snapshot.json: the policy the run enforced.

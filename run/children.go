@@ -43,7 +43,17 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 			res, err = resultOf(m, childDir), nil
 		}
 	default:
-		res, err = Run(ctx, c.options(p, task, id))
+		// A child spends from what is left of the parent's budget, not from
+		// a budget of its own the size of the parent's.
+		budget := r.opts.MaxTokens
+		if budget > 0 {
+			budget -= loop.UsageSoFar(ctx).TotalTokens
+			if budget <= 0 {
+				return record.ChildResult{Type: record.TypeSubagentResult, ChildRunID: id, Profile: p.Name, Status: "limit", ExitCode: outcome.ExitLimit,
+					Summary: "not started: the run's token budget (--max-tokens) is spent", Usage: loop.Usage{}}, nil
+			}
+		}
+		res, err = Run(ctx, c.options(p, task, id, budget))
 	}
 	out := record.ChildResult{Type: record.TypeSubagentResult, ChildRunID: id, Profile: p.Name, Status: "failed", ExitCode: outcome.ExitFailed, Usage: loop.Usage{}}
 	if res != nil {
@@ -80,7 +90,7 @@ func bounded(s string, n int) (string, bool) {
 
 // options builds a child run: the parent's workspace and roots, the
 // profile's skills, tools, scripts and limits, the parent's policy.
-func (c *children) options(p tools.Profile, task, id string) Options {
+func (c *children) options(p tools.Profile, task, id string, maxTokens int64) Options {
 	r := c.parent
 	po := r.opts
 	o := Options{
@@ -88,7 +98,7 @@ func (c *children) options(p tools.Profile, task, id string) Options {
 		Skills: p.Skills, Prompt: task, PromptSource: "subagent:" + p.Name,
 		Model: po.Model, BaseURL: po.BaseURL, APIKey: po.APIKey,
 		AllowTools: p.AllowedTools, AllowSkillScripts: p.AllowSkillScripts, Sandbox: po.Sandbox,
-		MaxTurns: p.MaxTurns, MaxTokens: po.MaxTokens,
+		MaxTurns: p.MaxTurns, MaxTokens: maxTokens,
 		ArtifactsDir: r.path(record.DirChildren), RunID: id,
 		CFCMode: po.CFCMode, PromptRole: po.PromptRole, FailOnDenial: po.FailOnDenial, AllowUnmediated: po.AllowUnmediated,
 		HonorAllowedTools: po.HonorAllowedTools, TrustSkills: po.TrustSkills, AllowDrift: po.AllowDrift,

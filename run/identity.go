@@ -63,6 +63,7 @@ func policyDigest(o Options) artifacts.Digest {
 		h.WriteField("script:" + s)
 	}
 	h.WriteField("sandbox:" + o.Sandbox)
+	h.WriteField(fmt.Sprint("script-memory:", o.ScriptMemoryLimit))
 	h.WriteField("cfc:" + o.CFCMode)
 	// The prompt's role decides what enforce-explicit allows: a run
 	// resumed under another role would be policed differently.

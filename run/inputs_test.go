@@ -79,6 +79,8 @@ func fill(t *testing.T, f reflect.Value, name string, i int) {
 		f.SetString(fmt.Sprintf("%s-%d", name, i))
 	case reflect.Bool:
 		f.SetBool(true)
+	case reflect.Uint64:
+		f.SetUint(uint64(i+1) << 20)
 	case reflect.Int, reflect.Int64:
 		if f.Type() == reflect.TypeOf(time.Duration(0)) {
 			f.SetInt(int64(time.Duration(i) * time.Second))

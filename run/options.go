@@ -53,6 +53,9 @@ type Options struct {
 	// ("" = auto).
 	AllowSkillScripts []string
 	Sandbox           string
+	// ScriptMemoryLimit caps the memory of one script call in bytes
+	// (0 = scripts.DefaultMemory).
+	ScriptMemoryLimit uint64
 	// CFCMode is disabled, observe, enforce-explicit or enforce-strict
 	// ("" = enforce-explicit). PromptRole is the operator prompt's role:
 	// direct-command, context or quote ("" = direct-command).

@@ -139,11 +139,25 @@ func (g *policyGate) After(call loop.ToolCall, effect loop.Effect, res loop.Tool
 		res.Content = string(b)
 		g.r.event(record.EventOutputWithheld, map[string]string{"callId": call.ID, "tool": call.Name, "reason": "unmediated_execution"})
 	}
+	// harness knows the key: whatever a tool returns (a script run with
+	// --sandbox none that read it, a file that holds it), the model and
+	// the tool-output record never see it.
+	res.Content = scrubKey(res.Content, g.r.opts.APIKey)
 	g.observe("tool:"+call.Name, res.Content)
 	if fs := cfc.Scan(res.Content); len(fs) > 0 {
 		g.r.event(record.EventContentFlagged, map[string]any{"callId": call.ID, "tool": call.Name, "findings": fs})
 	}
 	return res
+}
+
+// minSecretLen keeps a short or empty key from redacting ordinary text.
+const minSecretLen = 8
+
+func scrubKey(s, key string) string {
+	if len(key) < minSecretLen || !strings.Contains(s, key) {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[redacted: API key]")
 }
 
 // stringArgs collects every string value in a call's JSON arguments.

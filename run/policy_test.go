@@ -215,3 +215,21 @@ func TestSkillTellsModelToRunScript(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyScrubbedFromToolOutputs: a workspace file that holds the API key
+// (left there by a script run with --sandbox none, say) reaches neither
+// the model nor the tool-output record.
+func TestKeyScrubbedFromToolOutputs(t *testing.T) {
+	ws := injectionWorkspace(t)
+	const key = "sk-live-0123456789abcdef"
+	writeTree(t, ws, map[string]string{"leak.txt": "token=" + key + "\n"})
+	seen, dir, _ := converse(t, ws, []looptest.Reply{call1("r1", "read_file", `{"path":"leak.txt"}`)}, func(o *Options) { o.APIKey = key }, nil)
+	if strings.Contains(seen["r1"], key) || !strings.Contains(seen["r1"], "[redacted: API key]") {
+		t.Errorf("the model saw %s", seen["r1"])
+	}
+	b, err := os.ReadFile(filepath.Join(dir, record.DirToolOutputs, "r1-read_file.json"))
+	must(t, err)
+	if strings.Contains(string(b), key) {
+		t.Error("the tool-output record holds the key")
+	}
+}

@@ -29,6 +29,7 @@ func scriptWorkspace(t *testing.T) string {
 		"skills/tools/scripts/tamper.sh": "#!/bin/bash\necho x >> \"$SKILL_SCRIPT\" && echo TAMPERED\ncat /workspace/.harness/runs/*/run.json 2>/dev/null && echo SAW-RUNS\necho end\n",
 		"skills/tools/scripts/hello.py":  "print('hi from python')\n",
 		"skills/tools/scripts/hello.ts":  "#!/usr/bin/env -S deno run --allow-env\nconsole.log('hi from deno', Deno.env.get('SKILL_NAME'))\n",
+		"skills/tools/scripts/hog.py":    "b = bytearray(b'x') * (512 << 20)\nprint('allocated')\n",
 		"skills/tools/references/r.md":   "r\n",
 	})
 	return ws
@@ -124,6 +125,34 @@ func TestRunSkillScript(t *testing.T) {
 	}
 	if s8 := byID["s8"]; s8.DigestMatchesRegistry == nil || *s8.DigestMatchesRegistry || s8.Error == nil {
 		t.Errorf("s8 record: %+v", s8)
+	}
+}
+
+// TestRunSkillScriptMemoryLimit: a script that touches more memory than
+// --script-memory-limit is stopped, and the call is recorded as
+// memory_limit with what enforced the cap.
+func TestRunSkillScriptMemoryLimit(t *testing.T) {
+	requireBwrap(t)
+	ws := scriptWorkspace(t)
+	seen, dir, _ := converse(t, ws, []looptest.Reply{
+		call1("l1", "load_skill", `{"name":"tools"}`),
+		call1("m1", "run_skill_script", `{"skill":"tools","path":"scripts/hog.py"}`),
+	}, func(o *Options) {
+		o.AllowTools = []string{"run_skill_script"}
+		o.AllowSkillScripts = []string{"tools:scripts/hog.py"}
+		o.ScriptMemoryLimit = 64 << 20
+	}, nil)
+	if !strings.Contains(seen["m1"], `"status":"memory_limit"`) || strings.Contains(seen["m1"], "allocated") {
+		t.Errorf("the model saw %s", seen["m1"])
+	}
+	var ex record.ScriptExecutions
+	must(t, artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), record.TypeScriptExecutions, record.Version, &ex))
+	if len(ex.Executions) != 1 {
+		t.Fatalf("executions: %+v", ex.Executions)
+	}
+	e := ex.Executions[0]
+	if e.Status != "memory_limit" || e.MemoryLimitBytes != 64<<20 || (e.MemoryLimit != "memory-cgroup" && e.MemoryLimit != "rss-watchdog") {
+		t.Errorf("record: status %q, limit %d by %q", e.Status, e.MemoryLimitBytes, e.MemoryLimit)
 	}
 }
 

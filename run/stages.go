@@ -295,6 +295,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		st := tools.NewScriptTool(tools.Scripts{
 			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
 			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
+			MemoryLimit: r.opts.ScriptMemoryLimit,
 		})
 		toolset = append(toolset, st)
 		closers = append(closers, st.Close)

@@ -198,3 +198,58 @@ func TestParentInterruptedWhileChildRuns(t *testing.T) {
 // waitABit yields while polling a fake server in tests; the callers have
 // their own end condition.
 func waitABit() { time.Sleep(time.Millisecond) }
+
+// TestProfileCannotWeakenSandbox: a profile may keep or strengthen its
+// parent's sandbox, never weaken it.
+func TestProfileCannotWeakenSandbox(t *testing.T) {
+	for _, tc := range []struct {
+		parent, child string
+		ok            bool
+	}{
+		{"bwrap", "landlock", false},
+		{"bwrap", "auto", false},
+		{"bwrap", "none", false},
+		{"auto", "landlock", false},
+		{"landlock", "none", false},
+		{"bwrap", "bwrap", true},
+		{"auto", "bwrap", true},
+		{"landlock", "auto", true},
+		{"none", "landlock", true},
+	} {
+		t.Run(tc.parent+"->"+tc.child, func(t *testing.T) {
+			ws := subagentWorkspace(t)
+			writeTree(t, ws, map[string]string{"p.yaml": "profiles:\n  - name: p\n    description: x\n    sandbox: " + tc.child + "\n"})
+			o := baseOptions(ws)
+			o.AllowTools, o.Profiles, o.Sandbox, o.Replay = []string{"delegate_task"}, filepath.Join(ws, "p.yaml"), tc.parent, filepath.Join(ws, "none.jsonl")
+			writeTree(t, ws, map[string]string{"none.jsonl": ""})
+			_, err := Run(context.Background(), o)
+			widened := outcome.As(err).Code == "profile_widens_parent"
+			if widened == tc.ok {
+				t.Errorf("parent %s, profile %s: %v", tc.parent, tc.child, err)
+			}
+		})
+	}
+}
+
+// TestChildSpendsParentsRemainingTokens: a child gets what is left of the
+// parent's --max-tokens, not a budget of the same size.
+func TestChildSpendsParentsRemainingTokens(t *testing.T) {
+	ws := subagentWorkspace(t)
+	srv := looptest.New([]looptest.Reply{
+		{ToolCalls: []looptest.Call{{ID: "d1", Name: "delegate_task", Arguments: `{"profile":"reader","task":"read"}`}}, Usage: &looptest.Usage{Prompt: 50, Completion: 10}},
+		{Content: "child done"},
+		{Content: "parent done"},
+	})
+	defer srv.Close()
+	o := baseOptions(ws)
+	subagentOptions(ws)(&o)
+	o.Skills, o.BaseURL, o.APIKey, o.RunID, o.MaxTokens = nil, srv.URL, "k", "p", 100
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var m record.Manifest
+	must(t, artifacts.ReadJSON(filepath.Join(ws, ".harness/runs/p/children/d1", record.FileManifest), record.TypeManifest, record.Version, &m))
+	if m.Inputs.Limits.MaxTokens != 40 {
+		t.Errorf("the child's token limit is %d, want the parent's remainder 40", m.Inputs.Limits.MaxTokens)
+	}
+}

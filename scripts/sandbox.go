@@ -35,13 +35,20 @@ type Limits struct {
 	CPUSeconds uint64 // RLIMIT_CPU
 	FileSize   uint64 // RLIMIT_FSIZE, bytes
 	OpenFiles  uint64 // RLIMIT_NOFILE
-	Processes  uint64 // RLIMIT_NPROC
+	Processes  uint64 // RLIMIT_NPROC, and the pids cgroup where one can be made
 	OutputCap  int    // bytes kept of stdout and of stderr each
+	// Memory caps the resident memory of the script's processes together:
+	// a memory cgroup where one can be made, else a watchdog that samples
+	// and kills.
+	Memory uint64
 }
+
+// DefaultMemory is the memory cap of one script call (--script-memory-limit).
+const DefaultMemory = 1 << 30
 
 // DefaultLimits are generous for a build helper and small for an attack.
 func DefaultLimits() Limits {
-	return Limits{CPUSeconds: 120, FileSize: 64 << 20, OpenFiles: 256, Processes: 256, OutputCap: 1 << 20}
+	return Limits{CPUSeconds: 120, FileSize: 64 << 20, OpenFiles: 256, Processes: 256, OutputCap: 1 << 20, Memory: DefaultMemory}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -60,6 +67,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.OutputCap == 0 {
 		l.OutputCap = d.OutputCap
+	}
+	if l.Memory == 0 {
+		l.Memory = d.Memory
 	}
 	return l
 }
@@ -100,6 +110,13 @@ type Result struct {
 	// cgroup, or RLIMIT_NPROC (which does not bind root).
 	ProcessLimit string
 	ForkRefusals int // forks the pids cgroup refused
+	// MemoryLimit says what capped memory: memory-cgroup or rss-watchdog.
+	// MemoryExceeded is set when the cap killed the script.
+	MemoryLimit    string
+	MemoryExceeded bool
+	// RunAs is the host identity the script ran as: "caller", or
+	// "uid:65534" when harness is root and dropped to the sandbox user.
+	RunAs string
 }
 
 // ErrUnavailable is returned when no sandbox backend can start.
@@ -157,17 +174,28 @@ func probeBwrap(ctx context.Context) error {
 	return nil
 }
 
+// etcAllowed is all of /etc a script sees: what the dynamic loader, name
+// lookups, TLS roots, time zones and Debian's alternatives links need, and
+// nothing that holds a secret (shadow, gshadow, ssh host keys, sudoers).
+var etcAllowed = []string{
+	"alternatives", "ca-certificates", "ca-certificates.conf", "gai.conf", "group", "host.conf", "hosts",
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf", "os-release",
+	"passwd", "protocols", "resolv.conf", "services", "ssl", "timezone",
+}
+
 // bwrapBase confines everything: new user (unprivileged uid and gid, no
-// capabilities, even when harness runs as root), pid, network, ipc and
-// uts namespaces; read-only system directories; private /tmp and /proc;
-// the sandbox dies with harness and cannot reach its terminal.
+// capabilities), pid, network, ipc and uts namespaces; read-only system
+// directories and a curated /etc; private /tmp and /proc; the sandbox dies
+// with harness and cannot reach its terminal.
 func bwrapBase() []string {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
 		"--die-with-parent", "--new-session",
 		"--ro-bind", "/usr", "/usr",
-		"--ro-bind-try", "/etc", "/etc",
 		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+	}
+	for _, e := range etcAllowed {
+		args = append(args, "--ro-bind-try", "/etc/"+e, "/etc/"+e)
 	}
 	for _, d := range []string{"bin", "sbin", "lib", "lib64", "lib32"} {
 		if t, err := os.Readlink("/" + d); err == nil {
@@ -177,6 +205,13 @@ func bwrapBase() []string {
 		}
 	}
 	return args
+}
+
+// bwrapSeal makes the sandbox's own root (a tmpfs holding the mount
+// points) read-only once everything is mounted: a script cannot create
+// files next to /etc or /usr, only in /tmp and the workspace.
+func bwrapSeal() []string {
+	return []string{"--remount-ro", "/"}
 }
 
 // Run executes spec under backend.
@@ -189,11 +224,39 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, &Refusal{Code: "script_runtime_missing", Msg: fmt.Sprintf("runtime %s is not installed on this machine: %v", spec.Argv[0], err)}
 	}
+	drop := dropsPrivileges(backend)
+	if drop {
+		if err := reachableByOthers(bin); err != nil {
+			return nil, &Refusal{Code: "script_runtime_unreachable", Msg: fmt.Sprintf("scripts run as an unprivileged user (uid %d) when harness runs as root, and it cannot execute %s: %v; install the runtime where other users can run it (e.g. /usr/local/bin), or run harness as an ordinary user", sandboxUID, bin, err)}
+		}
+		// Writable mounts are shown to the sandbox user as its own through
+		// idmapped mounts; paths the script sees on the host move with them.
+		for i, m := range spec.Mounts {
+			if !m.Writable {
+				continue
+			}
+			im, err := newIDMappedMount(m.Host)
+			if err != nil {
+				return nil, &Refusal{Code: "sandbox_unavailable", Msg: fmt.Sprintf("harness runs as root, so scripts run as an unprivileged user, which needs an idmapped mount of %s to write it: %v; nothing was run. Run harness as an ordinary user instead", m.Host, err)}
+			}
+			defer im.remove()
+			spec.Cwd = rebase(spec.Cwd, m.Host, im.target)
+			for k, h := range spec.HideHost {
+				spec.HideHost[k] = rebase(h, m.Host, im.target)
+			}
+			spec.Mounts[i].Host = im.target
+		}
+	}
 	inner := append([]string{bin}, spec.Argv[1:]...)
 	var argv []string
+	var extra []*os.File // inherited from fd 3 on
 	switch backend {
 	case BackendBwrap:
-		argv = append([]string{"bwrap"}, bwrapBase()...)
+		bw, err := exec.LookPath("bwrap")
+		if err != nil {
+			return nil, &Refusal{Code: "sandbox_unavailable", Msg: "bwrap is not installed"}
+		}
+		argv = append([]string{bw}, bwrapBase()...)
 		if !strings.HasPrefix(bin, "/usr/") {
 			argv = append(argv, "--ro-bind", bin, bin)
 		}
@@ -207,19 +270,40 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 		for _, h := range spec.Hide {
 			argv = append(argv, "--tmpfs", h, "--remount-ro", h)
 		}
+		argv = append(argv, bwrapSeal()...)
+		// The same socket filter as under Landlock: with the network
+		// unshared only Unix sockets are left, and a socket file in the
+		// workspace would still lead to a host service.
+		filter, err := filterFile()
+		if err != nil {
+			return nil, err
+		}
+		defer filter.Close()
+		extra = append(extra, filter)
+		argv = append(argv, "--seccomp", "3")
 		argv = append(argv, "--chdir", spec.Cwd, "--")
 		argv = append(argv, inner...)
+		if drop {
+			argv = append(setprivArgs(), argv...)
+		}
 	case BackendLandlock:
 		if spec.Helper == "" {
 			return nil, &Refusal{Code: "sandbox_unavailable", Msg: "the landlock backend needs the harness binary as its helper"}
 		}
-		tmp, err := os.MkdirTemp("", "harness-tmp-")
+		tmp, err := MkdirReachable("harness-tmp-")
 		if err != nil {
 			return nil, err
 		}
 		defer os.RemoveAll(tmp)
+		uid := -1
+		if drop {
+			uid = sandboxUID
+			if err := os.Chown(tmp, sandboxUID, sandboxGID); err != nil {
+				return nil, err
+			}
+		}
 		ro, rw, roFiles, rwFiles, readDirs := landlockRules(spec, bin, tmp)
-		argv = landlockArgs(spec.Helper, ro, rw, roFiles, rwFiles, readDirs, inner)
+		argv = landlockArgs(spec.Helper, uid, ro, rw, roFiles, rwFiles, readDirs, inner)
 		var env []string
 		for _, kv := range spec.Env {
 			if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
@@ -232,34 +316,31 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("sandbox backend %q cannot run scripts", backend)
 	}
-	// rlimits are set by prlimit before it execs the sandbox, so they hold
-	// from the first instruction of the script and for all its children.
-	full := append([]string{"prlimit",
-		"--cpu=" + strconv.FormatUint(lim.CPUSeconds, 10),
-		"--fsize=" + strconv.FormatUint(lim.FileSize, 10),
-		"--nofile=" + strconv.FormatUint(lim.OpenFiles, 10),
-		"--nproc=" + strconv.FormatUint(lim.Processes, 10),
-		"--"}, argv...)
 	prl, err := exec.LookPath("prlimit")
 	if err != nil {
 		return nil, &Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed; refusing to run scripts without limits"}
 	}
-	if backend == BackendBwrap {
-		if full[6], err = exec.LookPath("bwrap"); err != nil {
-			return nil, &Refusal{Code: "sandbox_unavailable", Msg: "bwrap is not installed"}
-		}
-	}
-	// The process limit: a pids cgroup where one can be made (it binds
-	// root too), else RLIMIT_NPROC alone.
-	var cg *pidsCgroup
+	// Process and memory limits that bind root too: per-call cgroups where
+	// they can be made (the process joins them before anything else runs).
+	var cg *callCgroups
 	if os.Geteuid() == 0 {
-		cg = newPidsCgroup(lim.Processes)
+		cg = newCallCgroups(lim.Processes, lim.Memory)
 	}
-	cmdline := full
+	// rlimits are set by prlimit before it execs the sandbox, so they hold
+	// from the first instruction of the script and for all its children.
+	// RLIMIT_NPROC counts every process of the user, across calls: it is
+	// the process limit only where no pids cgroup holds this call alone.
+	rl := []string{prl,
+		"--cpu=" + strconv.FormatUint(lim.CPUSeconds, 10),
+		"--fsize=" + strconv.FormatUint(lim.FileSize, 10),
+		"--nofile=" + strconv.FormatUint(lim.OpenFiles, 10)}
+	if cg == nil || cg.pids == "" {
+		rl = append(rl, "--nproc="+strconv.FormatUint(lim.Processes, 10))
+	}
+	cmdline := append(append(rl, "--"), argv...)
 	if cg != nil {
 		defer cg.remove()
-		cmdline = cg.wrap(full)
-		prl = cmdline[0]
+		cmdline = cg.wrap(cmdline)
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -267,46 +348,70 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, prl, cmdline[1:]...)
+	cmd := exec.CommandContext(runCtx, cmdline[0], cmdline[1:]...)
 	cmd.Env = spec.Env
 	if backend != BackendBwrap {
 		cmd.Dir = spec.Cwd
 	}
 	cmd.Stdin = nil // the script's own stdin is empty
+	cmd.ExtraFiles = extra
 	stdout := &capped{max: lim.OutputCap}
 	stderr := &capped{max: lim.OutputCap}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Its own process group, so the timeout kills every process the
-	// script started, not just the first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// A new session: the script has no controlling terminal (it cannot
+	// write to the operator's /dev/tty), and its session's process group
+	// is what the timeout kills.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	killTree := func() {
+		if backend == BackendLandlock {
+			// The helper is the subreaper of the script's tree: told to
+			// stop, it kills every descendant, setsid escapees included.
+			syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if cg != nil {
 			cg.killAll() // children that left the process group
 		}
-		return err
 	}
+	cmd.Cancel = func() error { killTree(); return nil }
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", filepath.Base(spec.Argv[0]), err)
+	}
+	var wd *memoryWatchdog
+	if cg == nil || cg.memory == "" {
+		var procs func() []int
+		if cg != nil {
+			procs = cg.procs
+		}
+		wd = watchMemory(cmd.Process.Pid, lim.Memory, procs, killTree)
+	}
+	err = cmd.Wait()
+	if wd != nil {
+		wd.halt()
+	}
 	res := &Result{
 		Backend: backend, Argv: cmdline, Duration: time.Since(start),
 		Stdout: stdout.buf, Stderr: stderr.buf, StdoutLen: stdout.n, StderrLen: stderr.n,
 		Truncated: stdout.n > int64(len(stdout.buf)) || stderr.n > int64(len(stderr.buf)),
+		RunAs:     "caller",
 	}
-	// Whatever is left of the group dies now, even after a clean exit: a
-	// daemonised child must not outlive its call. Without a pid namespace
-	// (landlock, none) a child may have left the group with setsid; the
-	// pids cgroup still holds it.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if cg != nil {
-		cg.killAll()
+	if drop {
+		res.RunAs = fmt.Sprintf("uid:%d", sandboxUID)
 	}
+	// Whatever is left of the tree dies now, even after a clean exit: a
+	// daemonised child must not outlive its call.
+	killTree()
 	res.TimedOut = runCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-	if cg != nil {
-		res.ProcessLimit, res.ForkRefusals = "pids-cgroup", cg.hits()
+	res.ProcessLimit = "rlimit"
+	if cg != nil && cg.pids != "" {
+		res.ProcessLimit, res.ForkRefusals = "pids-cgroup", cg.forkRefusals()
+	}
+	if wd != nil {
+		res.MemoryLimit, res.MemoryExceeded = "rss-watchdog", wd.exceeded.Load()
 	} else {
-		res.ProcessLimit = "rlimit"
+		res.MemoryLimit, res.MemoryExceeded = "memory-cgroup", cg.oomKilled()
 	}
 	var ee *exec.ExitError
 	switch {
@@ -340,4 +445,19 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.buf = append(c.buf, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
+}
+
+// filterFile holds the encoded socket filter for bwrap to read.
+func filterFile() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(encodeFilter(socketFilter()))
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }

@@ -40,24 +40,40 @@ func helper(t testing.TB) string {
 // cannot start here.
 func sandboxed(t *testing.T, backend Backend, script string, lim Limits, timeout time.Duration) (*Result, string) {
 	t.Helper()
+	return sandboxedWith(t, backend, script, lim, timeout, nil)
+}
+
+// sandboxedWith is sandboxed with a hook that prepares the workspace.
+func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, timeout time.Duration, prepare func(ws string)) (*Result, string) {
+	t.Helper()
 	_, err := Probe(context.Background(), backend, helper(t))
 	testenv.Need(t, "sandbox backend "+string(backend), err)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
 	skill, _ := filepath.EvalSymlinks(t.TempDir())
 	os.WriteFile(filepath.Join(skill, "run.sh"), []byte(script), 0o444)
+	// As harness stages skills: readable by the unprivileged user scripts
+	// run as when the tests run as root.
+	os.Chmod(skill, 0o755)
+	os.Chmod(filepath.Dir(skill), 0o755)
 	os.MkdirAll(filepath.Join(ws, ".harness", "runs"), 0o755)
 	os.WriteFile(filepath.Join(ws, ".harness", "runs", "secret"), []byte("run record"), 0o644)
 	// Under Landlock, with the run directory inside the workspace, only
 	// existing top-level directories are writable (a rule grants a whole
 	// tree, so the workspace root itself cannot be granted): work in one.
 	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
-	wsPath, skillPath := "/workspace", "/workspace/skills/s"
+	if prepare != nil {
+		prepare(ws)
+	}
+	wsPath, skillPath, wsEnv := "/workspace", "/workspace/skills/s", "/workspace"
 	if backend != BackendBwrap {
-		wsPath, skillPath = ws, skill
+		// Without a mount namespace the script sees host paths; when the
+		// tests run as root the workspace is an idmapped mount at a
+		// private path, which the script reaches as its working directory.
+		wsPath, skillPath, wsEnv = ws, skill, "."
 	}
 	res, err := Run(context.Background(), backend, Spec{
 		Argv:     []string{"bash", skillPath + "/run.sh"},
-		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "WS=" + wsPath, "SKILL_DIR=" + skillPath},
+		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "WS=" + wsEnv, "SKILL_DIR=" + skillPath},
 		Path:     os.Getenv("PATH"),
 		Cwd:      wsPath,
 		Mounts:   []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/workspace/skills/s"}},

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/harness-dev/harness/outcome"
 )
@@ -187,12 +188,18 @@ func (w *treeWriter) copyDir(src string) error {
 			}
 			return w.link(rel, dest)
 		case d.Type().IsRegular():
-			f, err := os.Open(p)
+			// Opened without following a link and without blocking, then
+			// checked on the descriptor: a file swapped for a link or a
+			// FIFO after the walk saw it is refused, not read.
+			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 			if err != nil {
-				return err
+				return unsafeEntry("%s changed while it was copied (%v); nothing was installed", rel, err)
 			}
 			defer f.Close()
-			info, _ := d.Info()
+			info, err := f.Stat()
+			if err != nil || !info.Mode().IsRegular() {
+				return unsafeEntry("%s is no longer a regular file; nothing was installed", rel)
+			}
 			return w.file(rel, info.Mode(), f)
 		}
 		return unsafeEntry("%s is a special file (%s); nothing was installed", rel, d.Type())

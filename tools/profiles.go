@@ -11,6 +11,11 @@ import (
 	"github.com/harness-dev/harness/outcome"
 )
 
+// sandboxStrength orders the backends a profile may ask for: bwrap (own
+// namespaces) over auto (bwrap where it starts, else Landlock) over
+// landlock over none. A profile may keep or raise its parent's, never lower.
+var sandboxStrength = map[string]int{"none": 0, "landlock": 1, "auto": 2, "bwrap": 3}
+
 // Parent is what a run allows, against which its profiles are checked.
 type Parent struct {
 	AllowTools        []string
@@ -72,11 +77,11 @@ func LoadProfiles(path string, parent Parent) ([]Profile, error) {
 				return nil, widen("script %s is not allowed to the parent run", sc)
 			}
 		}
-		if p.Sandbox == "none" && parent.Sandbox != "none" {
-			return nil, widen("sandbox none is weaker than the parent's %s", parent.Sandbox)
-		}
-		if p.Sandbox != "" && p.Sandbox != "auto" && p.Sandbox != "bwrap" && p.Sandbox != "landlock" && p.Sandbox != "none" {
+		if _, ok := sandboxStrength[p.Sandbox]; !ok && p.Sandbox != "" {
 			return nil, outcome.Usage("profiles_invalid", "profile %s: sandbox %q: use auto, bwrap, landlock or none", p.Name, p.Sandbox)
+		}
+		if p.Sandbox != "" && sandboxStrength[p.Sandbox] < sandboxStrength[parent.Sandbox] {
+			return nil, widen("sandbox %s is weaker than the parent's %s", p.Sandbox, parent.Sandbox)
 		}
 		if p.Timeout != "" {
 			if _, err := time.ParseDuration(p.Timeout); err != nil {

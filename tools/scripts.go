@@ -53,6 +53,15 @@ type Scripts struct {
 	Now    func() time.Time
 	// RunDir receives skill-script-executions.json.
 	RunDir string
+	// MemoryLimit caps one call's memory in bytes (0 = scripts.DefaultMemory).
+	MemoryLimit uint64
+}
+
+func (s Scripts) memoryLimit() uint64 {
+	if s.MemoryLimit == 0 {
+		return scripts.DefaultMemory
+	}
+	return s.MemoryLimit
 }
 
 // ScriptTool is run_skill_script.
@@ -225,6 +234,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		HideHost: hideHost,
 		Helper:   cfg.Helper,
 		Timeout:  time.Duration(timeout) * time.Millisecond,
+		Limits:   scripts.Limits{Memory: cfg.MemoryLimit},
 	})
 	if err != nil {
 		var ref *scripts.Refusal
@@ -239,10 +249,14 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	rec.Argv, rec.DurationMs = out.Argv, out.Duration.Milliseconds()
 	rec.StdoutBytes, rec.StderrBytes, rec.Truncated, rec.Signal = out.StdoutLen, out.StderrLen, out.Truncated, out.Signal
 	rec.ProcessLimit, rec.ForkRefusals = out.ProcessLimit, out.ForkRefusals
+	rec.MemoryLimit, rec.MemoryLimitBytes, rec.RunAs = out.MemoryLimit, cfg.memoryLimit(), out.RunAs
 	code := out.ExitCode
 	rec.ExitCode = &code
 	rec.Status = "executed"
-	if out.TimedOut {
+	switch {
+	case out.MemoryExceeded:
+		rec.Status = "memory_limit"
+	case out.TimedOut:
 		rec.Status = "timeout"
 	}
 	rec.OutputDigest = artifacts.DigestBytes(append(append([]byte{}, out.Stdout...), out.Stderr...))
@@ -294,7 +308,7 @@ func (t *ScriptTool) stage(s *skills.Skill, script string) (string, artifacts.Di
 }
 
 func stageSkill(s *skills.Skill) (*staging, error) {
-	dir, err := os.MkdirTemp("", "harness-stage-")
+	dir, err := scripts.MkdirReachable("harness-stage-")
 	if err != nil {
 		return nil, err
 	}

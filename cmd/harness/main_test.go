@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/scripts"
 )
 
@@ -30,6 +34,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
+		Condition:           toolCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode":           cmdExitCode,
 			"fakemodel":          cmdFakeModel,
@@ -75,4 +80,29 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d\nstderr:\n%s", args[1], got, want, ts.ReadFile("stderr"))
 	}
+}
+
+// toolCondition is [tool:NAME] in scripts: whether bwrap, landlock or
+// another program a script needs is here. Where tools are required
+// (HARNESS_REQUIRE_TOOLS, set by the ci task) a missing one fails the
+// script instead of letting it skip.
+func toolCondition(cond string) (bool, error) {
+	name, ok := strings.CutPrefix(cond, "tool:")
+	if !ok {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	var err error
+	switch name {
+	case "bwrap":
+		_, err = scripts.Probe(context.Background(), scripts.BackendBwrap, "")
+	case "landlock":
+		exe, _ := os.Executable()
+		_, err = scripts.Probe(context.Background(), scripts.BackendLandlock, exe)
+	default:
+		_, err = exec.LookPath(name)
+	}
+	if err != nil && os.Getenv(testenv.RequireVar) != "" {
+		return false, fmt.Errorf("%s is required here (%s is set) but unavailable: %v", name, testenv.RequireVar, err)
+	}
+	return err == nil, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/run"
@@ -33,7 +34,8 @@ var runOptions = []option{
 	{name: "allow-drift", kind: kindBool, usage: "use skill files that changed since the run-start snapshot (marked as drifted) instead of refusing them"},
 	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file, run_skill_script"},
 	{name: "allow-skill-script", kind: kindStrings, usage: "allow run_skill_script to run exactly `SKILL:scripts/PATH` (needs --skills-root and --allow-tool run_skill_script)"},
-	{name: "sandbox", usage: "sandbox for skill scripts: auto (bwrap, else landlock), bwrap, landlock or none (none runs on the host and is recorded as such)", def: "auto"},
+	{name: "sandbox", usage: "sandbox for skill scripts: auto (bwrap, else landlock), bwrap, landlock or none. none runs scripts on the host as you: they can read whatever you can (harness withholds their output in enforce modes and scrubs the API key from every tool result, but a script can still leave a secret in a workspace file)", def: "auto"},
+	{name: "script-memory-limit", usage: "memory cap `SIZE` of one skill script call, e.g. 512MiB (a memory cgroup as root, else a watchdog that samples and kills); reaching it is status memory_limit", def: "1GiB"},
 	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: 50},
 	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DUR` for the run, e.g. 10m (exit 3, resumable)"},
 	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
@@ -86,7 +88,12 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if key == "" {
 		key = os.Getenv("OPENAI_API_KEY")
 	}
+	memory, err := parseSize("--script-memory-limit", ro.str("script-memory-limit"))
+	if err != nil {
+		return err
+	}
 	opts := run.Options{
+		ScriptMemoryLimit: memory,
 		Workspace:         ro.str("workspace"),
 		Cwd:               ro.str("cwd"),
 		SkillsRoots:       ro.strs("skills-root"),
@@ -142,6 +149,22 @@ func reportResult(stdout, stderr io.Writer, res *run.Result, err error, jsonOut,
 	if !quiet {
 		fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
 	}
+}
+
+// minScriptMemory is the smallest cap worth running a script under: the
+// Landlock helper and a shell take most of it already.
+const minScriptMemory = 32 << 20
+
+// parseSize reads a size such as 512MiB, 1GiB or 1000000 (bytes).
+func parseSize(flag, s string) (uint64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, usagef(fmt.Sprintf("%s %q: give a size such as 512MiB or 2GiB", flag, s))
+	}
+	if n < minScriptMemory {
+		return 0, usagef(fmt.Sprintf("%s %s is below the smallest cap scripts can run under (32MiB)", flag, s))
+	}
+	return n, nil
 }
 
 func readPrompt(stdin io.Reader, ro *resolvedOptions) (string, string, error) {

@@ -1,0 +1,161 @@
+package scripts
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Cgroup v1 hierarchies where per-call limits are made. Both bind root
+// too, which rlimits do not (RLIMIT_NPROC) or cannot (RLIMIT_AS breaks Go
+// and V8), and harness often runs as root in CI.
+const (
+	pidsCgroupRoot   = "/sys/fs/cgroup/pids"
+	memoryCgroupRoot = "/sys/fs/cgroup/memory"
+)
+
+var cgroupSeq atomic.Int64
+
+// callCgroups are the per-execution cgroups of one script call: a pids
+// cgroup capping the number of processes and a memory cgroup capping what
+// they use. Either is nil where no writable hierarchy exists.
+type callCgroups struct {
+	pids, memory string
+}
+
+func newCallCgroups(processes, memory uint64) *callCgroups {
+	name := fmt.Sprintf("harness-%d-%d", os.Getpid(), cgroupSeq.Add(1))
+	c := &callCgroups{
+		pids:   makeCgroup(pidsCgroupRoot, name, map[string]uint64{"pids.max": processes}),
+		memory: makeCgroup(memoryCgroupRoot, name, map[string]uint64{"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory}),
+	}
+	if c.pids == "" && c.memory == "" {
+		return nil
+	}
+	return c
+}
+
+// makeCgroup creates root/name and writes its limits, or returns "" when
+// the hierarchy is missing or not writable. A limit file the kernel lacks
+// (memsw without swap accounting) is skipped.
+func makeCgroup(root, name string, limits map[string]uint64) string {
+	if fi, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	dir := filepath.Join(root, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return ""
+	}
+	for _, f := range []string{"pids.max", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes"} {
+		v, ok := limits[f]
+		if !ok {
+			continue
+		}
+		p := filepath.Join(dir, f)
+		if _, err := os.Stat(p); err != nil && f == "memory.memsw.limit_in_bytes" {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(strconv.FormatUint(v, 10)), 0o644); err != nil {
+			os.Remove(dir)
+			return ""
+		}
+	}
+	return dir
+}
+
+func (c *callCgroups) dirs() []string {
+	var out []string
+	for _, d := range []string{c.pids, c.memory} {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// wrap prefixes argv so the process joins the cgroups itself before it
+// execs the command: nothing it starts can run outside the limits.
+func (c *callCgroups) wrap(argv []string) []string {
+	dirs := c.dirs()
+	script := `n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; n=$((n-1)); done; exec "$@"`
+	out := append([]string{"/bin/sh", "-c", script, "sh", strconv.Itoa(len(dirs))}, dirs...)
+	return append(out, argv...)
+}
+
+// forkRefusals is how many forks the pids limit refused.
+func (c *callCgroups) forkRefusals() int {
+	if c.pids == "" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(c.pids, "pids.events"))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(b)), "max")))
+	return n
+}
+
+// oomKilled reports whether the memory limit killed a process.
+func (c *callCgroups) oomKilled() bool {
+	if c.memory == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(c.memory, "memory.oom_control"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(line, "oom_kill "); ok && strings.TrimSpace(n) != "0" {
+			return true
+		}
+	}
+	return false
+}
+
+// pids lists the processes still in the call's cgroups.
+func (c *callCgroups) procs() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, d := range c.dirs() {
+		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
+				seen[pid] = true
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// killAll kills every process still in the cgroups.
+func (c *callCgroups) killAll() {
+	for range 10 {
+		ps := c.procs()
+		if len(ps) == 0 {
+			return
+		}
+		for _, pid := range ps {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// remove deletes the cgroups once their processes are gone; the kernel
+// refuses while any remain, so it waits a little for the tree to exit.
+func (c *callCgroups) remove() {
+	for _, d := range c.dirs() {
+		for i := 0; i < 100; i++ {
+			if err := os.Remove(d); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
