@@ -35,6 +35,8 @@ type Journal struct {
 	broken error
 	now    func() time.Time
 	tee    func(line []byte)
+	// redact is applied to every line before it is written.
+	redact *Redactor
 }
 
 // OpenJournal opens (creating if needed) the journal at path for appending.
@@ -58,6 +60,9 @@ func (j *Journal) SetClock(now func() time.Time) { j.now = now }
 // trailing newline) after it is durable; `--json` streams the journal this way.
 func (j *Journal) Tee(fn func(line []byte)) { j.tee = fn }
 
+// SetRedactor makes every appended line pass through r first.
+func (j *Journal) SetRedactor(r *Redactor) { j.redact = r }
+
 // Append writes one event of the given type with data as its record.
 func (j *Journal) Append(typ string, data any) (Event, error) {
 	j.mu.Lock()
@@ -74,7 +79,7 @@ func (j *Journal) Append(typ string, data any) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("journal %s: %w", typ, err)
 	}
-	line = append(line, '\n')
+	line = append(j.redact.Bytes(line), '\n')
 	if _, err := j.f.Write(line); err != nil {
 		j.broken = err
 		return Event{}, fmt.Errorf("journal %s: %w", typ, err)

@@ -53,10 +53,10 @@ type Call struct {
 	Args []string
 	// Context is the join of every label in the model's context.
 	Context Label
-	// Operator is the operator's prompt; Untrusted are the texts of
-	// untrusted context items (skills, reads, tool outputs).
+	// Operator is the operator's prompt; Untrusted remembers the texts of
+	// untrusted context items (skills, reads, tool outputs), decoded.
 	Operator  string
-	Untrusted []string
+	Untrusted *Provenance
 }
 
 // Decision outcomes.
@@ -74,24 +74,62 @@ type Decision struct {
 	Reasons  []string `json:"reasons"`
 	Label    Label    `json:"label"`
 	Detail   string   `json:"detail,omitempty"`
+	// WouldDenyIn names the enforce modes that would have denied a call
+	// that observe only warned about (or that disabled allowed).
+	WouldDenyIn []Mode `json:"wouldDenyIn,omitempty"`
+	// ArgumentFromContext is an argument of a write or side-effect call
+	// that came from untrusted context rather than the operator's prompt,
+	// recorded whatever the mode decided, so a reviewer sees it even where
+	// the call was allowed.
+	ArgumentFromContext string `json:"argumentFromContext,omitempty"`
 }
 
-// Decide applies the policy to a call.
+// Decide applies the policy to a call. observe decides as both enforce
+// modes would and warns wherever either would deny, naming which.
 func Decide(p Policy, c Call) Decision {
 	d := Decision{Tool: c.Tool, Effect: c.Effect, Label: c.Context, Decision: Allow, Reasons: []string{}}
-	if p.Mode == ModeDisabled {
+	if c.Effect != EffectRead {
+		d.ArgumentFromContext, _ = FromContext(c.Args, c.Operator, c.Untrusted)
+	}
+	switch p.Mode {
+	case ModeDisabled:
 		d.Reasons = append(d.Reasons, "cfc_disabled")
 		return d
+	case ModeObserve:
+		for _, m := range []Mode{ModeEnforceExplicit, ModeEnforceStrict} {
+			if reasons, detail := enforce(m, p, c, d.ArgumentFromContext); len(reasons) > 0 {
+				d.WouldDenyIn = append(d.WouldDenyIn, m)
+				for _, r := range reasons {
+					if !slices.Contains(d.Reasons, r) {
+						d.Reasons = append(d.Reasons, r)
+					}
+				}
+				if d.Detail == "" {
+					d.Detail = fmt.Sprintf("%s would deny: %s", m, detail)
+				}
+			}
+		}
+		if len(d.WouldDenyIn) > 0 {
+			d.Decision = Warn
+			return d
+		}
+	default:
+		if reasons, detail := enforce(p.Mode, p, c, d.ArgumentFromContext); len(reasons) > 0 {
+			d.Decision, d.Reasons, d.Detail = Deny, reasons, detail
+			return d
+		}
 	}
-	mode := p.Mode
-	if mode == ModeObserve {
-		mode = ModeEnforceExplicit // observe reports what enforcement would do
-	}
-	deny := func(code, detail string) {
-		d.Decision = Deny
-		d.Reasons = append(d.Reasons, code)
-		if d.Detail == "" {
-			d.Detail = detail
+	d.Reasons = append(d.Reasons, "cfc_"+strings.ReplaceAll(string(p.Mode), "-", "_")+"_allowed")
+	return d
+}
+
+// enforce returns why mode denies the call (none: allowed), with the
+// first reason's explanation.
+func enforce(mode Mode, p Policy, c Call, fromContext string) (reasons []string, detail string) {
+	deny := func(code, text string) {
+		reasons = append(reasons, code)
+		if detail == "" {
+			detail = text
 		}
 	}
 	if p.Narrowing != nil && !slices.Contains(p.Narrowing, c.Tool) {
@@ -110,35 +148,33 @@ func Decide(p Policy, c Call) Decision {
 		if !slices.Contains(p.AllowedTools, c.Tool) {
 			deny("tool_not_allowed_by_operator", fmt.Sprintf("the operator did not allow %s (--allow-tool)", c.Tool))
 		}
-		if mode == ModeEnforceStrict {
-			if arg, ok := FromContext(c.Args, c.Operator, c.Untrusted); ok {
-				deny("argument_from_context", fmt.Sprintf("argument %q comes from untrusted context, not from the operator's prompt", arg))
-			}
+		if mode == ModeEnforceStrict && fromContext != "" {
+			deny("argument_from_context", fmt.Sprintf("argument %q comes from untrusted context, not from the operator's prompt", fromContext))
 		}
 	}
-	if d.Decision == Allow {
-		d.Reasons = append(d.Reasons, "cfc_"+strings.ReplaceAll(string(p.Mode), "-", "_")+"_allowed")
-	}
-	if p.Mode == ModeObserve && d.Decision == Deny {
-		d.Decision = Warn
-	}
-	return d
+	return reasons, detail
 }
 
 // FromContext reports the first argument value that appears in untrusted
 // context but not in the operator's prompt: a value the model most likely
 // copied from something it read rather than from what it was told. Short
 // values are ignored; they match everywhere.
-func FromContext(args []string, operator string, untrusted []string) (string, bool) {
+//
+// Both sides are compared decoded and normalized (see Normalize), so an
+// argument with "&", "<", a newline or a decomposed accent is found in
+// the text it was copied from however that text was encoded.
+func FromContext(args []string, operator string, untrusted *Provenance) (string, bool) {
+	if untrusted == nil {
+		return "", false
+	}
+	op := Normalize(operator)
 	for _, a := range args {
-		a = strings.TrimSpace(a)
-		if len(a) < 4 || strings.Contains(operator, a) {
+		n := Normalize(a)
+		if len(n) < MinArgument || strings.Contains(op, n) {
 			continue
 		}
-		for _, u := range untrusted {
-			if strings.Contains(u, a) {
-				return a, true
-			}
+		if untrusted.Contains(n) {
+			return a, true
 		}
 	}
 	return "", false

@@ -59,6 +59,8 @@ type Config struct {
 	Start Progress
 	// Gate, when set, decides every tool call (contextual flow control).
 	Gate Gate
+	// Redact is applied to every tool output written (nil: none).
+	Redact *artifacts.Redactor
 }
 
 // Progress is what a run has used so far.
@@ -402,7 +404,7 @@ func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, e
 		Turn:     turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
 		Status: res.Status, Content: res.Content, Record: res.Record,
 	}
-	if err := artifacts.WriteJSON(filepath.Join(e.cfg.ToolOutputDir, name), rec); err != nil {
+	if err := e.cfg.Redact.WriteJSON(filepath.Join(e.cfg.ToolOutputDir, name), rec); err != nil {
 		return "", fmt.Errorf("write tool output: %w", err)
 	}
 	return filepath.Base(e.cfg.ToolOutputDir) + "/" + name, nil

@@ -47,7 +47,7 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	if !rep.Drift {
 		return nil
 	}
-	if err := artifacts.WriteJSON(r.path(record.FileDrift), rep); err != nil {
+	if err := r.redact.WriteJSON(r.path(record.FileDrift), rep); err != nil {
 		return err
 	}
 	r.manifest.Artifacts = append(r.manifest.Artifacts, record.FileDrift)

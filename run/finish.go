@@ -59,7 +59,11 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	var rec *outcome.Record
 	if runErr != nil {
 		e := outcome.As(runErr)
-		rec = &outcome.Record{Code: e.Code, Message: e.Error()}
+		// A provider's message can echo the key: what is recorded and
+		// what the CLI prints are redacted.
+		msg := r.redact.String(e.Error())
+		rec = &outcome.Record{Code: e.Code, Message: msg}
+		e = &outcome.Error{Code: e.Code, Msg: msg, Exit: e.Exit, Reported: e.Reported}
 		if status == outcome.StatusRefused {
 			resumable = r.driftRefused
 		}
@@ -75,7 +79,7 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 			m.Usage.Turns = []loop.Usage{}
 		}
 		if o.Reason == loop.ReasonCompleted {
-			m.Final = &record.FinalMessage{Content: o.Final.Content}
+			m.Final = &record.FinalMessage{Content: r.redact.String(o.Final.Content)}
 		}
 	}
 	fin := r.now().UTC()

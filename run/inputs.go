@@ -23,7 +23,7 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		SkillsRoots:     roots,
 		Skills:          nonNil(o.Skills),
 		Model:           o.Model,
-		BaseURL:         redactURL(o.BaseURL),
+		BaseURL:         artifacts.NewRedactor(o.APIKey).String(redactURL(o.BaseURL)),
 		PromptSource:    o.PromptSource,
 		Prompt:          o.Prompt,
 		PromptDigest:    artifacts.DigestString(o.Prompt),

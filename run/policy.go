@@ -14,10 +14,6 @@ import (
 	"github.com/harness-dev/harness/tools"
 )
 
-// maxUntrustedText bounds what the argument provenance check keeps of
-// untrusted context; older text falls off first.
-const maxUntrustedText = 4 << 20
-
 // policyGate is the loop's Gate: it labels the context, asks cfc for a
 // decision on every call, withholds unmediated output and scans what the
 // model is about to read.
@@ -27,8 +23,7 @@ type policyGate struct {
 
 	mu        sync.Mutex
 	labels    []cfc.Label
-	untrusted []string
-	size      int
+	untrusted *cfc.Provenance
 	trace     record.PolicyTrace
 	snapshot  record.PolicySnapshot
 }
@@ -39,7 +34,7 @@ type policyGate struct {
 func (r *runner) newGate(history []loop.Message) *policyGate {
 	mode, _ := cfc.ParseMode(r.opts.CFCMode)
 	role, _ := cfc.ParseRole(r.opts.PromptRole)
-	g := &policyGate{r: r, policy: cfc.Policy{Mode: mode, PromptRole: role, AllowedTools: nonNil(r.opts.AllowTools)},
+	g := &policyGate{r: r, policy: cfc.Policy{Mode: mode, PromptRole: role, AllowedTools: nonNil(r.opts.AllowTools)}, untrusted: cfc.NewProvenance(),
 		trace: record.PolicyTrace{Envelope: artifacts.NewEnvelope(record.TypePolicyTrace, record.Version), Decisions: []record.TraceRecord{}, Totals: map[string]int{cfc.Allow: 0, cfc.Deny: 0, cfc.Warn: 0}}}
 	g.labels = []cfc.Label{{Role: cfc.RoleDirectCommand, Integrity: cfc.Trusted, Sources: []string{"harness"}}, cfc.Operator(role)}
 	for _, m := range contextItems(history) {
@@ -87,15 +82,24 @@ func skillNameOf(block string) string {
 	return ""
 }
 
-// observe adds an untrusted item to the context.
+// observe adds an untrusted item to the context. The provenance filter
+// gets the text as the model reads it, decoded: a tool result is JSON, and
+// its encoding escapes &, <, > and newlines that an argument copied from
+// it would not have.
 func (g *policyGate) observe(source, text string) {
 	g.labels = append(g.labels, cfc.Observed(source))
-	g.untrusted = append(g.untrusted, text)
-	g.size += len(text)
-	for g.size > maxUntrustedText && len(g.untrusted) > 1 {
-		g.size -= len(g.untrusted[0])
-		g.untrusted = g.untrusted[1:]
+	for _, t := range decodedTexts(text) {
+		g.untrusted.Add(t)
 	}
+}
+
+// decodedTexts are the texts a result holds: every string value of it
+// when it is JSON (decoded), else the text itself.
+func decodedTexts(content string) []string {
+	if vs := stringArgs(content); vs != nil {
+		return vs
+	}
+	return []string{content}
 }
 
 func (g *policyGate) Before(ctx context.Context, turn int, call loop.ToolCall, effect loop.Effect) (*loop.ToolResult, bool) {
@@ -142,22 +146,19 @@ func (g *policyGate) After(call loop.ToolCall, effect loop.Effect, res loop.Tool
 	// harness knows the key: whatever a tool returns (a script run with
 	// --sandbox none that read it, a file that holds it), the model and
 	// the tool-output record never see it.
-	res.Content = scrubKey(res.Content, g.r.opts.APIKey)
+	res.Content = g.r.redact.String(res.Content)
 	g.observe("tool:"+call.Name, res.Content)
-	if fs := cfc.Scan(res.Content); len(fs) > 0 {
+	// The scan reads decoded text: in the JSON encoding a second line
+	// follows a literal \n, where no rule anchored on a word boundary
+	// would ever match.
+	var fs []cfc.Finding
+	for _, t := range decodedTexts(res.Content) {
+		fs = append(fs, cfc.Scan(t)...)
+	}
+	if len(fs) > 0 {
 		g.r.event(record.EventContentFlagged, map[string]any{"callId": call.ID, "tool": call.Name, "findings": fs})
 	}
 	return res
-}
-
-// minSecretLen keeps a short or empty key from redacting ordinary text.
-const minSecretLen = 8
-
-func scrubKey(s, key string) string {
-	if len(key) < minSecretLen || !strings.Contains(s, key) {
-		return s
-	}
-	return strings.ReplaceAll(s, key, "[redacted: API key]")
 }
 
 // stringArgs collects every string value in a call's JSON arguments.
@@ -248,7 +249,7 @@ func (r *runner) writePolicySnapshot() error {
 	if r.gate != nil {
 		r.gate.snapshot = ps
 	}
-	return artifacts.WriteJSON(r.path(record.FilePolicySnapshot), &ps)
+	return r.redact.WriteJSON(r.path(record.FilePolicySnapshot), &ps)
 }
 
 func sourceOf(m map[string]string, k string) string {
@@ -261,5 +262,5 @@ func sourceOf(m map[string]string, k string) string {
 func (g *policyGate) writeTrace() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return artifacts.WriteJSON(g.r.path(record.FilePolicyTrace), &g.trace)
+	return g.r.redact.WriteJSON(g.r.path(record.FilePolicyTrace), &g.trace)
 }

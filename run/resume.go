@@ -77,6 +77,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.manifest = m
 	r.opts = optionsOf(m.Inputs, m.Sources)
 	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.opts.model = ro.APIKey, ro.Record, ro.Replay, ro.model
+	r.redact = artifacts.NewRedactor(ro.APIKey)
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version
 	r.acceptDrift = ro.AllowDrift
 	r.res = resolved{workspace: m.Inputs.Workspace.Host, cwd: m.Inputs.Cwd, skillsRoots: r.opts.SkillsRoots, runDir: dir, runID: m.RunID}
@@ -227,7 +228,7 @@ func (r *runner) settleInterrupted(history []loop.Message, toolset []loop.Tool) 
 		if err := os.MkdirAll(r.path(record.DirToolOutputs), 0o755); err != nil {
 			return nil, err
 		}
-		if err := artifacts.WriteJSON(filepath.Join(r.path(record.DirToolOutputs), name), out); err != nil {
+		if err := r.redact.WriteJSON(filepath.Join(r.path(record.DirToolOutputs), name), out); err != nil {
 			return nil, err
 		}
 		if _, err := r.journal.Append(record.EventToolFinished, loop.ToolFinishedEvent{Turn: call.Turn, CallID: call.CallID, Tool: call.Tool,

@@ -65,6 +65,9 @@ type runner struct {
 	// driftRefused marks a resume refused for drift: the run stays
 	// resumable (with --allow-drift, or once the drift is undone).
 	driftRefused bool
+	// redact keeps the API key (and Authorization header text) out of
+	// everything the run writes or prints.
+	redact *artifacts.Redactor
 	// journalErr is the first failed append of an event nothing waits on;
 	// the run still ends failed because of it.
 	journalErr error
@@ -87,6 +90,7 @@ func newRunner(now func() time.Time, stderr io.Writer) *runner {
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	r := newRunner(opts.Now, opts.Stderr)
 	r.opts = opts
+	r.redact = artifacts.NewRedactor(opts.APIKey)
 	if err := checkOptions(&r.opts); err != nil {
 		return nil, err
 	}
@@ -264,19 +268,20 @@ func (r *runner) openJournal(next int64) error {
 		return err
 	}
 	j.SetClock(r.now)
+	j.SetRedactor(r.redact)
 	if on := r.opts.OnEvent; on != nil {
 		depth := r.opts.depth
 		j.Tee(func(line []byte) { on(line, depth) })
 	}
 	r.journal = j
-	r.acts = tools.NewActivations(r.path(record.FileActivations), j)
+	r.acts = tools.NewActivations(r.path(record.FileActivations), j, r.redact)
 	return nil
 }
 
 func (r *runner) path(name string) string { return filepath.Join(r.res.runDir, name) }
 
 func (r *runner) writeManifest() error {
-	return artifacts.WriteJSON(r.path(record.FileManifest), &r.manifest)
+	return r.redact.WriteJSON(r.path(record.FileManifest), &r.manifest)
 }
 
 // event appends an event that no later step depends on directly; a
@@ -289,7 +294,7 @@ func (r *runner) event(typ string, data any) {
 }
 
 func (r *runner) progress(format string, args ...any) {
-	fmt.Fprintf(r.stderr, "harness: "+format+"\n", args...)
+	fmt.Fprint(r.stderr, r.redact.String(fmt.Sprintf("harness: "+format+"\n", args...)))
 }
 
 // redactURL drops credentials and query strings from a base URL before it

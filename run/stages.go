@@ -74,6 +74,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		ToolOutputDir: r.path(record.DirToolOutputs),
 		Start:         r.start,
 		Gate:          r.gate,
+		Redact:        r.redact,
 	}, history)
 	return &out, nil
 }
@@ -116,7 +117,7 @@ func (r *runner) registryStage(ctx context.Context) error {
 		reg.Diagnostics = append(reg.Diagnostics, r.catalog.Diagnostics()...)
 	}
 	r.findings, r.critical = audit.Registry(reg)
-	if err := artifacts.WriteJSON(r.path(record.FileRegistry), reg); err != nil {
+	if err := r.redact.WriteJSON(r.path(record.FileRegistry), reg); err != nil {
 		return err
 	}
 	r.manifest.Artifacts = append(r.manifest.Artifacts, record.FileRegistry)
@@ -277,7 +278,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	toolset := tools.FileTools(ws, slices.Contains(r.opts.AllowTools, "write_file"))
 	toolset = append(toolset, tools.SkillTools(&tools.Skills{
 		Registry: r.registry, Catalog: r.catalog, Active: r.acts, Token: r.token, RunID: r.res.runID, Now: r.now,
-		AllowDrift: r.opts.AllowDrift, Untrusted: r.untrusted, RunDir: r.res.runDir,
+		AllowDrift: r.opts.AllowDrift, Untrusted: r.untrusted, RunDir: r.res.runDir, Redact: r.redact,
 		Roots: r.res.skillsRoots, Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
 	})...)
 	closers := []func(){func() { ws.Close() }}
@@ -295,7 +296,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		st := tools.NewScriptTool(tools.Scripts{
 			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
 			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
-			MemoryLimit: r.opts.ScriptMemoryLimit,
+			MemoryLimit: r.opts.ScriptMemoryLimit, Redact: r.redact,
 		})
 		toolset = append(toolset, st)
 		closers = append(closers, st.Close)

@@ -90,11 +90,17 @@ func Install(ctx context.Context, o InstallOptions) (*Installed, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, outcome.Usage("install_root_invalid", "--to %s: %v", o.Root, err)
 	}
-	stage, err := os.MkdirTemp(root, ".harness-install-")
+	removeStaleStages(root)
+	stage, err := os.MkdirTemp(root, stagePrefix)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(stage)
+	held, err := holdStage(stage)
+	if err != nil {
+		return nil, err
+	}
+	defer held.Close()
 	tree := filepath.Join(stage, "skill")
 	if err := unpack(src, tree); err != nil {
 		return nil, err

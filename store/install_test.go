@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,7 +202,44 @@ func TestInterruptedInstallLeavesRootUnchanged(t *testing.T) {
 	}
 	srcs := t.TempDir()
 	writeTree(t, srcs, map[string]string{"tidy/SKILL.md": cleanSkill})
+	// A staging directory still locked belongs to an install running now.
+	busy := filepath.Join(root, ".harness-install-busy")
+	must(t, os.MkdirAll(busy, 0o755))
+	held, err := holdStage(busy)
+	must(t, err)
+	defer held.Close()
 	if _, err := install(t, filepath.Join(srcs, "tidy"), root, nil); err != nil {
 		t.Fatalf("install after a crash: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".harness-install-123")); !os.IsNotExist(err) {
+		t.Errorf("the killed install's staging directory is still there (%v)", err)
+	}
+	if _, err := os.Stat(busy); err != nil {
+		t.Errorf("a running install's staging directory was removed: %v", err)
+	}
+}
+
+// TestInstallCountsEveryEntry: an archive of nothing but empty
+// directories is a flood too, refused at the entry limit.
+func TestInstallCountsEveryEntry(t *testing.T) {
+	es := []entry{{name: "tidy/SKILL.md", body: cleanSkill}}
+	for i := 0; i < maxInstallEntries+10; i++ {
+		es = append(es, entry{name: fmt.Sprintf("tidy/d%05d/", i), typ: tar.TypeDir})
+	}
+	src := filepath.Join(t.TempDir(), "dirs.tar.gz")
+	writeTarGz(t, src, es)
+	root := filepath.Join(t.TempDir(), "skills")
+	if _, err := install(t, src, root, nil); codeOf(err) != "install_unsafe" || !strings.Contains(err.Error(), "entries") {
+		t.Fatalf("err = %v, want install_unsafe for too many entries", err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) > 0 {
+		t.Errorf("the refused install left %d entries in the skills root", len(entries))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -17,13 +17,15 @@ type Activations struct {
 	journal *artifacts.Journal
 	rec     record.Activations
 	active  map[string]bool
+	redact  *artifacts.Redactor
 }
 
 // NewActivations starts an empty set recorded at path.
-func NewActivations(path string, j *artifacts.Journal) *Activations {
+func NewActivations(path string, j *artifacts.Journal, redact *artifacts.Redactor) *Activations {
 	return &Activations{
 		path:    path,
 		journal: j,
+		redact:  redact,
 		rec:     record.Activations{Envelope: artifacts.NewEnvelope(record.TypeActivations, record.Version), Activations: []record.Activation{}},
 		active:  map[string]bool{},
 	}
@@ -56,14 +58,14 @@ func (l *Activations) Add(a record.Activation) error {
 	}
 	l.active[a.Name] = true
 	l.rec.Activations = append(l.rec.Activations, a)
-	return artifacts.WriteJSON(l.path, &l.rec)
+	return l.redact.WriteJSON(l.path, &l.rec)
 }
 
 // Write rewrites the artifact.
 func (l *Activations) Write() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return artifacts.WriteJSON(l.path, &l.rec)
+	return l.redact.WriteJSON(l.path, &l.rec)
 }
 
 // List returns the activations in order.

@@ -51,8 +51,9 @@ type Scripts struct {
 	Helper string
 	RunID  string
 	Now    func() time.Time
-	// RunDir receives skill-script-executions.json.
+	// RunDir receives skill-script-executions.json, through Redact.
 	RunDir string
+	Redact *artifacts.Redactor
 	// MemoryLimit caps one call's memory in bytes (0 = scripts.DefaultMemory).
 	MemoryLimit uint64
 }
@@ -128,7 +129,7 @@ func (t *ScriptTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawM
 	res := t.execute(ctx, &rec, args.Skill, args.Path, args.Args, args.Cwd, args.TimeoutMs)
 	t.mu.Lock()
 	t.rec.Executions = append(t.rec.Executions, rec)
-	err := artifacts.WriteJSON(filepath.Join(t.cfg.RunDir, record.FileScriptExecutions), &t.rec)
+	err := t.cfg.Redact.WriteJSON(filepath.Join(t.cfg.RunDir, record.FileScriptExecutions), &t.rec)
 	t.mu.Unlock()
 	if err != nil {
 		return loop.ToolResult{}, err

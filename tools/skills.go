@@ -39,8 +39,9 @@ type Skills struct {
 	// Untrusted reports the critical content findings that keep a skill
 	// out of an enforce-strict run (nil: none does).
 	Untrusted func(name string) (rules []string, refused bool)
-	// RunDir receives skill-resource-reads.json.
+	// RunDir receives skill-resource-reads.json, through Redact.
 	RunDir string
+	Redact *artifacts.Redactor
 	// Roots, Workspace and SandboxWorkspace let the skills tool re-scan
 	// for its reload action.
 	Roots            []string
@@ -187,7 +188,7 @@ func (st *Skills) readResource(callID, skill, rel string, maxBytes int) loop.Too
 	result := st.doRead(&rec, skill, rel, maxBytes)
 	st.mu.Lock()
 	st.reads.Reads = append(st.reads.Reads, rec)
-	err := artifacts.WriteJSON(filepath.Join(st.RunDir, record.FileResourceReads), &st.reads)
+	err := st.Redact.WriteJSON(filepath.Join(st.RunDir, record.FileResourceReads), &st.reads)
 	st.mu.Unlock()
 	if err != nil {
 		return loop.ErrorResult("artifact_write_failed", err.Error(), rec)

@@ -23,7 +23,7 @@ var runOptions = []option{
 	{name: "base-url", usage: "OpenAI-compatible API base `URL`", def: "", envFallbacks: []string{"OPENAI_BASE_URL"}},
 	{name: "no-skill-catalog", kind: kindBool, usage: "do not offer the load_skill catalog: only --skill preloads reach the model"},
 	{name: "catalog-budget", kind: kindInt, usage: "size of the load_skill catalog in `CHARS`; over it descriptions are shortened, then skills left out (recorded)", def: 8000},
-	{name: "cfc-mode", usage: "contextual flow control: disabled, observe, enforce-explicit or enforce-strict", def: "enforce-explicit"},
+	{name: "cfc-mode", usage: "contextual flow control: disabled, observe, enforce-explicit or enforce-strict. Under enforce-explicit (the default) a file or skill with injected instructions can make the model write anything the tools you allowed can write; enforce-strict also denies write and side-effect calls whose arguments were copied from what the model read. Use enforce-strict when the workspace or skills are not yours", def: "enforce-explicit"},
 	{name: "prompt-role", usage: "role of the prompt: direct-command (may authorize write and side-effect tools), context or quote", def: "direct-command"},
 	{name: "fail-on-denial", kind: kindBool, usage: "end the run (exit 5) at the first tool call the policy denies"},
 	{name: "cfc-allow-unmediated", kind: kindBool, usage: "show the model output of scripts run with --sandbox none (enforce modes withhold it)"},
