@@ -3,6 +3,9 @@ package artifacts
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,13 +16,20 @@ import (
 )
 
 // Event is one line of journal.jsonl. Seq rises by one per event across
-// every segment of a run, so a reader can detect a gap; Data is the event's
-// own record, kept raw so the journal does not need to know every type.
+// every segment of a run, so a reader can detect a gap; Prev is the digest
+// of the previous line as written (empty for the first), which chains every
+// line to all before it; Data is the event's own record, kept raw so the
+// journal does not need to know every type. Mac, present when the run is
+// sealed with a key, is an HMAC-SHA256 of the line without it.
 type Event struct {
 	Seq  int64           `json:"seq"`
 	Time time.Time       `json:"time"`
 	Type string          `json:"type"`
+	Prev Digest          `json:"prev,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
+	Mac  string          `json:"mac,omitempty"`
+	// Raw is the line as read, without its newline.
+	Raw []byte `json:"-"`
 }
 
 // Journal is the append-only event log of a run. Each Append writes one
@@ -37,6 +47,10 @@ type Journal struct {
 	tee    func(line []byte)
 	// redact is applied to every line before it is written.
 	redact *Redactor
+	// head is the digest of the last line written; key, when set, seals
+	// each line with an HMAC.
+	head Digest
+	key  []byte
 }
 
 // OpenJournal opens (creating if needed) the journal at path for appending.
@@ -63,6 +77,17 @@ func (j *Journal) Tee(fn func(line []byte)) { j.tee = fn }
 // SetRedactor makes every appended line pass through r first.
 func (j *Journal) SetRedactor(r *Redactor) { j.redact = r }
 
+// Continue makes the next event chain to head, the digest of the last line
+// already in the file (a resumed run), and seals lines with key if set.
+func (j *Journal) Continue(head Digest, key []byte) { j.head, j.key = head, key }
+
+// Head is the digest of the last line written.
+func (j *Journal) Head() Digest {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.head
+}
+
 // Append writes one event of the given type with data as its record.
 func (j *Journal) Append(typ string, data any) (Event, error) {
 	j.mu.Lock()
@@ -74,12 +99,13 @@ func (j *Journal) Append(typ string, data any) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("journal %s: %w", typ, err)
 	}
-	ev := Event{Seq: j.next, Time: j.now().UTC(), Type: typ, Data: raw}
-	line, err := json.Marshal(ev)
+	ev := Event{Seq: j.next, Time: j.now().UTC(), Type: typ, Prev: j.head, Data: raw}
+	body, err := json.Marshal(ev)
 	if err != nil {
 		return Event{}, fmt.Errorf("journal %s: %w", typ, err)
 	}
-	line = append(j.redact.Bytes(line), '\n')
+	body = seal(j.redact.Bytes(body), j.key)
+	line := append(body, '\n')
 	if _, err := j.f.Write(line); err != nil {
 		j.broken = err
 		return Event{}, fmt.Errorf("journal %s: %w", typ, err)
@@ -89,6 +115,7 @@ func (j *Journal) Append(typ string, data any) (Event, error) {
 		return Event{}, fmt.Errorf("journal %s: sync: %w", typ, err)
 	}
 	j.next++
+	j.head = DigestBytes(body)
 	if j.tee != nil {
 		j.tee(line[:len(line)-1])
 	}
@@ -139,8 +166,9 @@ func ReadJournal(r io.Reader) (JournalContents, error) {
 		body := bytes.TrimSuffix(line, []byte("\n"))
 		perr := json.Unmarshal(body, &ev)
 		if perr != nil || ev.Type == "" {
-			// Only the very last line may be torn.
-			if _, peekErr := br.Peek(1); peekErr == io.EOF {
+			// Only the very last line may be torn, and only if it never
+			// got its newline: a write is one call that ends with it.
+			if _, peekErr := br.Peek(1); peekErr == io.EOF && !complete {
 				out.TornTail = true
 				out.TornBytes = len(line)
 				return out, nil
@@ -152,7 +180,75 @@ func ReadJournal(r io.Reader) (JournalContents, error) {
 			out.TornBytes = len(line)
 			return out, nil
 		}
+		ev.Raw = body
 		out.Events = append(out.Events, ev)
 		out.ValidSize += int64(len(line))
 	}
+}
+
+// macField is how a seal ends a line: the last field of the object.
+var macField = []byte(`,"mac":"`)
+
+// seal appends the HMAC of body as its last field.
+func seal(body, key []byte) []byte {
+	if len(key) == 0 {
+		return body
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	out := append([]byte{}, body[:len(body)-1]...)
+	out = append(out, macField...)
+	out = append(out, hex.EncodeToString(m.Sum(nil))...)
+	return append(out, '"', '}')
+}
+
+// ChainError is the first line of a journal that does not belong to it.
+type ChainError struct {
+	Line   int
+	Reason string
+}
+
+func (e *ChainError) Error() string { return fmt.Sprintf("journal line %d: %s", e.Line, e.Reason) }
+
+// VerifyChain checks that the events form one unbroken chain from the
+// first line: sequence numbers 1, 2, 3, ..., each line's prev the digest of
+// the line before, and with a key every line's HMAC. It returns the digest
+// of the last line (the head). An edited, removed, inserted or reordered
+// line breaks it; so does any line written without the key.
+func VerifyChain(events []Event, key []byte) (Digest, error) {
+	var head Digest
+	for i, ev := range events {
+		line := i + 1
+		if ev.Seq != int64(line) {
+			return "", &ChainError{line, fmt.Sprintf("sequence number %d where %d belongs", ev.Seq, line)}
+		}
+		if ev.Prev != head {
+			return "", &ChainError{line, "does not follow the line before it (its prev digest differs)"}
+		}
+		if len(key) > 0 {
+			if err := checkMac(ev.Raw, key); err != nil {
+				return "", &ChainError{line, err.Error()}
+			}
+		}
+		head = DigestBytes(ev.Raw)
+	}
+	return head, nil
+}
+
+func checkMac(raw, key []byte) error {
+	i := bytes.LastIndex(raw, macField)
+	if i < 0 || !bytes.HasSuffix(raw, []byte(`"}`)) {
+		return errors.New("has no seal (HARNESS_RUN_KEY was not set when it was written, or it was added later)")
+	}
+	got, err := hex.DecodeString(string(raw[i+len(macField) : len(raw)-2]))
+	if err != nil {
+		return errors.New("its seal is malformed")
+	}
+	body := append(append([]byte{}, raw[:i]...), '}')
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	if !hmac.Equal(got, m.Sum(nil)) {
+		return errors.New("its seal does not verify with this key")
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package artifacts
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"regexp"
 )
 
@@ -66,25 +65,26 @@ func (r *Redactor) String(s string) string {
 
 // WriteJSON is artifacts.WriteJSON with the output redacted.
 func (r *Redactor) WriteJSON(path string, v any) error {
-	if r == nil {
-		return WriteJSON(path, v)
-	}
-	if s, ok := v.(JSONStreamer); ok {
-		return WriteStream(path, 0o644, func(w io.Writer) error {
-			buf := &bytes.Buffer{}
-			if err := s.StreamJSON(buf); err != nil {
-				return err
-			}
-			_, err := w.Write(r.Bytes(buf.Bytes()))
-			return err
-		})
-	}
+	_, err := r.WriteJSONDigest(path, v)
+	return err
+}
+
+// WriteJSONDigest is WriteJSON that also returns the digest of the bytes
+// written, for a journal event to reference the file by.
+func (r *Redactor) WriteJSONDigest(path string, v any) (Digest, error) {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
+	if s, ok := v.(JSONStreamer); ok {
+		if err := s.StreamJSON(&buf); err != nil {
+			return "", err
+		}
+	} else {
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return "", err
+		}
 	}
-	return WriteFile(path, r.Bytes(buf.Bytes()), 0o644)
+	data := r.Bytes(buf.Bytes())
+	return DigestBytes(data), WriteFile(path, data, 0o644)
 }

@@ -108,6 +108,9 @@ type (
 		Status string `json:"status"`
 		Code   string `json:"code,omitempty"`
 		Output string `json:"output"`
+		// OutputDigest is of the output file's bytes, which resume checks
+		// before it gives the content to the model again.
+		OutputDigest artifacts.Digest `json:"outputDigest"`
 	}
 	LimitReachedEvent struct {
 		Limit string `json:"limit"` // turns | tokens | timeout
@@ -310,11 +313,11 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 	if res.Status == "" {
 		res.Status = StatusOK
 	}
-	out, err := e.writeOutput(turn, call, res)
+	out, digest, err := e.writeOutput(turn, call, res)
 	if err != nil {
 		return err
 	}
-	if err := e.journal("tool.finished", ToolFinishedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Status: res.Status, Code: code, Output: out}); err != nil {
+	if err := e.journal("tool.finished", ToolFinishedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Status: res.Status, Code: code, Output: out, OutputDigest: digest}); err != nil {
 		return err
 	}
 	e.out.Messages = append(e.out.Messages, Message{Role: RoleTool, Content: res.Content, ToolCallID: call.ID})
@@ -389,9 +392,9 @@ func errorCode(content string) string {
 
 // writeOutput stores the full result and returns its path relative to the
 // run directory.
-func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, error) {
+func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, artifacts.Digest, error) {
 	if e.cfg.ToolOutputDir == "" {
-		return "", nil
+		return "", "", nil
 	}
 	base := FileSafe(call.ID) + "-" + FileSafe(call.Name)
 	name := base + ".json"
@@ -404,10 +407,11 @@ func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, e
 		Turn:     turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
 		Status: res.Status, Content: res.Content, Record: res.Record,
 	}
-	if err := e.cfg.Redact.WriteJSON(filepath.Join(e.cfg.ToolOutputDir, name), rec); err != nil {
-		return "", fmt.Errorf("write tool output: %w", err)
+	d, err := e.cfg.Redact.WriteJSONDigest(filepath.Join(e.cfg.ToolOutputDir, name), rec)
+	if err != nil {
+		return "", "", fmt.Errorf("write tool output: %w", err)
 	}
-	return filepath.Base(e.cfg.ToolOutputDir) + "/" + name, nil
+	return filepath.Base(e.cfg.ToolOutputDir) + "/" + name, d, nil
 }
 
 // FileSafe keeps ids chosen by the model from naming paths: only

@@ -6,15 +6,26 @@ import (
 	"github.com/harness-dev/harness/outcome"
 )
 
+// RunCreated is the data of run.created, the journal's first event: the
+// inputs as the run was started with them. The chain covers it, so resume
+// takes the inputs from here and holds run.json to them.
+type RunCreated struct {
+	RunID   string  `json:"runId"`
+	Inputs  Inputs  `json:"inputs"`
+	Sources Sources `json:"sources"`
+}
+
 // RunStarted is the data of the run.started event. Messages is the seeded
 // conversation (system prompt, skill context, task), from which resume
 // rebuilds the context together with later events.
 type RunStarted struct {
 	RunID    string           `json:"runId"`
 	Identity artifacts.Digest `json:"identity"`
-	Model    string           `json:"model"`
-	Tools    []string         `json:"tools"`
-	Messages []loop.Message   `json:"messages"`
+	// Sealed is the whole identity, which resume recomputes and compares.
+	Sealed   Identity       `json:"sealedIdentity"`
+	Model    string         `json:"model"`
+	Tools    []string       `json:"tools"`
+	Messages []loop.Message `json:"messages"`
 	// Token frames skill context; resume needs it to frame skills loaded
 	// later the same way.
 	Token string `json:"token,omitempty"`
@@ -39,8 +50,10 @@ type RunFinished struct {
 }
 
 // RegistrySnapshotted is the data of the registry.snapshotted event.
+// FileDigest is of skill-registry.json's bytes, which resume checks.
 type RegistrySnapshotted struct {
 	Digest      artifacts.Digest `json:"digest"`
+	FileDigest  artifacts.Digest `json:"fileDigest"`
 	Skills      int              `json:"skills"`
 	Diagnostics int              `json:"diagnostics"`
 }

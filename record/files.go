@@ -35,6 +35,7 @@ const (
 
 // Journal event types.
 const (
+	EventRunCreated          = "run.created"
 	EventRunStarted          = "run.started"
 	EventRunResumed          = "run.resumed"
 	EventRunFinished         = "run.finished"

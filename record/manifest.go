@@ -32,6 +32,21 @@ type Manifest struct {
 	// Segments are the run's invocations: the first run, then each resume.
 	// Status, usage and turns above are the run's totals.
 	Segments []Segment `json:"segments"`
+	// JournalHead is the digest of the journal's last line when this
+	// segment ended (its run.finished): resume refuses a journal that goes
+	// on past a recorded end.
+	JournalHead artifacts.Digest `json:"journalHead,omitempty"`
+	// Seal is set when the run was written with HARNESS_RUN_KEY.
+	Seal *Seal `json:"seal,omitempty"`
+}
+
+// Seal is an HMAC-SHA256, under the operator's run key, of run.json with
+// the seal's mac left empty; the journal head it covers commits to every
+// journal line.
+type Seal struct {
+	Algorithm   string           `json:"algorithm"` // hmac-sha256
+	JournalHead artifacts.Digest `json:"journalHead"`
+	Mac         string           `json:"mac"`
 }
 
 // Segment is one invocation of a run (the first, or a resume).

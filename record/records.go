@@ -141,10 +141,12 @@ type TraceRecord struct {
 	cfc.Decision
 }
 
-// PolicyDecision is the data of the policy.decision event.
+// PolicyDecision is the data of the policy.decision event; resume
+// rebuilds policy-trace.json from these.
 type PolicyDecision struct {
-	Turn   int    `json:"turn"`
-	CallID string `json:"callId"`
+	Turn           int              `json:"turn"`
+	CallID         string           `json:"callId"`
+	SnapshotDigest artifacts.Digest `json:"snapshotDigest"`
 	cfc.Decision
 }
 

@@ -29,7 +29,13 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 	var res *Result
 	var err error
 	var m record.Manifest
-	switch rerr := artifacts.ReadJSON(filepath.Join(childDir, record.FileManifest), record.TypeManifest, record.Version, &m); {
+	// The child's directory is read from inside the parent's: a link
+	// planted at children/<id> leads nowhere.
+	data, rerr := artifacts.ReadBeneath(r.res.runDir, filepath.Join(record.DirChildren, id, record.FileManifest))
+	if rerr == nil {
+		rerr = artifacts.DecodeArtifact(data, record.TypeManifest, record.Version, &m)
+	}
+	switch {
 	case rerr == nil && m.Status == outcome.StatusSucceeded:
 		// The child finished before the parent stopped: use its answer.
 		res = resultOf(m, childDir)
@@ -37,7 +43,7 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 		// The parent stopped while the child ran: continue the child
 		// from its own journal.
 		res, err = Resume(ctx, ResumeOptions{RunDir: childDir, OnEvent: r.opts.OnEvent, Stderr: r.stderr, Now: r.opts.Now, Version: r.opts.Version,
-			APIKey: r.opts.APIKey, model: r.shared, Replay: r.opts.Replay, AllowDrift: r.acceptDrift})
+			APIKey: r.opts.APIKey, RunKey: r.opts.RunKey, model: r.shared, Replay: r.opts.Replay, AllowDrift: r.acceptDrift})
 		var e *outcome.Error
 		if errors.As(err, &e) && e.Code == "run_succeeded" {
 			res, err = resultOf(m, childDir), nil
@@ -103,7 +109,7 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) Op
 		CFCMode: po.CFCMode, PromptRole: po.PromptRole, FailOnDenial: po.FailOnDenial, AllowUnmediated: po.AllowUnmediated,
 		HonorAllowedTools: po.HonorAllowedTools, TrustSkills: po.TrustSkills, AllowDrift: po.AllowDrift,
 		NoSkillCatalog: true, CatalogBudget: po.CatalogBudget,
-		OnEvent: po.OnEvent, Stderr: r.stderr, Now: po.Now, Version: po.Version,
+		OnEvent: po.OnEvent, Stderr: r.stderr, Now: po.Now, Version: po.Version, RunKey: po.RunKey,
 		model: r.shared, depth: po.depth + 1, activationSource: record.SourceSubagent,
 	}
 	if p.Model != "" {

@@ -62,18 +62,18 @@ func TestResumeRefusesHarnessVersionDrift(t *testing.T) {
 	}
 }
 
-// TestResumeRefusesPolicyDrift: run.json's inputs are what a resume
-// restores; a policy written there after the stop is not the policy the
-// run started with.
-func TestResumeRefusesPolicyDrift(t *testing.T) {
+// TestResumeRefusesEditedPolicy: run.json's inputs are held to the ones
+// the journal recorded at run.created; a policy written into run.json
+// after the stop is refused as tampering, never restored.
+func TestResumeRefusesEditedPolicy(t *testing.T) {
 	dir := stoppedRun(t, demoWorkspace(t), nil)
 	p := filepath.Join(dir, record.FileManifest)
 	b, _ := os.ReadFile(p)
 	b = []byte(strings.Replace(string(b), `"mode": "enforce-explicit"`, `"mode": "disabled"`, 1))
 	must(t, os.WriteFile(p, b, 0o644))
-	rep := refusedDrift(t, dir, "test")
-	if !strings.Contains(driftFields(rep), "policyDigest") {
-		t.Errorf("drift report names %q, want policyDigest", driftFields(rep))
+	_, err := Resume(context.Background(), ResumeOptions{RunDir: dir, MaxTurns: "+5", APIKey: "sk-test", Now: fixedClock, Version: "test"})
+	if e := outcome.As(err); e.Code != "run_dir_tampered" || !strings.Contains(e.Msg, "inputs.cfc") {
+		t.Fatalf("resume: %v, want run_dir_tampered naming inputs.cfc", err)
 	}
 }
 

@@ -108,6 +108,7 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	slices.Sort(m.Artifacts)
 	m.Artifacts = slices.Compact(m.Artifacts)
 	_, jerr := r.journal.Append(record.EventRunFinished, record.RunFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec})
+	m.JournalHead = r.journal.Head()
 	werrs = append(werrs, jerr, r.writeManifest())
 	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit}
 	if m.Final != nil {

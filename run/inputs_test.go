@@ -14,6 +14,7 @@ import (
 // each with the reason; every other field must survive run.json.
 var notRecorded = map[string]string{
 	"APIKey":        "a secret: never written; resume takes it from the environment",
+	"RunKey":        "a secret: never written; resume takes it from the environment",
 	"Timeout":       "wall clock per segment: a resume sets its own",
 	"RunID":         "names the directory, which resume is given",
 	"OnEvent":       "rendering, not behaviour",

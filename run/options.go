@@ -101,6 +101,10 @@ type Options struct {
 	// Profiles is a YAML file of subagent profiles for delegate_task.
 	Profiles string
 
+	// RunKey (HARNESS_RUN_KEY) seals the run directory: every journal line
+	// and run.json carry an HMAC under it. It is never written anywhere.
+	RunKey []byte
+
 	// OnEvent receives every journal line once it is durable, with the
 	// depth of the run that wrote it (0 for this run, 1 for its children):
 	// the CLI renders it for people or streams it as --json.

@@ -40,11 +40,12 @@ func (r *runner) newGate(history []loop.Message) *policyGate {
 	for _, m := range contextItems(history) {
 		g.observe(m.source, m.text)
 	}
-	var prev record.PolicyTrace
-	if err := artifacts.ReadJSON(r.path(record.FilePolicyTrace), record.TypePolicyTrace, record.Version, &prev); err == nil {
-		g.trace.Decisions = append(prev.Decisions, g.trace.Decisions...)
-		for k, v := range prev.Totals {
-			g.trace.Totals[k] += v
+	// The trace continues from the journal's (chained) decisions, not
+	// from a policy-trace.json that may have been edited since.
+	if r.resumed != nil {
+		for _, d := range r.resumed.decisions {
+			g.trace.Decisions = append(g.trace.Decisions, d)
+			g.trace.Totals[d.Decision.Decision]++
 		}
 	}
 	return g
@@ -115,7 +116,7 @@ func (g *policyGate) Before(ctx context.Context, turn int, call loop.ToolCall, e
 	})
 	g.trace.Decisions = append(g.trace.Decisions, record.TraceRecord{Turn: turn, CallID: call.ID, At: g.r.now().UTC(), SnapshotDigest: g.snapshot.Digest, Decision: d})
 	g.trace.Totals[d.Decision]++
-	if _, err := g.r.journal.Append(record.EventPolicyDecision, record.PolicyDecision{Turn: turn, CallID: call.ID, Decision: d}); err != nil {
+	if _, err := g.r.journal.Append(record.EventPolicyDecision, record.PolicyDecision{Turn: turn, CallID: call.ID, SnapshotDigest: g.snapshot.Digest, Decision: d}); err != nil {
 		// A decision that cannot be recorded is not acted on: the call is
 		// refused and the run ends.
 		res := loop.ErrorResult("journal_write_failed", "harness could not record the policy decision for this call: "+err.Error(), nil)

@@ -2,8 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,25 +29,23 @@ type ResumeOptions struct {
 	Record    string
 	Replay    string
 	APIKey    string
-	OnEvent   func(line []byte, depth int)
-	Stderr    io.Writer
-	Now       func() time.Time
-	Version   string
+	// RunKey is HARNESS_RUN_KEY: a sealed run resumes only with it.
+	RunKey []byte
+	// BaseURL moves the run to another endpoint: transport, not identity.
+	// The key goes only to the URL the verified journal recorded or to
+	// this one, which the operator gave.
+	BaseURL string
+	// ExpectWorkspace and ExpectPromptRole, when set, are what the
+	// operator's environment says; a run directory that disagrees is
+	// refused.
+	ExpectWorkspace  string
+	ExpectPromptRole string
+	OnEvent          func(line []byte, depth int)
+	Stderr           io.Writer
+	Now              func() time.Time
+	Version          string
 
 	model loop.Model // a subagent's parent's model
-}
-
-// journalState is the run rebuilt from its journal.
-type journalState struct {
-	started   bool
-	token     string
-	messages  []loop.Message
-	progress  loop.Progress
-	toolOrder []loop.ToolStartedEvent
-	finished  map[string]bool
-	lastSeq   int64
-	resumes   int
-	tornBytes int
 }
 
 // Resume continues a run that stopped (limit, provider error, interrupt,
@@ -62,7 +58,11 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		return nil, outcome.Usage("run_dir_invalid", "%s: %v", ro.RunDir, err)
 	}
 	var m record.Manifest
-	if err := artifacts.ReadJSON(filepath.Join(dir, record.FileManifest), record.TypeManifest, record.Version, &m); err != nil {
+	data, err := artifacts.ReadBeneath(dir, record.FileManifest)
+	if err == nil {
+		err = artifacts.DecodeArtifact(data, record.TypeManifest, record.Version, &m)
+	}
+	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
 	}
 	if m.Status == outcome.StatusSucceeded {
@@ -74,13 +74,31 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if ro.Record != "" && ro.Replay != "" {
 		return nil, outcome.Usage("cassette_conflict", "--record and --replay cannot be used together")
 	}
+	if ro.BaseURL != "" {
+		if err := checkBaseURL(ro.BaseURL); err != nil {
+			return nil, err
+		}
+	}
+	r.opts.RunKey = ro.RunKey
+	// Everything below reads the run directory as input: verify it first.
+	st, err := verifyRun(dir, m, ro.RunKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := expectEnvironment(st.created.Inputs, ro); err != nil {
+		return nil, err
+	}
 	r.manifest = m
-	r.opts = optionsOf(m.Inputs, m.Sources)
+	r.opts = optionsOf(st.created.Inputs, st.created.Sources)
+	r.opts.RunKey = ro.RunKey
+	if ro.BaseURL != "" {
+		r.opts.BaseURL = ro.BaseURL
+	}
 	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.opts.model = ro.APIKey, ro.Record, ro.Replay, ro.model
-	r.redact = artifacts.NewRedactor(ro.APIKey)
+	r.redact = artifacts.NewRedactor(ro.APIKey, string(ro.RunKey))
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version
 	r.acceptDrift = ro.AllowDrift
-	r.res = resolved{workspace: m.Inputs.Workspace.Host, cwd: m.Inputs.Cwd, skillsRoots: r.opts.SkillsRoots, runDir: dir, runID: m.RunID}
+	r.res = resolved{workspace: r.opts.Workspace, cwd: r.opts.Cwd, skillsRoots: r.opts.SkillsRoots, runDir: dir, runID: m.RunID}
 	if err := r.loadProfiles(); err != nil {
 		return nil, err
 	}
@@ -88,18 +106,19 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		return nil, err
 	}
 	defer r.lock.release()
-	st, err := readJournalState(dir)
-	if err != nil {
-		return nil, err
+	if st.tornBytes > 0 {
+		if err := os.Truncate(filepath.Join(dir, record.FileJournal), st.validSize); err != nil {
+			return nil, fmt.Errorf("repair journal: %w", err)
+		}
 	}
-	if err := r.openJournal(st.lastSeq + 1); err != nil {
+	if err := r.openJournal(st.lastSeq+1, st.head); err != nil {
 		return nil, err
 	}
 	defer r.journal.Close()
 	r.resumed = st
 	r.segment, r.segStart = max(len(m.Segments), st.resumes+1)+1, r.now().UTC()
 	r.start, r.token = st.progress, st.token
-	if r.limits, err = resumeLimits(m, ro, st.progress.Turns); err != nil {
+	if r.limits, err = resumeLimits(st.created.Inputs.Limits, ro, st.progress.Turns); err != nil {
 		return nil, err
 	}
 	if _, err := r.journal.Append(record.EventRunResumed, record.RunResumed{Segment: r.segment, PreviousStatus: m.Status, TornBytes: st.tornBytes, Limits: record.LimitsOf(r.limits)}); err != nil {
@@ -114,8 +133,8 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 
 // resumeLimits applies the limits given on resume: a raised limit counts
 // the whole run, "+N" counts from the turns already used.
-func resumeLimits(m record.Manifest, ro ResumeOptions, used int) (loop.Limits, error) {
-	l := loop.Limits{MaxTurns: m.Inputs.Limits.MaxTurns, MaxTokens: m.Inputs.Limits.MaxTokens, Timeout: ro.Timeout}
+func resumeLimits(recorded record.Limits, ro ResumeOptions, used int) (loop.Limits, error) {
+	l := loop.Limits{MaxTurns: recorded.MaxTurns, MaxTokens: recorded.MaxTokens, Timeout: ro.Timeout}
 	if t := ro.MaxTurns; t != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(t, "+"))
 		if err != nil || n < 0 {
@@ -130,78 +149,6 @@ func resumeLimits(m record.Manifest, ro ResumeOptions, used int) (loop.Limits, e
 		l.MaxTokens = ro.MaxTokens
 	}
 	return l, nil
-}
-
-// readJournalState rebuilds the conversation and progress from the
-// journal. A torn last line (a crash mid-write) is cut off; damage before
-// the end refuses the resume.
-func readJournalState(dir string) (*journalState, error) {
-	p := filepath.Join(dir, record.FileJournal)
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, outcome.Usage("run_dir_invalid", "%s has no journal: %v", dir, err)
-	}
-	c, err := artifacts.ReadJournal(f)
-	f.Close()
-	if err != nil {
-		if errors.Is(err, artifacts.ErrJournalCorrupt) {
-			return nil, outcome.Policy("journal_corrupt", "%s: %v; the run cannot be resumed safely", p, err)
-		}
-		return nil, err
-	}
-	st := &journalState{finished: map[string]bool{}, tornBytes: c.TornBytes}
-	if c.TornTail {
-		if err := os.Truncate(p, c.ValidSize); err != nil {
-			return nil, fmt.Errorf("repair journal: %w", err)
-		}
-	}
-	corrupt := func(ev artifacts.Event, err error) error {
-		return outcome.Policy("journal_corrupt", "journal event %d (%s): %v", ev.Seq, ev.Type, err)
-	}
-	for _, ev := range c.Events {
-		st.lastSeq = ev.Seq
-		switch ev.Type {
-		case record.EventRunStarted:
-			var d record.RunStarted
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, corrupt(ev, err)
-			}
-			st.started, st.token, st.messages = true, d.Token, d.Messages
-		case record.EventRunResumed:
-			st.resumes++
-		case record.EventModelResponse:
-			var d record.ModelResponse
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, corrupt(ev, err)
-			}
-			msg := loop.Message{Role: loop.RoleAssistant, Content: d.Content}
-			if len(d.ToolCalls) > 0 {
-				msg.ToolCalls = d.ToolCalls
-			}
-			st.messages = append(st.messages, msg)
-			st.progress.Turns++
-			st.progress.Usage = st.progress.Usage.Add(d.Usage)
-			st.progress.TurnUsage = append(st.progress.TurnUsage, d.Usage)
-		case record.EventToolStarted:
-			var d record.ToolStarted
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, corrupt(ev, err)
-			}
-			st.toolOrder = append(st.toolOrder, d)
-		case record.EventToolFinished:
-			var d record.ToolFinished
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, corrupt(ev, err)
-			}
-			var out record.ToolOutput
-			if err := artifacts.ReadJSON(filepath.Join(dir, filepath.FromSlash(d.Output)), record.TypeToolOutput, record.Version, &out); err != nil {
-				return nil, outcome.Policy("tool_output_missing", "journal event %d: tool output %s: %v", ev.Seq, d.Output, err)
-			}
-			st.finished[d.CallID] = true
-			st.messages = append(st.messages, loop.Message{Role: loop.RoleTool, Content: out.Content, ToolCallID: d.CallID})
-		}
-	}
-	return st, nil
 }
 
 // settleInterrupted decides the fate of tool calls that started but never

@@ -90,7 +90,7 @@ func newRunner(now func() time.Time, stderr io.Writer) *runner {
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	r := newRunner(opts.Now, opts.Stderr)
 	r.opts = opts
-	r.redact = artifacts.NewRedactor(opts.APIKey)
+	r.redact = artifacts.NewRedactor(opts.APIKey, string(opts.RunKey))
 	if err := checkOptions(&r.opts); err != nil {
 		return nil, err
 	}
@@ -168,9 +168,8 @@ func checkOptions(o *Options) error {
 		return outcome.Usage("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")
 	}
 	if o.BaseURL != "" {
-		u, err := url.Parse(o.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return outcome.Usage("base_url_invalid", "--base-url %q must be an http(s) URL such as https://api.openai.com/v1", o.BaseURL)
+		if err := checkBaseURL(o.BaseURL); err != nil {
+			return err
 		}
 	}
 	o.Skills = dedupe(o.Skills)
@@ -184,6 +183,14 @@ func checkOptions(o *Options) error {
 		if err := checkRunID(o.RunID); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func checkBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return outcome.Usage("base_url_invalid", "--base-url %q must be an http(s) URL such as https://api.openai.com/v1", raw)
 	}
 	return nil
 }
@@ -241,7 +248,7 @@ func (r *runner) create() error {
 	}
 	r.segment, r.segStart = 1, r.now().UTC()
 	r.limits = loop.Limits{MaxTurns: r.opts.MaxTurns, Timeout: r.opts.Timeout, MaxTokens: r.opts.MaxTokens}
-	if err := r.openJournal(1); err != nil {
+	if err := r.openJournal(1, ""); err != nil {
 		return err
 	}
 	r.manifest = record.Manifest{
@@ -259,16 +266,23 @@ func (r *runner) create() error {
 	if r.manifest.Sources.Values == nil {
 		r.manifest.Sources.Values = map[string]string{}
 	}
-	return r.writeManifest()
+	// run.json first: a run directory always has one, and a crash before
+	// run.created leaves a run that resume declines (nothing ran).
+	if err := r.writeManifest(); err != nil {
+		return err
+	}
+	_, err = r.journal.Append(record.EventRunCreated, record.RunCreated{RunID: r.res.runID, Inputs: r.manifest.Inputs, Sources: r.manifest.Sources})
+	return err
 }
 
-func (r *runner) openJournal(next int64) error {
+func (r *runner) openJournal(next int64, head artifacts.Digest) error {
 	j, err := artifacts.OpenJournal(r.path(record.FileJournal), next)
 	if err != nil {
 		return err
 	}
 	j.SetClock(r.now)
 	j.SetRedactor(r.redact)
+	j.Continue(head, r.opts.RunKey)
 	if on := r.opts.OnEvent; on != nil {
 		depth := r.opts.depth
 		j.Tee(func(line []byte) { on(line, depth) })
@@ -280,7 +294,16 @@ func (r *runner) openJournal(next int64) error {
 
 func (r *runner) path(name string) string { return filepath.Join(r.res.runDir, name) }
 
+// writeManifest writes run.json, sealed when the operator gave a run key.
 func (r *runner) writeManifest() error {
+	r.manifest.Seal = nil
+	if len(r.opts.RunKey) > 0 {
+		seal, err := sealManifest(r.manifest, r.opts.RunKey)
+		if err != nil {
+			return err
+		}
+		r.manifest.Seal = seal
+	}
 	return r.redact.WriteJSON(r.path(record.FileManifest), &r.manifest)
 }
 

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/loop"
@@ -89,11 +89,13 @@ func (r *runner) registryStage(ctx context.Context) error {
 	if len(r.res.skillsRoots) == 0 {
 		return nil
 	}
-	_, statErr := os.Stat(r.path(record.FileRegistry))
-	if r.resumed != nil && (statErr == nil || r.resumed.started) {
-		reg, err := skills.ReadRegistry(r.path(record.FileRegistry))
+	// A resumed run takes the snapshot its journal recorded; one that
+	// stopped before taking it takes it now (any file left there is
+	// unrecorded, and overwritten).
+	if r.resumed != nil && (r.resumed.snapshot != nil || r.resumed.started) {
+		reg, err := r.resumed.registry(r.res.runDir)
 		if err != nil {
-			return outcome.Policy("registry_unreadable", "run-start registry: %v", err)
+			return err
 		}
 		r.registry = reg
 		r.findings, r.critical = audit.Registry(reg)
@@ -117,11 +119,12 @@ func (r *runner) registryStage(ctx context.Context) error {
 		reg.Diagnostics = append(reg.Diagnostics, r.catalog.Diagnostics()...)
 	}
 	r.findings, r.critical = audit.Registry(reg)
-	if err := r.redact.WriteJSON(r.path(record.FileRegistry), reg); err != nil {
+	fileDigest, err := r.redact.WriteJSONDigest(r.path(record.FileRegistry), reg)
+	if err != nil {
 		return err
 	}
 	r.manifest.Artifacts = append(r.manifest.Artifacts, record.FileRegistry)
-	if _, err := r.journal.Append(record.EventRegistrySnapshotted, record.RegistrySnapshotted{Digest: reg.Digest, Skills: len(reg.Skills), Diagnostics: len(reg.Diagnostics)}); err != nil {
+	if _, err := r.journal.Append(record.EventRegistrySnapshotted, record.RegistrySnapshotted{Digest: reg.Digest, FileDigest: fileDigest, Skills: len(reg.Skills), Diagnostics: len(reg.Diagnostics)}); err != nil {
 		return err
 	}
 	for _, st := range r.catalog.Steps {
@@ -142,16 +145,13 @@ func (r *runner) registryStage(ctx context.Context) error {
 func (r *runner) activationStage() ([]loop.Message, error) {
 	if r.started() {
 		if r.registry != nil {
-			var rec record.Activations
-			if err := artifacts.ReadJSON(r.path(record.FileActivations), record.TypeActivations, record.Version, &rec); err != nil {
-				return nil, outcome.Policy("activations_unreadable", "skill-activations.json: %v", err)
+			rec, err := r.resumed.activations(r.res.runDir)
+			if err != nil {
+				return nil, err
 			}
 			r.acts.Restore(rec)
 		}
 		return r.resumed.messages, nil
-	}
-	if r.resumed != nil && strings.TrimSpace(r.opts.Prompt) == "" {
-		return nil, outcome.Usage("prompt_missing", "run %s stopped before its conversation was journaled and its run.json keeps no prompt (written by an older harness); start it again with `harness run`", r.res.runID)
 	}
 	return r.preload()
 }
@@ -270,7 +270,10 @@ func (r *runner) modelAndTools(ctx context.Context) (loop.Model, []loop.Tool, fu
 func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	// Tools never touch the run directories (this run's and every other
 	// run's records) or a cassette being recorded.
-	ws, err := workspace.Open(r.res.workspace, workspace.DefaultSandbox, r.res.cwd, []string{r.manifest.Inputs.ArtifactsDir, absOrEmpty(r.opts.Record)})
+	// A resumed run directory may have moved since (a CI artifact): its
+	// actual parent is protected as well as the recorded one.
+	ws, err := workspace.Open(r.res.workspace, workspace.DefaultSandbox, r.res.cwd,
+		[]string{r.manifest.Inputs.ArtifactsDir, filepath.Dir(r.res.runDir), absOrEmpty(r.opts.Record)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -345,6 +348,7 @@ func (r *runner) conversationStage(history []loop.Message, toolset []loop.Tool) 
 	_, err := r.journal.Append(record.EventRunStarted, record.RunStarted{
 		RunID:    r.res.runID,
 		Identity: r.manifest.Identity.Digest,
+		Sealed:   r.manifest.Identity,
 		Model:    r.opts.Model,
 		Tools:    r.manifest.Inputs.Tools,
 		Messages: history,

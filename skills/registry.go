@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -311,8 +312,18 @@ func (r *Registry) StreamJSON(w io.Writer) error {
 // what the in-memory form keeps beside the JSON (each skill's root
 // precedence), so lookups and the catalog behave as at run start.
 func ReadRegistry(path string) (*Registry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeRegistry(data)
+}
+
+// DecodeRegistry reads a registry snapshot from its bytes (a caller that
+// checked them against a digest first).
+func DecodeRegistry(data []byte) (*Registry, error) {
 	var reg Registry
-	if err := artifacts.ReadJSON(path, RegistryType, RegistryVersion, &reg); err != nil {
+	if err := artifacts.DecodeArtifact(data, RegistryType, RegistryVersion, &reg); err != nil {
 		return nil, err
 	}
 	for i := range reg.Skills {

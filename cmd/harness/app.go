@@ -34,6 +34,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 		Commands: []*cli.Command{
 			runCommand(),
 			resumeCommand(),
+			verifyCommand(),
 			skillsCommand(),
 		},
 	}

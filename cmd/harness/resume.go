@@ -12,7 +12,7 @@ import (
 
 // frozenFlags would change what the run is; a resume continues the run
 // with its recorded inputs, so they are refused with a reason.
-var frozenFlags = []string{"skill", "skills-root", "workspace", "cwd", "prompt", "prompt-file", "model", "base-url", "allow-tool", "allow-skill-script", "sandbox", "run-id", "artifacts-dir", "config"}
+var frozenFlags = []string{"skill", "skills-root", "cwd", "prompt", "prompt-file", "model", "allow-tool", "allow-skill-script", "sandbox", "run-id", "artifacts-dir", "config"}
 
 func resumeCommand() *cli.Command {
 	flags := []cli.Flag{
@@ -24,6 +24,9 @@ func resumeCommand() *cli.Command {
 		&cli.StringFlag{Name: "record", Usage: "record model exchanges into cassette `FILE`"},
 		&cli.StringFlag{Name: "replay", Usage: "serve model responses from cassette `FILE`: no network, no key"},
 		&cli.BoolFlag{Name: "quiet", Usage: "no progress on stderr"},
+		&cli.StringFlag{Name: "base-url", Usage: "continue on another OpenAI-compatible endpoint `URL` (transport, not identity); the key goes only to this URL or the one the verified journal recorded [$HARNESS_BASE_URL, $OPENAI_BASE_URL]"},
+		&cli.StringFlag{Name: "workspace", Usage: "the workspace `DIR` this environment has: the resume is refused unless it is the run's"},
+		&cli.StringFlag{Name: "prompt-role", Usage: "the prompt `ROLE` this environment expects: the resume is refused unless it is the run's"},
 	}
 	for _, f := range frozenFlags {
 		flags = append(flags, &cli.StringSliceFlag{Name: f, Hidden: true})
@@ -32,7 +35,9 @@ func resumeCommand() *cli.Command {
 		Name:      "resume",
 		Usage:     "continue a stopped run from its journal, if nothing it depends on changed",
 		UsageText: "harness resume RUN_DIR [--allow-drift] [--max-turns N|+N] [--timeout DUR] [--max-tokens N] [--json] [--record FILE | --replay FILE]",
-		Description: "Rebuilds the conversation from RUN_DIR/journal.jsonl (a torn last line from a crash is\n" +
+		Description: "Verifies RUN_DIR first, as `harness verify` does (journal hash chain, seal, inputs and\n" +
+			"identity, referenced files): a directory edited since harness wrote it is refused (exit 5,\n" +
+			"run_dir_tampered). Then rebuilds the conversation from its journal (a torn last line from a crash is\n" +
 			"dropped), re-scans the recorded skill roots and compares them, the harness version, the\n" +
 			"tools and the policy with what the run recorded. Any drift is written to drift-report.json\n" +
 			"and refuses the resume (exit 5) unless --allow-drift. A write or side-effect tool call that\n" +
@@ -59,20 +64,33 @@ func resumeCommand() *cli.Command {
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 			ev := newEvents(cmd, jsonOut, quiet)
 			res, err := run.Resume(ctx, run.ResumeOptions{
-				RunDir:     cmd.Args().First(),
-				AllowDrift: cmd.Bool("allow-drift"),
-				MaxTurns:   cmd.String("max-turns"),
-				Timeout:    cmd.Duration("timeout"),
-				MaxTokens:  cmd.Int64("max-tokens"),
-				Record:     cmd.String("record"),
-				Replay:     cmd.String("replay"),
-				APIKey:     key,
-				OnEvent:    ev.render,
-				Stderr:     progressWriter(stderr, quiet),
-				Version:    version,
+				RunDir:           cmd.Args().First(),
+				AllowDrift:       cmd.Bool("allow-drift"),
+				MaxTurns:         cmd.String("max-turns"),
+				Timeout:          cmd.Duration("timeout"),
+				MaxTokens:        cmd.Int64("max-tokens"),
+				Record:           cmd.String("record"),
+				Replay:           cmd.String("replay"),
+				APIKey:           key,
+				RunKey:           runKey(),
+				BaseURL:          firstSet(cmd.String("base-url"), os.Getenv("HARNESS_BASE_URL"), os.Getenv("OPENAI_BASE_URL")),
+				ExpectWorkspace:  cmd.String("workspace"),
+				ExpectPromptRole: cmd.String("prompt-role"),
+				OnEvent:          ev.render,
+				Stderr:           progressWriter(stderr, quiet),
+				Version:          version,
 			})
 			reportResult(stdout, stderr, res, err, jsonOut, quiet)
 			return err
 		},
 	}
+}
+
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -127,6 +127,7 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 		Sources:           ro.sources,
 		ConfigFile:        ro.config,
 		Version:           version,
+		RunKey:            runKey(),
 	}
 	jsonOut, quiet := ro.boolean("json"), ro.boolean("quiet")
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/run"
+)
+
+func verifyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "verify",
+		Usage:     "check a run directory without resuming it: journal chain, seal, inputs, identity, referenced files",
+		UsageText: "harness verify RUN_DIR [--json]",
+		Description: "Checks what resume checks before it trusts a run directory: the journal is one unbroken\n" +
+			"hash chain from its first line, run.json's inputs and identity are the ones the journal\n" +
+			"recorded, a segment that ended ends the journal, and every tool output and the skill\n" +
+			"snapshot are the files harness wrote. A directory sealed with HARNESS_RUN_KEY is checked\n" +
+			"against that key and fails without it. Exit 0 when intact, 5 when not, 2 when RUN_DIR is\n" +
+			"not a run directory.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness verify takes exactly one RUN_DIR")
+			}
+			rep, err := run.Verify(cmd.Args().First(), runKey())
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if err := writeJSONTo(w, rep); err != nil {
+					return err
+				}
+			} else {
+				seal := "not sealed"
+				switch {
+				case rep.SealChecked:
+					seal = "sealed, seal checked"
+				case rep.Sealed:
+					seal = "sealed, but HARNESS_RUN_KEY is not set"
+				}
+				fmt.Fprintf(w, "run %s (%s): %s\n", rep.RunID, rep.Status, seal)
+				if rep.OK {
+					fmt.Fprintf(w, "ok: %d journal lines chained to %s; %d tool outputs match their digests\n", rep.Lines, rep.Head, rep.ToolOutputs)
+				} else {
+					fmt.Fprintf(w, "%s: %s\n", rep.Problem.Code, rep.Problem.Message)
+				}
+			}
+			if !rep.OK {
+				return reported(outcome.ExitPolicy, rep.Problem.Message)
+			}
+			return nil
+		},
+	}
+}
+
+// runKey is HARNESS_RUN_KEY, which seals run directories; empty = none.
+func runKey() []byte {
+	return []byte(os.Getenv("HARNESS_RUN_KEY"))
+}
