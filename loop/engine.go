@@ -26,7 +26,18 @@ const (
 	ReasonProviderError Reason = "provider_error" // including a cassette mismatch on replay
 	ReasonFailed        Reason = "failed"         // the model ended in error, or a tool failed inside harness
 	ReasonPolicyDenied  Reason = "policy_denied"  // a denial ended the run, as the operator asked
+	// The model stopped, but not with an answer a job can use.
+	ReasonTruncated     Reason = "truncated"      // finish_reason length: cut at the token cap
+	ReasonContentFilter Reason = "content_filter" // finish_reason content_filter
+	ReasonEmptyAnswer   Reason = "empty_answer"   // no text and no tool call
+	ReasonAnswerInvalid Reason = "schema_invalid" // the answer failed its check after every retry
 )
+
+// AnswerCheck judges a final answer (for example against a JSON Schema).
+// An error is told to the model, which may answer again.
+type AnswerCheck interface {
+	Check(answer string) error
+}
 
 // Gate is the policy around tool calls: Before decides a call that passed
 // argument validation (a non-nil result replaces the call; end stops the
@@ -61,6 +72,12 @@ type Config struct {
 	Gate Gate
 	// Redact is applied to every tool output written (nil: none).
 	Redact *artifacts.Redactor
+	// AllowEmptyAnswer accepts a final answer with no text.
+	AllowEmptyAnswer bool
+	// Answer, when set, checks the final answer; a rejected answer is
+	// sent back to the model with the reason, at most AnswerRetries times.
+	Answer        AnswerCheck
+	AnswerRetries int
 }
 
 // Progress is what a run has used so far.
@@ -68,6 +85,8 @@ type Progress struct {
 	Turns     int
 	Usage     Usage
 	TurnUsage []Usage
+	// Rejections are answers the check already refused.
+	Rejections int
 }
 
 // Outcome is how a run of the loop ended.
@@ -78,7 +97,11 @@ type Outcome struct {
 	Usage     Usage
 	TurnUsage []Usage
 	Messages  []Message // the whole conversation at the end
-	Err       error
+	// FinishReason is the model's own, from its last response.
+	FinishReason string
+	// Rejections counts answers the check refused (this segment).
+	Rejections int
+	Err        error
 }
 
 // Journal event records written by the loop.
@@ -111,6 +134,14 @@ type (
 		// OutputDigest is of the output file's bytes, which resume checks
 		// before it gives the content to the model again.
 		OutputDigest artifacts.Digest `json:"outputDigest"`
+	}
+	// AnswerRejectedEvent: the final answer failed its check; Message is
+	// what the model was told (resume adds it to the conversation again).
+	AnswerRejectedEvent struct {
+		Turn    int    `json:"turn"`
+		Attempt int    `json:"attempt"`
+		Error   string `json:"error"`
+		Message string `json:"message"`
 	}
 	LimitReachedEvent struct {
 		Limit string `json:"limit"` // turns | tokens | timeout
@@ -150,6 +181,7 @@ func Run(ctx context.Context, cfg Config, history []Message) Outcome {
 	e.out.Messages = slices.Clone(history)
 	e.out.Turns, e.out.Usage = cfg.Start.Turns, cfg.Start.Usage
 	e.out.TurnUsage = append([]Usage{}, cfg.Start.TurnUsage...)
+	e.out.Rejections = cfg.Start.Rejections
 	for _, t := range cfg.Tools {
 		spec := t.Spec()
 		s, err := compileSchema(spec.Name, spec.Parameters)
@@ -230,11 +262,31 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if err := e.journal("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Usage: resp.Usage}); err != nil {
 			return e.fail(err)
 		}
+		e.out.FinishReason = resp.FinishReason
 		if len(msg.ToolCalls) == 0 {
-			if msg.Content == "" && (resp.FinishReason == "length" || resp.FinishReason == "content_filter") {
-				return e.end(ReasonFailed, fmt.Errorf("the model stopped without an answer (finish reason %q)", resp.FinishReason))
-			}
 			e.out.Final = msg
+			switch {
+			case resp.FinishReason == "length":
+				return e.end(ReasonTruncated, fmt.Errorf("the answer was cut at the completion token limit (finish reason length)"))
+			case resp.FinishReason == "content_filter":
+				return e.end(ReasonContentFilter, fmt.Errorf("the provider's content filter stopped the answer (finish reason content_filter)"))
+			case strings.TrimSpace(msg.Content) == "" && !e.cfg.AllowEmptyAnswer:
+				return e.end(ReasonEmptyAnswer, fmt.Errorf("the model ended with an empty answer"))
+			}
+			if e.cfg.Answer != nil {
+				if err := e.cfg.Answer.Check(msg.Content); err != nil {
+					if e.out.Rejections >= e.cfg.AnswerRetries {
+						return e.end(ReasonAnswerInvalid, err)
+					}
+					e.out.Rejections++
+					feedback := fmt.Sprintf("Your answer does not satisfy the required output schema: %v\nAnswer again with only the JSON value, matching the schema.", err)
+					if jerr := e.journal("answer.rejected", AnswerRejectedEvent{Turn: turn, Attempt: e.out.Rejections, Error: err.Error(), Message: feedback}); jerr != nil {
+						return e.fail(jerr)
+					}
+					e.out.Messages = append(e.out.Messages, Message{Role: RoleUser, Content: feedback})
+					continue
+				}
+			}
 			return e.end(ReasonCompleted, nil)
 		}
 		for _, call := range msg.ToolCalls {

@@ -139,6 +139,15 @@ func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 	if v := req.Params.MaxCompletionTokens; v > 0 {
 		p.MaxCompletionTokens = openai.Int(v)
 	}
+	if len(req.Params.ResponseSchema) > 0 {
+		var schema map[string]any
+		if err := json.Unmarshal(req.Params.ResponseSchema, &schema); err != nil {
+			return p, fmt.Errorf("response schema: %w", err)
+		}
+		p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: schema},
+		}}
+	}
 	return p, nil
 }
 
@@ -161,6 +170,7 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 			PromptTokens:     c.Usage.PromptTokens,
 			CompletionTokens: c.Usage.CompletionTokens,
 			CachedTokens:     c.Usage.PromptTokensDetails.CachedTokens,
+			ReasoningTokens:  c.Usage.CompletionTokensDetails.ReasoningTokens,
 			TotalTokens:      c.Usage.TotalTokens,
 		},
 	}, nil

@@ -71,3 +71,46 @@ func describe(ve *jsonschema.ValidationError) string {
 	walk(ve)
 	return strings.Join(parts, "; ")
 }
+
+// SchemaCheck is an AnswerCheck: the final answer must be one JSON value
+// that matches a JSON Schema (--output-schema).
+type SchemaCheck struct{ s *schema }
+
+// NewSchemaCheck compiles a JSON Schema for answers.
+func NewSchemaCheck(raw json.RawMessage) (*SchemaCheck, error) {
+	s, err := compileSchema("output", raw)
+	if err != nil {
+		return nil, err
+	}
+	return &SchemaCheck{s: s}, nil
+}
+
+// Check implements AnswerCheck.
+func (c *SchemaCheck) Check(answer string) error {
+	_, err := c.Parse(answer)
+	return err
+}
+
+// Parse returns the answer as compact JSON when it matches the schema. A
+// Markdown code fence around the JSON, which models often add, is
+// ignored.
+func (c *SchemaCheck) Parse(answer string) (json.RawMessage, error) {
+	text := strings.TrimSpace(answer)
+	if strings.HasPrefix(text, "```") && strings.HasSuffix(text, "```") && len(text) >= 6 {
+		text = strings.TrimSpace(strings.TrimSuffix(text[3:], "```"))
+		if nl := strings.IndexByte(text, '\n'); nl >= 0 && !strings.ContainsAny(text[:nl], "{[\"") {
+			text = text[nl+1:] // the fence's language tag
+		}
+	}
+	if !json.Valid([]byte(text)) {
+		return nil, fmt.Errorf("the answer is not one JSON value")
+	}
+	if err := c.s.validate(json.RawMessage(text)); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(text)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -46,6 +46,9 @@ type Params struct {
 	TopP                *float64 `json:"topP,omitempty"`
 	Seed                *int64   `json:"seed,omitempty"`
 	MaxCompletionTokens int64    `json:"maxCompletionTokens,omitempty"`
+	// ResponseSchema, when set, asks for structured output matching this
+	// JSON Schema (response_format json_schema).
+	ResponseSchema json.RawMessage `json:"responseSchema,omitempty"`
 }
 
 // Request is one call to the model. Its canonical JSON encoding (this
@@ -63,6 +66,7 @@ type Usage struct {
 	PromptTokens     int64 `json:"promptTokens"`
 	CompletionTokens int64 `json:"completionTokens"`
 	CachedTokens     int64 `json:"cachedTokens"`
+	ReasoningTokens  int64 `json:"reasoningTokens,omitempty"`
 	TotalTokens      int64 `json:"totalTokens"`
 }
 
@@ -72,6 +76,7 @@ func (u Usage) Add(v Usage) Usage {
 		PromptTokens:     u.PromptTokens + v.PromptTokens,
 		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
 		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
 		TotalTokens:      u.TotalTokens + v.TotalTokens,
 	}
 }

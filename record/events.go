@@ -47,6 +47,8 @@ type RunFinished struct {
 	Reason    string          `json:"reason,omitempty"`
 	Resumable bool            `json:"resumable"`
 	Error     *outcome.Record `json:"error,omitempty"`
+	// Result is result.json's content.
+	Result *Result `json:"result,omitempty"`
 }
 
 // RegistrySnapshotted is the data of the registry.snapshotted event.
@@ -67,11 +69,12 @@ type SkillSkipped struct {
 
 // The loop's own events and records (see the package comment).
 type (
-	ModelRequest  = loop.ModelRequestEvent
-	ModelResponse = loop.ModelResponseEvent
-	ToolStarted   = loop.ToolStartedEvent
-	ToolFinished  = loop.ToolFinishedEvent
-	LimitReached  = loop.LimitReachedEvent
-	ToolOutput    = loop.ToolOutput
-	ModelRetry    = loop.Attempt
+	ModelRequest   = loop.ModelRequestEvent
+	ModelResponse  = loop.ModelResponseEvent
+	ToolStarted    = loop.ToolStartedEvent
+	ToolFinished   = loop.ToolFinishedEvent
+	LimitReached   = loop.LimitReachedEvent
+	ToolOutput     = loop.ToolOutput
+	ModelRetry     = loop.Attempt
+	AnswerRejected = loop.AnswerRejectedEvent
 )

@@ -53,4 +53,5 @@ const (
 	EventToolStarted         = "tool.started"
 	EventToolFinished        = "tool.finished"
 	EventLimitReached        = "limit.reached"
+	EventAnswerRejected      = "answer.rejected"
 )

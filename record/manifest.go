@@ -99,12 +99,27 @@ type Inputs struct {
 	ActivationSource string         `json:"activationSource,omitempty"`
 	Sandbox          *SandboxRecord `json:"sandbox,omitempty"`
 	// ScriptMemoryLimit caps each skill script's memory, in bytes.
-	ScriptMemoryLimit uint64   `json:"scriptMemoryLimit,omitempty"`
-	Tools             []string `json:"tools"`
-	Limits            Limits   `json:"limits"`
-	Record            string   `json:"record,omitempty"`
-	Replay            string   `json:"replay,omitempty"`
-	ArtifactsDir      string   `json:"artifactsDir"`
+	ScriptMemoryLimit uint64 `json:"scriptMemoryLimit,omitempty"`
+	// OutputSchema is the JSON Schema the final answer must match, with
+	// the retries the model gets; AllowEmptyAnswer accepts an empty one.
+	OutputSchema     json.RawMessage `json:"outputSchema,omitempty"`
+	SchemaRetries    int             `json:"schemaRetries,omitempty"`
+	AllowEmptyAnswer bool            `json:"allowEmptyAnswer,omitempty"`
+	// Attachments are files handed to the model as context.
+	Attachments  []Attachment `json:"attachments,omitempty"`
+	Tools        []string     `json:"tools"`
+	Limits       Limits       `json:"limits"`
+	Record       string       `json:"record,omitempty"`
+	Replay       string       `json:"replay,omitempty"`
+	ArtifactsDir string       `json:"artifactsDir"`
+}
+
+// Attachment is a file given with --attach: its content reaches the model
+// as a labelled block of context, never as a command.
+type Attachment struct {
+	Path    string           `json:"path"`
+	Digest  artifacts.Digest `json:"digest"`
+	Content string           `json:"content"`
 }
 
 // PathPair is a path as the host and the sandbox see it.
@@ -178,6 +193,8 @@ type Identity struct {
 	RegistryDigest artifacts.Digest   `json:"registryDigest,omitempty"`
 	Skills         []string           `json:"skills"`
 	SkillDigests   []artifacts.Digest `json:"skillDigests"`
+	// Attachments are the digests of the --attach files.
+	Attachments []artifacts.Digest `json:"attachments,omitempty"`
 }
 
 // Seal computes the identity digest over every other field.

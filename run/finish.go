@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -22,6 +23,8 @@ func outcomeError(o *loop.Outcome) error {
 		return &outcome.Error{Code: "interrupted", Msg: "interrupted: the run stopped at a safe point; continue it with `harness resume`", Exit: outcome.ExitInterrupted, Err: o.Err}
 	case loop.ReasonPolicyDenied:
 		return &outcome.Error{Code: "policy_denied", Msg: "a tool call was denied by the CFC policy and --fail-on-denial ends the run; see policy-trace.json", Exit: outcome.ExitPolicy, Err: o.Err}
+	case loop.ReasonTruncated, loop.ReasonContentFilter, loop.ReasonEmptyAnswer, loop.ReasonAnswerInvalid:
+		return &outcome.Error{Code: string(o.Reason), Msg: answerMessage(o), Exit: outcome.ExitFailed, Err: o.Err}
 	case loop.ReasonProviderError:
 		msg := "model provider error"
 		if o.Err != nil {
@@ -35,6 +38,18 @@ func outcomeError(o *loop.Outcome) error {
 		}
 		return &outcome.Error{Code: "run_failed", Msg: msg, Exit: outcome.ExitFailed, Err: o.Err}
 	}
+}
+
+func answerMessage(o *loop.Outcome) string {
+	switch o.Reason {
+	case loop.ReasonTruncated:
+		return "the answer was cut at the completion token limit (finish reason length); it is kept in result.json but is not a complete answer"
+	case loop.ReasonContentFilter:
+		return "the provider's content filter stopped the answer (finish reason content_filter)"
+	case loop.ReasonEmptyAnswer:
+		return "the model ended with an empty answer (pass --allow-empty-answer if that is acceptable)"
+	}
+	return fmt.Sprintf("the answer does not match --output-schema after %d retries: %v", o.Rejections, o.Err)
 }
 
 func limitMessage(reason loop.Reason) string {
@@ -78,10 +93,11 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 		if m.Usage.Turns == nil {
 			m.Usage.Turns = []loop.Usage{}
 		}
-		if o.Reason == loop.ReasonCompleted {
+		if o.Final.Content != "" || o.Reason == loop.ReasonCompleted {
 			m.Final = &record.FinalMessage{Content: r.redact.String(o.Final.Content)}
 		}
 	}
+	var werrs []error
 	fin := r.now().UTC()
 	m.FinishedAt = &fin
 	seg := record.Segment{Segment: r.segment, StartedAt: r.segStart, FinishedAt: &fin, Status: status, ExitCode: exit, Reason: m.Reason, Limits: record.LimitsOf(r.limits)}
@@ -95,8 +111,12 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 		}
 	}
 	m.Segments = append(m.Segments, seg)
+	result := r.result(o, status, exit, resumable, rec)
+	if err := r.redact.WriteJSON(r.path(record.FileResult), result); err != nil {
+		werrs = append(werrs, err)
+	}
+	m.Artifacts = append(m.Artifacts, record.FileResult)
 	m.Artifacts = append(m.Artifacts, record.DirToolOutputs+"/")
-	var werrs []error
 	if r.gate != nil {
 		werrs = append(werrs, r.writePolicySnapshot(), r.gate.writeTrace())
 	}
@@ -107,10 +127,10 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	}
 	slices.Sort(m.Artifacts)
 	m.Artifacts = slices.Compact(m.Artifacts)
-	_, jerr := r.journal.Append(record.EventRunFinished, record.RunFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec})
+	_, jerr := r.journal.Append(record.EventRunFinished, record.RunFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec, Result: result})
 	m.JournalHead = r.journal.Head()
 	werrs = append(werrs, jerr, r.writeManifest())
-	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit}
+	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit, Record: result}
 	if m.Final != nil {
 		res.Final = m.Final.Content
 	}

@@ -19,6 +19,7 @@ func (r *runner) identityOf(tools []loop.Tool) (record.Identity, error) {
 	id := record.Identity{
 		HarnessVersion: r.opts.Version,
 		Model:          r.opts.Model,
+		Params:         r.params(),
 		PromptDigest:   artifacts.DigestString(r.opts.Prompt),
 		PromptRole:     r.opts.PromptRole,
 		ToolsDigest:    td,
@@ -30,7 +31,15 @@ func (r *runner) identityOf(tools []loop.Tool) (record.Identity, error) {
 	if r.registry != nil {
 		id.RegistryDigest = r.registry.Digest
 	}
+	for _, a := range r.res.attachments {
+		id.Attachments = append(id.Attachments, a.Digest)
+	}
 	return id, id.Seal()
+}
+
+// params are the generation parameters sent with every request.
+func (r *runner) params() loop.Params {
+	return loop.Params{ResponseSchema: r.opts.OutputSchema}
 }
 
 // toolsDigest digests the tool manifest the model is offered.
@@ -74,5 +83,6 @@ func policyDigest(o Options) artifacts.Digest {
 	}
 	h.WriteField(fmt.Sprint("drift:", o.AllowDrift))
 	h.WriteField(fmt.Sprint("skip-eligibility:", o.SkipEligibility))
+	h.WriteField(fmt.Sprint("answer:", o.AllowEmptyAnswer, o.SchemaRetries))
 	return h.Digest()
 }

@@ -42,6 +42,10 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		ActivationSource:  o.activationSource,
 		Sandbox:           &record.SandboxRecord{Requested: o.Sandbox},
 		ScriptMemoryLimit: o.ScriptMemoryLimit,
+		OutputSchema:      o.OutputSchema,
+		SchemaRetries:     o.SchemaRetries,
+		AllowEmptyAnswer:  o.AllowEmptyAnswer,
+		Attachments:       res.attachments,
 		Tools:             []string{},
 		Limits:            limitsOf(o),
 		Record:            o.Record,
@@ -63,6 +67,7 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
 		Model: in.Model, BaseURL: in.BaseURL,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit,
+		OutputSchema: in.OutputSchema, SchemaRetries: in.SchemaRetries, AllowEmptyAnswer: in.AllowEmptyAnswer,
 		NoSkillCatalog: in.NoCatalog, CatalogBudget: in.CatalogBudget,
 		AllowDrift: in.AllowDrift, SkipEligibility: in.SkipEligibility,
 		CFCMode: in.CFC.Mode, FailOnDenial: in.CFC.FailOnDenial, AllowUnmediated: in.CFC.AllowUnmediated,
@@ -75,6 +80,9 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 	}
 	if in.Sandbox != nil {
 		o.Sandbox = in.Sandbox.Requested
+	}
+	for _, a := range in.Attachments {
+		o.Attach = append(o.Attach, a.Path)
 	}
 	return o
 }

@@ -46,6 +46,9 @@ func TestOptionsRoundTripThroughRunJSON(t *testing.T) {
 	o.Workspace, o.Cwd, o.SkillsRoots = "/ws", "sub", []string{"/ws/skills", "/ws/more"}
 	o.Sandbox, o.Profiles, o.ArtifactsDir = "landlock", "/profiles.yaml", "/runs"
 	res := resolved{workspace: o.Workspace, cwd: o.Cwd, skillsRoots: o.SkillsRoots, runDir: "/runs/r1", runID: "r1"}
+	for _, p := range o.Attach {
+		res.attachments = append(res.attachments, record.Attachment{Path: p})
+	}
 
 	in := inputsOf(o, res)
 	m := record.Manifest{Inputs: in, Sources: record.Sources{ConfigFile: o.ConfigFile, Values: o.Sources}}
@@ -89,6 +92,10 @@ func fill(t *testing.T, f reflect.Value, name string, i int) {
 			f.SetInt(int64(i + 1))
 		}
 	case reflect.Slice:
+		if f.Type().Elem().Kind() == reflect.Uint8 {
+			f.SetBytes([]byte(`{"type":"string","title":"` + name + `"}`))
+			break
+		}
 		f.Set(reflect.ValueOf([]string{name + "-a", name + "-b"}))
 	case reflect.Map:
 		f.Set(reflect.ValueOf(map[string]string{name: "flag"}))

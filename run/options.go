@@ -79,6 +79,16 @@ type Options struct {
 	// marked as drifted, instead of refused.
 	AllowDrift bool
 
+	// OutputSchema is a JSON Schema (the document) the final answer must
+	// match; the model may answer again SchemaRetries times after being
+	// told what is wrong. AllowEmptyAnswer accepts an answer with no text.
+	OutputSchema     []byte
+	SchemaRetries    int
+	AllowEmptyAnswer bool
+	// Attach are files whose content reaches the model as labelled context
+	// (a launcher hands one phase's output to the next this way).
+	Attach []string
+
 	MaxTurns  int           // 0 = unlimited (the CLI default is 50)
 	Timeout   time.Duration // wall clock for the whole run; 0 = none
 	MaxTokens int64         // total tokens; 0 = unlimited

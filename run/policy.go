@@ -68,6 +68,8 @@ func contextItems(history []loop.Message) []contextItem {
 			toolItems = append(toolItems, contextItem{"tool:" + toolOf[m.ToolCallID], m.Content})
 		case m.Role == loop.RoleUser && strings.HasPrefix(m.Content, tools.SkillContextMarker):
 			skillItems = append(skillItems, contextItem{"skill:" + skillNameOf(m.Content), m.Content})
+		case m.Role == loop.RoleUser && strings.HasPrefix(m.Content, attachmentMarker):
+			toolItems = append(toolItems, contextItem{"attachment", m.Content})
 		}
 	}
 	slices.SortStableFunc(skillItems, func(a, b contextItem) int { return strings.Compare(a.source, b.source) })

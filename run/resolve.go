@@ -12,7 +12,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/workspace"
@@ -26,6 +28,39 @@ type resolved struct {
 	skillsRoots []string // absolute host paths inside workspace
 	runDir      string   // absolute host path of this run's directory
 	runID       string
+	// attachments are the --attach files as read at the start (a resume
+	// takes them from the journal, never from the disk again).
+	attachments []record.Attachment
+}
+
+// maxAttachment bounds one --attach file: it goes whole into the context.
+const maxAttachment = 1 << 20
+
+// readAttachments reads each --attach file once, for the run to keep.
+func readAttachments(paths []string) ([]record.Attachment, error) {
+	var out []record.Attachment
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, outcome.Usage("attach_invalid", "--attach %s: %v", p, err)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, outcome.Usage("attach_invalid", "--attach %s: not a readable file", p)
+		}
+		if fi.Size() > maxAttachment {
+			return nil, outcome.Usage("attach_invalid", "--attach %s is %d bytes; at most %d can be attached", p, fi.Size(), maxAttachment)
+		}
+		b, err := os.ReadFile(abs)
+		if err != nil {
+			return nil, outcome.Usage("attach_invalid", "--attach %s: %v", p, err)
+		}
+		if !utf8.Valid(b) {
+			return nil, outcome.Usage("attach_invalid", "--attach %s is not UTF-8 text", p)
+		}
+		out = append(out, record.Attachment{Path: abs, Digest: artifacts.DigestBytes(b), Content: string(b)})
+	}
+	return out, nil
 }
 
 func resolveWorkspace(dir string) (string, error) {

@@ -98,7 +98,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.redact = artifacts.NewRedactor(ro.APIKey, string(ro.RunKey))
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version
 	r.acceptDrift = ro.AllowDrift
-	r.res = resolved{workspace: r.opts.Workspace, cwd: r.opts.Cwd, skillsRoots: r.opts.SkillsRoots, runDir: dir, runID: m.RunID}
+	r.res = resolved{workspace: r.opts.Workspace, cwd: r.opts.Cwd, skillsRoots: r.opts.SkillsRoots, runDir: dir, runID: m.RunID, attachments: st.created.Inputs.Attachments}
 	if err := r.loadProfiles(); err != nil {
 		return nil, err
 	}

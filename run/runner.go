@@ -1,7 +1,9 @@
 package run
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -27,6 +29,8 @@ type Result struct {
 	Status   string
 	ExitCode int
 	Final    string
+	// Record is result.json's content.
+	Record *record.Result
 }
 
 // runner carries one invocation's state from stage to stage. Run and
@@ -58,6 +62,8 @@ type runner struct {
 
 	// resumed is the stopped run rebuilt from its journal; nil for a new run.
 	resumed *journalState
+	// schema checks the final answer (--output-schema); nil without one.
+	schema *loop.SchemaCheck
 	// acceptDrift is resume's --allow-drift: continue despite drift. Tools
 	// keep the run's own AllowDrift (they still hold files to the
 	// run-start snapshot).
@@ -164,6 +170,19 @@ func checkOptions(o *Options) error {
 	if slices.Contains(o.AllowTools, tools.DelegateToolName) && o.Profiles == "" {
 		return outcome.Usage("profiles_missing", "--allow-tool delegate_task needs --profiles FILE with the subagent profiles")
 	}
+	if o.SchemaRetries < 0 {
+		return outcome.Usage("schema_retries_invalid", "--schema-retries must not be negative")
+	}
+	if len(o.OutputSchema) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, o.OutputSchema); err != nil {
+			return outcome.Usage("output_schema_invalid", "--output-schema is not JSON: %v", err)
+		}
+		o.OutputSchema = buf.Bytes()
+		if _, err := loop.NewSchemaCheck(o.OutputSchema); err != nil {
+			return outcome.Usage("output_schema_invalid", "--output-schema: %v", err)
+		}
+	}
 	if o.CatalogBudget < 0 {
 		return outcome.Usage("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")
 	}
@@ -222,7 +241,11 @@ func (r *runner) resolve() error {
 	if id == "" {
 		id = newRunID(r.now())
 	}
-	r.res = resolved{workspace: ws, cwd: cwd, skillsRoots: roots, runID: id}
+	atts, err := readAttachments(r.opts.Attach)
+	if err != nil {
+		return err
+	}
+	r.res = resolved{workspace: ws, cwd: cwd, skillsRoots: roots, runID: id, attachments: atts}
 	return nil
 }
 

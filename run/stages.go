@@ -35,6 +35,13 @@ func (r *runner) execute(ctx context.Context) (*Result, error) {
 // that work was recorded) or takes over what the stopped run recorded and
 // checks it.
 func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
+	if len(r.opts.OutputSchema) > 0 {
+		s, err := loop.NewSchemaCheck(r.opts.OutputSchema)
+		if err != nil {
+			return nil, outcome.Usage("output_schema_invalid", "output schema: %v", err)
+		}
+		r.schema = s
+	}
 	if err := r.registryStage(ctx); err != nil {
 		return nil, err
 	}
@@ -65,17 +72,24 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	} else {
 		r.progress("run %s: model %s, %d tools, %d skills preloaded", r.res.runID, r.opts.Model, len(toolset), len(r.acts.List()))
 	}
-	out := loop.Run(ctx, loop.Config{
-		Model:         model,
-		ModelName:     r.opts.Model,
-		Tools:         toolset,
-		Limits:        r.limits,
-		Journal:       r.journal,
-		ToolOutputDir: r.path(record.DirToolOutputs),
-		Start:         r.start,
-		Gate:          r.gate,
-		Redact:        r.redact,
-	}, history)
+	cfg := loop.Config{
+		Model:            model,
+		ModelName:        r.opts.Model,
+		Params:           r.params(),
+		Tools:            toolset,
+		Limits:           r.limits,
+		Journal:          r.journal,
+		ToolOutputDir:    r.path(record.DirToolOutputs),
+		Start:            r.start,
+		Gate:             r.gate,
+		Redact:           r.redact,
+		AllowEmptyAnswer: r.opts.AllowEmptyAnswer,
+		AnswerRetries:    r.opts.SchemaRetries,
+	}
+	if r.schema != nil {
+		cfg.Answer = r.schema
+	}
+	out := loop.Run(ctx, cfg, history)
 	return &out, nil
 }
 
@@ -207,8 +221,13 @@ func (r *runner) preload() ([]loop.Message, error) {
 		texts = append(texts, string(b))
 	}
 	history := []loop.Message{{Role: loop.RoleSystem, Content: systemPrompt}}
+	for _, a := range r.res.attachments {
+		texts = append(texts, a.Content)
+	}
 	if r.registry != nil {
 		r.token = tools.BoundaryToken(string(r.registry.Digest)+"\x00"+r.opts.Prompt, texts)
+	} else if len(r.res.attachments) > 0 {
+		r.token = tools.BoundaryToken(r.opts.Prompt, texts)
 	}
 	source := r.opts.activationSource
 	if source == "" {
@@ -234,6 +253,9 @@ func (r *runner) preload() ([]loop.Message, error) {
 			return nil, err
 		}
 		r.manifest.Artifacts = append(r.manifest.Artifacts, record.FileActivations)
+	}
+	for _, a := range r.res.attachments {
+		history = append(history, loop.Message{Role: loop.RoleUser, Content: attachmentBlock(r.token, a)})
 	}
 	history = append(history, loop.Message{Role: loop.RoleUser, Content: taskMessage(r.opts.Prompt, r.res.cwd)})
 	return history, nil

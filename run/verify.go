@@ -156,6 +156,13 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 		st.progress.Turns++
 		st.progress.Usage = st.progress.Usage.Add(d.Usage)
 		st.progress.TurnUsage = append(st.progress.TurnUsage, d.Usage)
+	case record.EventAnswerRejected:
+		var d record.AnswerRejected
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		st.messages = append(st.messages, loop.Message{Role: loop.RoleUser, Content: d.Message})
+		st.progress.Rejections++
 	case record.EventToolStarted:
 		var d record.ToolStarted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {

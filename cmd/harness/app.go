@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 )
@@ -11,7 +13,7 @@ import (
 var version = "0.1.0-dev"
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
-	return &cli.Command{
+	app := &cli.Command{
 		Name:    "harness",
 		Usage:   "run LLM agents in batch, reproducibly, with Agent Skills",
 		Version: version,
@@ -37,5 +39,32 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			verifyCommand(),
 			skillsCommand(),
 		},
+	}
+	strictUsage(app)
+	return app
+}
+
+// strictUsage makes every mistake in a command line a one-line usage
+// error (exit 2): an unknown flag or a malformed value, on any command,
+// and an unknown command, which the library would otherwise answer with a
+// help search and exit 1.
+func strictUsage(cmd *cli.Command) {
+	cmd.OnUsageError = func(ctx context.Context, c *cli.Command, err error, isSubcommand bool) error {
+		msg := strings.TrimPrefix(err.Error(), "flag provided but not defined: -")
+		if msg != err.Error() {
+			msg = "unknown flag --" + msg
+		}
+		return usagef(fmt.Sprintf("%s: %s (see %s --help)", c.FullName(), msg, c.FullName()))
+	}
+	if len(cmd.Commands) > 0 && cmd.Action == nil {
+		cmd.Action = func(ctx context.Context, c *cli.Command) error {
+			if c.NArg() > 0 {
+				return usagef(fmt.Sprintf("unknown command %q for %s (see %s --help)", c.Args().First(), c.FullName(), c.FullName()))
+			}
+			return cli.ShowSubcommandHelp(c)
+		}
+	}
+	for _, sub := range cmd.Commands {
+		strictUsage(sub)
 	}
 }

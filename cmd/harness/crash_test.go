@@ -216,6 +216,7 @@ func checkArtifacts(t *testing.T, dir string) {
 		"drift-report.json":            {"harness.drift-report", &record.DriftReport{}},
 		"policy-snapshot.json":         {"harness.policy-snapshot", &record.PolicySnapshot{}},
 		"policy-trace.json":            {"harness.policy-trace", &record.PolicyTrace{}},
+		"result.json":                  {record.TypeResult, &record.Result{}},
 	}
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {

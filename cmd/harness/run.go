@@ -9,6 +9,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/run"
 )
 
@@ -36,6 +37,12 @@ var runOptions = []option{
 	{name: "allow-skill-script", kind: kindStrings, usage: "allow run_skill_script to run exactly `SKILL:scripts/PATH` (needs --skills-root and --allow-tool run_skill_script)"},
 	{name: "sandbox", usage: "sandbox for skill scripts: auto (bwrap, else landlock), bwrap, landlock or none. none runs scripts on the host as you: they can read whatever you can (harness withholds their output in enforce modes and scrubs the API key from every tool result, but a script can still leave a secret in a workspace file)", def: "auto"},
 	{name: "script-memory-limit", usage: "memory cap `SIZE` of one skill script call, e.g. 512MiB (a memory cgroup as root, else a watchdog that samples and kills); reaching it is status memory_limit", def: "1GiB"},
+	{name: "output-schema", usage: "JSON Schema `FILE` the final answer must match; sent as the structured-output format, checked always; the parsed answer is result.json's structuredOutput", def: ""},
+	{name: "schema-retries", kind: kindInt, usage: "times the model may answer again after being told how its answer fails --output-schema (`N`)", def: 2},
+	{name: "allow-empty-answer", kind: kindBool, usage: "accept a final answer with no text (otherwise exit 1, reason empty_answer)"},
+	{name: "attach", kind: kindStrings, usage: "hand `FILE` to the model as labelled context (data, not a command); recorded with its digest"},
+	{name: "output-last-message", usage: "write the final answer to `FILE` (also when the run fails with an answer)", def: ""},
+	{name: "result-file", usage: "copy result.json to `FILE`", def: ""},
 	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: 50},
 	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DUR` for the run, e.g. 10m (exit 3, resumable)"},
 	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
@@ -80,7 +87,7 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	prompt, promptSource, err := readPrompt(cmd.Root().Reader, ro)
+	prompt, promptSource, err := readPrompt(cmd.Root().Reader, ro, cmd)
 	if err != nil {
 		return err
 	}
@@ -92,8 +99,18 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	var schema []byte
+	if f := ro.str("output-schema"); f != "" {
+		if schema, err = os.ReadFile(f); err != nil {
+			return usagef(fmt.Sprintf("--output-schema %s: %v", f, err))
+		}
+	}
 	opts := run.Options{
 		ScriptMemoryLimit: memory,
+		OutputSchema:      schema,
+		SchemaRetries:     ro.int("schema-retries"),
+		AllowEmptyAnswer:  ro.boolean("allow-empty-answer"),
+		Attach:            ro.strs("attach"),
 		Workspace:         ro.str("workspace"),
 		Cwd:               ro.str("cwd"),
 		SkillsRoots:       ro.strs("skills-root"),
@@ -135,7 +152,29 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	opts.OnEvent, opts.Stderr = ev.render, progressWriter(stderr, quiet)
 	res, err := run.Run(ctx, opts)
 	reportResult(stdout, stderr, res, err, jsonOut, quiet)
+	if werr := writeOutputs(res, ro.str("output-last-message"), ro.str("result-file")); werr != nil && err == nil {
+		return werr
+	}
 	return err
+}
+
+// writeOutputs writes the files a CI step reads: the final answer and a
+// copy of result.json, atomically.
+func writeOutputs(res *run.Result, lastMessage, resultFile string) error {
+	if res == nil || res.Record == nil {
+		return nil
+	}
+	if lastMessage != "" && res.Record.Answer != "" {
+		if err := artifacts.WriteFile(lastMessage, []byte(res.Record.Answer), 0o644); err != nil {
+			return fmt.Errorf("--output-last-message: %w", err)
+		}
+	}
+	if resultFile != "" {
+		if err := artifacts.WriteJSON(resultFile, res.Record); err != nil {
+			return fmt.Errorf("--result-file: %w", err)
+		}
+	}
+	return nil
 }
 
 // reportResult prints the answer on stdout (unless --json, whose stream
@@ -168,8 +207,13 @@ func parseSize(flag, s string) (uint64, error) {
 	return n, nil
 }
 
-func readPrompt(stdin io.Reader, ro *resolvedOptions) (string, string, error) {
+func readPrompt(stdin io.Reader, ro *resolvedOptions, cmd *cli.Command) (string, string, error) {
 	text, file := ro.str("prompt"), ro.str("prompt-file")
+	for _, f := range []string{"prompt", "prompt-file"} {
+		if cmd.Count(f) > 1 {
+			return "", "", usagef(fmt.Sprintf("--%s is given %d times: give the task once", f, cmd.Count(f)))
+		}
+	}
 	if text != "" && file != "" {
 		return "", "", usagef("--prompt and --prompt-file cannot be used together: pick one")
 	}

@@ -41,6 +41,11 @@ func skillsValidateCommand() *cli.Command {
 				}
 				results = append(results, v)
 				failed = failed || v.HasErrors()
+				if len(v.Skills) == 0 && cmd.Bool("strict") {
+					// A typo in a path must not pass CI as "no errors".
+					fmt.Fprintf(cmd.Root().ErrWriter, "harness: %s holds no skill (no SKILL.md in it or below it)\n", p)
+					failed = true
+				}
 			}
 			w := cmd.Root().Writer
 			if cmd.Bool("json") {

@@ -1,0 +1,121 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+)
+
+// resultStatus is the one-word status of result.json for a run status.
+var resultStatus = map[string]string{
+	outcome.StatusSucceeded: "succeeded", outcome.StatusFailed: "failed", outcome.StatusLimit: "limit",
+	outcome.StatusProvider: "provider_error", outcome.StatusRefused: "refused", outcome.StatusInterrupted: "interrupted",
+}
+
+// resultReason names the cause in result.json's vocabulary.
+func resultReason(o *loop.Outcome, rec *outcome.Record) string {
+	if rec != nil {
+		switch rec.Code {
+		case "limit_turns":
+			return "max_turns"
+		case "limit_tokens":
+			return "max_tokens"
+		case "limit_timeout":
+			return "timeout"
+		case "policy_denied":
+			return "policy_denial"
+		case "drift_detected":
+			return "drift"
+		}
+		return rec.Code
+	}
+	if o != nil {
+		return string(o.Reason)
+	}
+	return "completed"
+}
+
+// result builds result.json: the outcome in the terms a CI job acts on.
+func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool, rec *outcome.Record) *record.Result {
+	res := &record.Result{
+		Type: record.TypeResult, Version: record.Version, RunID: r.res.runID, RunDir: r.res.runDir,
+		Status: resultStatus[status], Reason: resultReason(o, rec), ExitCode: exit, IsError: exit != outcome.ExitOK,
+		ToolCalls: map[string]int{}, Denials: []record.Denial{}, Resumable: resumable,
+		Usage: record.ResultUsage{UsageSource: "provider"},
+	}
+	if rec != nil {
+		res.Message = rec.Message
+	}
+	for _, s := range r.manifest.Segments {
+		if s.FinishedAt != nil {
+			res.DurationMs += s.FinishedAt.Sub(s.StartedAt).Milliseconds()
+		}
+	}
+	if o != nil {
+		res.Answer = r.redact.String(o.Final.Content)
+		res.FinishReason = o.FinishReason
+		res.Turns = o.Turns
+		res.Usage.PromptTokens, res.Usage.CompletionTokens = o.Usage.PromptTokens, o.Usage.CompletionTokens
+		res.Usage.CachedTokens, res.Usage.ReasoningTokens, res.Usage.TotalTokens = o.Usage.CachedTokens, o.Usage.ReasoningTokens, o.Usage.TotalTokens
+		for _, u := range o.TurnUsage {
+			if u.TotalTokens == 0 {
+				res.Usage.UsageSource = "missing"
+			}
+		}
+		for _, m := range o.Messages {
+			for _, c := range m.ToolCalls {
+				res.ToolCalls[c.Name]++
+			}
+		}
+		if r.schema != nil {
+			switch o.Reason {
+			case loop.ReasonCompleted:
+				if v, err := r.schema.Parse(o.Final.Content); err == nil {
+					res.StructuredOutput = json.RawMessage(r.redact.Bytes(v))
+				}
+			case loop.ReasonAnswerInvalid:
+				if o.Err != nil {
+					res.SchemaErrors = strings.Split(o.Err.Error(), "; ")
+				}
+			}
+		}
+	}
+	if r.gate != nil {
+		for _, d := range r.gate.trace.Decisions {
+			if d.Decision.Decision == cfc.Deny {
+				res.Denials = append(res.Denials, record.Denial{Tool: d.Tool, Reason: d.Reasons[0], CallID: d.CallID})
+			}
+		}
+	}
+	if resumable {
+		res.ResumeCommand = resumeCommand(r.res.runDir, res.Reason, r.limits)
+	}
+	return res
+}
+
+// resumeCommand is the command line that continues the run; after a limit
+// it raises that limit, or the resume would stop at once.
+func resumeCommand(dir, reason string, l loop.Limits) string {
+	cmd := "harness resume " + shellQuote(dir)
+	switch {
+	case reason == "max_turns" && l.MaxTurns > 0:
+		cmd += fmt.Sprintf(" --max-turns +%d", l.MaxTurns)
+	case reason == "max_tokens" && l.MaxTokens > 0:
+		cmd += fmt.Sprintf(" --max-tokens %d", 2*l.MaxTokens)
+	case reason == "drift":
+		cmd += " --allow-drift"
+	}
+	return cmd
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
