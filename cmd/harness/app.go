@@ -37,6 +37,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			runCommand(),
 			resumeCommand(),
 			verifyCommand(),
+			runsCommand(),
+			showCommand(),
 			skillsCommand(),
 		},
 	}

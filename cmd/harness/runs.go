@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/report"
+)
+
+func runsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "runs",
+		Usage:     "list past runs, newest first",
+		UsageText: "harness runs [--artifacts-dir DIR] [--status STATUS] [--json]",
+		Description: "One line per run: id, status, reason, exit code, turns, age, resumable. A run whose\n" +
+			"process died (SIGKILL, out of memory, power loss) shows as crashed: run.json still says\n" +
+			"running but no process holds its lock; `harness resume` continues it.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` that holds run directories", Value: ".harness/runs", Sources: cli.EnvVars("HARNESS_ARTIFACTS_DIR")},
+			&cli.StringFlag{Name: "status", Usage: "only runs with this `STATUS` (succeeded, failed, limit-reached, provider-error, refused, interrupted, running, crashed)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the list as JSON"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() > 0 {
+				return usagef(fmt.Sprintf("unexpected argument %q: harness runs takes flags only (see harness runs --help)", cmd.Args().First()))
+			}
+			all, err := report.List(cmd.String("artifacts-dir"))
+			if err != nil {
+				return usagef(fmt.Sprintf("--artifacts-dir %s: %v", cmd.String("artifacts-dir"), err))
+			}
+			list := []report.RunSummary{}
+			for _, r := range all {
+				if st := cmd.String("status"); st == "" || r.Status == st {
+					list = append(list, r)
+				}
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return writeJSONTo(w, list)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tREASON\tEXIT\tTURNS\tAGE\tRESUMABLE")
+			now := time.Now()
+			for _, r := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%v\n", r.RunID, r.Status, dash(r.Reason), r.ExitCode, r.Turns, report.Age(now, r.StartedAt), r.Resumable)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

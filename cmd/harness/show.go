@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/report"
+)
+
+func showCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "summarize one run: prompt, model, skills, each turn's tool calls and decisions, usage, answer, how to resume",
+		UsageText: "harness show RUN [--artifacts-dir DIR] [--json]\n\nRUN is a run directory, or a run id under --artifacts-dir.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` where run ids are looked up", Value: ".harness/runs", Sources: cli.EnvVars("HARNESS_ARTIFACTS_DIR")},
+			&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness show takes exactly one RUN (a run directory or a run id)")
+			}
+			dir := cmd.Args().First()
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				dir = filepath.Join(cmd.String("artifacts-dir"), cmd.Args().First())
+			}
+			v, err := report.Show(dir)
+			if err != nil {
+				return usagef(fmt.Sprintf("%s is neither a run directory nor a run id under %s", cmd.Args().First(), cmd.String("artifacts-dir")))
+			}
+			if cmd.Bool("json") {
+				return writeJSONTo(cmd.Root().Writer, v)
+			}
+			report.WriteText(cmd.Root().Writer, v, time.Now())
+			return nil
+		},
+	}
+}

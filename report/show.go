@@ -1,0 +1,219 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/record"
+)
+
+// RunView is one run as `harness show` presents it.
+type RunView struct {
+	RunSummary
+	Prompt      string              `json:"prompt"`
+	Model       string              `json:"model"`
+	Endpoint    string              `json:"endpoint,omitempty"`
+	Preloaded   []string            `json:"preloadedSkills"`
+	Activated   []record.Activation `json:"activations"`
+	Turns       []TurnView          `json:"turnDetails"`
+	Denials     []record.Denial     `json:"denials"`
+	Usage       record.UsageRecord  `json:"usage"`
+	Answer      string              `json:"answer"`
+	Drift       *record.DriftReport `json:"drift,omitempty"`
+	Children    []RunSummary        `json:"children"`
+	ResumeWith  string              `json:"resumeCommand,omitempty"`
+	ResultFound bool                `json:"resultFound"`
+}
+
+// TurnView is one model turn: what it said and the tools it called.
+type TurnView struct {
+	Turn  int        `json:"turn"`
+	Text  string     `json:"text,omitempty"`
+	Calls []CallView `json:"calls"`
+	Usage int64      `json:"totalTokens"`
+}
+
+// CallView is one tool call with its policy decision and outcome.
+type CallView struct {
+	ID        string `json:"id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Decision  string `json:"decision,omitempty"`
+	Reasons   string `json:"reasons,omitempty"`
+	Status    string `json:"status,omitempty"`
+	Code      string `json:"code,omitempty"`
+}
+
+// Show reads a run directory into a RunView.
+func Show(dir string) (*RunView, error) {
+	s, err := Summarize(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := readManifest(s.RunDir)
+	v := &RunView{RunSummary: *s, Prompt: m.Inputs.Prompt, Model: m.Inputs.Model, Endpoint: m.Inputs.BaseURL,
+		Preloaded: m.Inputs.Skills, Activated: []record.Activation{}, Turns: []TurnView{}, Denials: []record.Denial{},
+		Usage: m.Usage, Children: []RunSummary{}}
+	if m.Final != nil {
+		v.Answer = m.Final.Content
+	}
+	if data, err := artifacts.ReadBeneath(s.RunDir, record.FileResult); err == nil {
+		var res record.Result
+		if json.Unmarshal(data, &res) == nil {
+			v.ResultFound, v.Denials, v.ResumeWith = true, res.Denials, res.ResumeCommand
+			if res.Answer != "" {
+				v.Answer = res.Answer
+			}
+		}
+	}
+	if v.ResumeWith == "" && v.Resumable {
+		v.ResumeWith = "harness resume " + s.RunDir
+	}
+	if data, err := artifacts.ReadBeneath(s.RunDir, record.FileDrift); err == nil {
+		var d record.DriftReport
+		if json.Unmarshal(data, &d) == nil {
+			v.Drift = &d
+		}
+	}
+	readTurns(s.RunDir, v)
+	if kids, err := List(filepath.Join(s.RunDir, record.DirChildren)); err == nil {
+		v.Children = kids
+	}
+	return v, nil
+}
+
+// readTurns walks the journal: responses, calls, decisions, results.
+func readTurns(dir string, v *RunView) {
+	f, err := os.Open(filepath.Join(dir, record.FileJournal))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	c, _ := artifacts.ReadJournal(f)
+	calls := map[string]*CallView{}
+	for _, ev := range c.Events {
+		switch ev.Type {
+		case record.EventSkillActivated:
+			var a record.Activation
+			if json.Unmarshal(ev.Data, &a) == nil {
+				v.Activated = append(v.Activated, a)
+			}
+		case record.EventModelResponse:
+			var d record.ModelResponse
+			if json.Unmarshal(ev.Data, &d) != nil {
+				continue
+			}
+			t := TurnView{Turn: d.Turn, Text: d.Content, Calls: []CallView{}, Usage: d.Usage.TotalTokens}
+			for _, c := range d.ToolCalls {
+				t.Calls = append(t.Calls, CallView{ID: c.ID, Tool: c.Name, Arguments: c.Arguments})
+			}
+			v.Turns = append(v.Turns, t)
+			last := &v.Turns[len(v.Turns)-1]
+			for i := range last.Calls {
+				calls[last.Calls[i].ID] = &last.Calls[i]
+			}
+		case record.EventPolicyDecision:
+			var d record.PolicyDecision
+			if json.Unmarshal(ev.Data, &d) == nil && calls[d.CallID] != nil {
+				calls[d.CallID].Decision, calls[d.CallID].Reasons = d.Decision.Decision, strings.Join(d.Reasons, ",")
+			}
+		case record.EventToolFinished:
+			var d record.ToolFinished
+			if json.Unmarshal(ev.Data, &d) == nil && calls[d.CallID] != nil {
+				calls[d.CallID].Status, calls[d.CallID].Code = d.Status, d.Code
+			}
+		}
+	}
+}
+
+// WriteText prints a RunView for people.
+func WriteText(w io.Writer, v *RunView, now time.Time) {
+	fmt.Fprintf(w, "run %s: %s", v.RunID, v.Status)
+	if v.Reason != "" {
+		fmt.Fprintf(w, " (%s)", v.Reason)
+	}
+	fmt.Fprintf(w, ", exit %d, %d turns, started %s ago\n", v.ExitCode, v.RunSummary.Turns, Age(now, v.StartedAt))
+	fmt.Fprintf(w, "directory: %s\n", v.RunDir)
+	fmt.Fprintf(w, "model: %s", v.Model)
+	if v.Endpoint != "" {
+		fmt.Fprintf(w, " at %s", v.Endpoint)
+	}
+	fmt.Fprintf(w, "\nprompt: %s\n", firstLines(v.Prompt, 3))
+	if len(v.Preloaded) > 0 {
+		fmt.Fprintf(w, "skills preloaded: %s\n", strings.Join(v.Preloaded, ", "))
+	}
+	for _, a := range v.Activated {
+		fmt.Fprintf(w, "skill activated: %s (%s, %s)\n", a.Name, a.Source, a.Digest)
+	}
+	for _, t := range v.Turns {
+		fmt.Fprintf(w, "turn %d (%d tokens)", t.Turn, t.Usage)
+		if t.Text != "" {
+			fmt.Fprintf(w, ": %s", firstLines(t.Text, 1))
+		}
+		fmt.Fprintln(w)
+		for _, c := range t.Calls {
+			fmt.Fprintf(w, "  %s %s", c.Tool, shorten(c.Arguments, 120))
+			if c.Decision != "" {
+				fmt.Fprintf(w, " -> %s [%s]", c.Decision, c.Reasons)
+			}
+			if c.Status != "" {
+				fmt.Fprintf(w, " -> %s", c.Status)
+				if c.Code != "" {
+					fmt.Fprintf(w, " (%s)", c.Code)
+				}
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	for _, d := range v.Denials {
+		fmt.Fprintf(w, "denied: %s (%s), call %s\n", d.Tool, d.Reason, d.CallID)
+	}
+	fmt.Fprintf(w, "usage: %d prompt + %d completion = %d tokens\n", v.Usage.Total.PromptTokens, v.Usage.Total.CompletionTokens, v.Usage.Total.TotalTokens)
+	if v.Drift != nil && v.Drift.Drift {
+		fmt.Fprintf(w, "drift: %d identity fields, %d skills changed, %d files (allowed: %v)\n", len(v.Drift.Identity), len(v.Drift.Skills.Changed), len(v.Drift.Resources), v.Drift.Allowed)
+	}
+	for _, c := range v.Children {
+		fmt.Fprintf(w, "child %s: %s, exit %d\n", c.RunID, c.Status, c.ExitCode)
+	}
+	if v.Answer != "" {
+		fmt.Fprintf(w, "answer:\n%s\n", v.Answer)
+	}
+	if v.ResumeWith != "" {
+		fmt.Fprintf(w, "resume: %s\n", v.ResumeWith)
+	}
+}
+
+// Age is a duration for people: 45s, 12m, 3h, 2d.
+func Age(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(strings.TrimSpace(s), "\n", n+1)
+	if len(lines) > n {
+		return strings.Join(lines[:n], " / ") + " ..."
+	}
+	return strings.Join(lines, " / ")
+}
+
+func shorten(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "..."
+}
