@@ -21,6 +21,12 @@ const (
 
 // Skill scans one skill's files.
 func Skill(s *skills.Skill) []record.Finding {
+	rd := skills.NewReader()
+	defer rd.Close()
+	return scanSkill(rd, s)
+}
+
+func scanSkill(rd *skills.Reader, s *skills.Skill) []record.Finding {
 	var out []record.Finding
 	scan := func(path, text string) {
 		for _, f := range cfc.Scan(text) {
@@ -30,12 +36,12 @@ func Skill(s *skills.Skill) []record.Finding {
 	// Files are read as they are now, confined to the skill's root: a
 	// resource swapped for a link to a secret, /dev/zero or a FIFO yields
 	// an error here, never its content, an endless read or a hang.
-	if b, err := skills.ReadFileBounded(s, s.SkillPath, maxSkillFile); err == nil {
+	if b, err := rd.ReadFile(s, s.SkillPath, maxSkillFile); err == nil {
 		scan(s.SkillPath, string(b))
 	}
 	for _, res := range s.Resources {
 		if res.ContentKind == "binary" {
-			if head := readHead(s, res.HostPath); len(head) > 0 {
+			if head, _ := rd.ReadHead(s, res.HostPath, 4); len(head) > 0 {
 				if f, ok := cfc.ExecutableFinding(head); ok {
 					f.Match = "a binary executable is bundled with the skill"
 					out = append(out, record.Finding{Skill: s.Name, Path: res.HostPath, Finding: f})
@@ -46,18 +52,11 @@ func Skill(s *skills.Skill) []record.Finding {
 		if res.Size > maxResource || (res.Kind != skills.KindScript && res.Kind != skills.KindReference) {
 			continue
 		}
-		if b, err := skills.ReadFileBounded(s, res.HostPath, maxResource); err == nil {
+		if b, err := rd.ReadFile(s, res.HostPath, maxResource); err == nil {
 			scan(res.HostPath, string(b))
 		}
 	}
 	return out
-}
-
-// readHead returns the first bytes of a binary resource, for its
-// executable magic.
-func readHead(s *skills.Skill, p string) []byte {
-	b, _ := skills.ReadHead(s, p, 4)
-	return b
 }
 
 // Registry scans every effective skill of reg: findings become registry
@@ -65,12 +64,14 @@ func readHead(s *skills.Skill, p string) []byte {
 // skill, the rules of its critical findings.
 func Registry(reg *skills.Registry) (findings []record.Finding, critical map[string][]string) {
 	critical = map[string][]string{}
+	rd := skills.NewReader()
+	defer rd.Close()
 	for i := range reg.Skills {
 		s := &reg.Skills[i]
 		if s.ShadowedBy != "" {
 			continue
 		}
-		for _, f := range Skill(s) {
+		for _, f := range scanSkill(rd, s) {
 			sev := skills.SeverityWarning
 			if f.Severity == cfc.SeverityCritical {
 				sev = skills.SeverityError

@@ -7,12 +7,19 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// provenanceBits sizes the provenance filter: 2^27 bits, 16 MiB per run.
-// With three hashes per gram and three gram sizes per byte, it stays
-// below a 1% chance that a made-up 16-byte value matches up to about
-// 100 MiB of untrusted text; past that, false matches grow, which makes
-// enforce-strict deny more, never less.
-const provenanceBits = 1 << 27
+// The provenance filter grows with what it is given: a first filter of
+// 2^21 bits (256 KiB), then each new one twice the size when the last has
+// taken what it can hold at a low false-match rate, up to 32 MiB in all.
+// A run that reads little touches little memory; past the cap, inserts go
+// to the last filter, false matches grow, and enforce-strict denies more,
+// never less. With three hashes per piece, 16 bits per inserted piece keep
+// a made-up piece's false-match chance near 0.5%; three piece sizes per
+// byte make that about 64 MiB of untrusted text before the cap is felt.
+const (
+	firstFilterBits = 1 << 21
+	maxFilterBits   = 1 << 28 // the sum of all filters stays below this
+	bitsPerPiece    = 16
+)
 
 // gramSizes are the lengths of the pieces every untrusted text is cut
 // into. An argument is looked up by pieces of the largest size it holds.
@@ -29,13 +36,38 @@ const MinArgument = 4
 // (then enforce-strict denies a call it could have allowed), never no
 // wrongly: a value copied from anything the run read is always found.
 type Provenance struct {
-	bits  []uint64
-	bytes int64 // normalized untrusted bytes seen
+	filters []*bloom
+	total   uint64 // bits in all filters
+	bytes   int64  // normalized untrusted bytes seen
+}
+
+type bloom struct {
+	bits     []uint64
+	size     uint64 // bits
+	inserted uint64
 }
 
 // NewProvenance returns an empty filter.
 func NewProvenance() *Provenance {
-	return &Provenance{bits: make([]uint64, provenanceBits/64)}
+	p := &Provenance{}
+	p.grow(firstFilterBits)
+	return p
+}
+
+func (p *Provenance) grow(size uint64) {
+	p.filters = append(p.filters, &bloom{bits: make([]uint64, size/64), size: size})
+	p.total += size
+}
+
+// current is the filter inserts go to, growing a new one when the last is
+// full and the cap allows.
+func (p *Provenance) current() *bloom {
+	last := p.filters[len(p.filters)-1]
+	if last.inserted*bitsPerPiece >= last.size && p.total+2*last.size <= maxFilterBits {
+		p.grow(2 * last.size)
+		last = p.filters[len(p.filters)-1]
+	}
+	return last
 }
 
 // Add records an untrusted text.
@@ -72,36 +104,41 @@ func (p *Provenance) Contains(s string) bool {
 	return true
 }
 
-// The filter's three bit positions per piece come from two halves of one
-// 64-bit FNV-1a hash (double hashing); a fixed hash keeps decisions the
-// same in every replay.
-func positions(s string) [3]uint64 {
+// hash gives a piece's two hashes for its three bit positions (double
+// hashing) from one 64-bit FNV-1a; a fixed hash keeps decisions the same
+// in every replay.
+func hash(s string) (h1, h2 uint64) {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
 		h *= 1099511628211
 	}
-	h1, h2 := h&0xffffffff, h>>32|1
-	var out [3]uint64
-	for i := range out {
-		out[i] = (h1 + uint64(i)*h2) % provenanceBits
-	}
-	return out
+	return h & 0xffffffff, h>>32 | 1
 }
 
 func (p *Provenance) set(s string) {
-	for _, b := range positions(s) {
-		p.bits[b/64] |= 1 << (b % 64)
+	f := p.current()
+	h1, h2 := hash(s)
+	for i := uint64(0); i < 3; i++ {
+		b := (h1 + i*h2) % f.size
+		f.bits[b/64] |= 1 << (b % 64)
 	}
+	f.inserted++
 }
 
 func (p *Provenance) has(s string) bool {
-	for _, b := range positions(s) {
-		if p.bits[b/64]&(1<<(b%64)) == 0 {
-			return false
+	h1, h2 := hash(s)
+	for _, f := range p.filters {
+		found := true
+		for i := uint64(0); i < 3 && found; i++ {
+			b := (h1 + i*h2) % f.size
+			found = f.bits[b/64]&(1<<(b%64)) != 0
+		}
+		if found {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // Normalize is the form both sides of a provenance comparison take:

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/loop/looptest"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -70,7 +71,7 @@ func TestResumeRefusesEditedPolicy(t *testing.T) {
 	p := filepath.Join(dir, record.FileManifest)
 	b, _ := os.ReadFile(p)
 	b = []byte(strings.Replace(string(b), `"mode": "enforce-explicit"`, `"mode": "disabled"`, 1))
-	must(t, os.WriteFile(p, b, 0o644))
+	testenv.Must(t, os.WriteFile(p, b, 0o644))
 	_, err := Resume(context.Background(), ResumeOptions{RunDir: dir, MaxTurns: "+5", APIKey: "sk-test", Now: fixedClock, Version: "test"})
 	if e := outcome.As(err); e.Code != "run_dir_tampered" || !strings.Contains(e.Msg, "inputs.cfc") {
 		t.Fatalf("resume: %v, want run_dir_tampered naming inputs.cfc", err)
@@ -82,8 +83,8 @@ func TestResumeRefusesEditedPolicy(t *testing.T) {
 func TestResumeReportsResourceDrift(t *testing.T) {
 	ws := demoWorkspace(t)
 	dir := stoppedRun(t, ws, nil)
-	must(t, os.WriteFile(filepath.Join(ws, "skills/notes/references/guide.md"), []byte("Be verbose.\n"), 0o644))
-	must(t, os.Remove(filepath.Join(ws, "skills/notes/references/extra.md")))
+	testenv.Must(t, os.WriteFile(filepath.Join(ws, "skills/notes/references/guide.md"), []byte("Be verbose.\n"), 0o644))
+	testenv.Must(t, os.Remove(filepath.Join(ws, "skills/notes/references/extra.md")))
 	rep := refusedDrift(t, dir, "test")
 	got := map[string]string{}
 	for _, d := range rep.Resources {
@@ -91,12 +92,5 @@ func TestResumeReportsResourceDrift(t *testing.T) {
 	}
 	if got["notes/references/guide.md"] != "changed" || got["notes/references/extra.md"] != "removed" {
 		t.Errorf("resource drift = %v, want guide.md changed and extra.md removed", got)
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

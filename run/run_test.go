@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/loop/looptest"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -20,23 +21,10 @@ import (
 // runs' artifacts can be compared byte for byte.
 func fixedClock() time.Time { return time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC) }
 
-func writeTree(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func demoWorkspace(t *testing.T) string {
 	t.Helper()
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{
+	testenv.WriteTree(t, ws, map[string]string{
 		"notes.txt":                          "remember the milk\n",
 		"skills/notes/SKILL.md":              "---\nname: notes\ndescription: Summarizes notes. Use for notes.\n---\n# Notes\nRead [the guide](references/guide.md).\n",
 		"skills/notes/references/guide.md":   "Be brief.\n",

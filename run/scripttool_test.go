@@ -18,7 +18,7 @@ import (
 func scriptWorkspace(t *testing.T) string {
 	t.Helper()
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{
+	testenv.WriteTree(t, ws, map[string]string{
 		"skills/tools/SKILL.md":          "---\nname: tools\ndescription: Build helpers. Use when building.\n---\n# Tools\n",
 		"skills/tools/scripts/build.sh":  "#!/bin/bash\nsource \"$(dirname \"$0\")/lib.sh\"\ngreet \"$1\" > /workspace/built.txt\necho \"built in $(pwd) as $SKILL_NAME\"\n",
 		"skills/tools/scripts/lib.sh":    "greet() { echo \"hello $1\"; }\n",
@@ -66,7 +66,7 @@ func TestRunSkillScript(t *testing.T) {
 		o.APIKey = "sk-secret-key"
 	}, func() {
 		// Changed after the snapshot: must never run, even though allowed.
-		writeTree(t, ws, map[string]string{"skills/tools/scripts/edit.sh": "#!/bin/bash\necho EVIL\n"})
+		testenv.WriteTree(t, ws, map[string]string{"skills/tools/scripts/edit.sh": "#!/bin/bash\necho EVIL\n"})
 	})
 	expect := map[string]string{
 		"s0": `"code":"skill_not_activated"`,
@@ -146,7 +146,7 @@ func TestRunSkillScriptMemoryLimit(t *testing.T) {
 		t.Errorf("the model saw %s", seen["m1"])
 	}
 	var ex record.ScriptExecutions
-	must(t, artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), record.TypeScriptExecutions, record.Version, &ex))
+	testenv.Must(t, artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), record.TypeScriptExecutions, record.Version, &ex))
 	if len(ex.Executions) != 1 {
 		t.Fatalf("executions: %+v", ex.Executions)
 	}
@@ -189,7 +189,7 @@ func TestRunSkillScriptLandlock(t *testing.T) {
 	_, err := scripts.Probe(context.Background(), scripts.BackendLandlock, exe)
 	testenv.Need(t, "landlock", err)
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{
+	testenv.WriteTree(t, ws, map[string]string{
 		"skills/t/SKILL.md":       "---\nname: t\ndescription: Tools. Use for tools.\n---\nbody\n",
 		"skills/t/scripts/go.sh":  "#!/bin/bash\nsource \"$(dirname \"$0\")/lib.sh\"\nhello > out/made.txt\ncat .harness/runs/*/run.json 2>/dev/null && echo SAW-RUNS\ntouch .harness/runs/x 2>/dev/null && echo WROTE-RUNS\necho \"in $PWD\"\n",
 		"skills/t/scripts/lib.sh": "hello() { echo hello; }\n",
@@ -208,7 +208,7 @@ func TestRunSkillScriptLandlock(t *testing.T) {
 		t.Errorf("made.txt = %q", b)
 	}
 	var ex record.ScriptExecutions
-	must(t, artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), "harness.skill-script-executions", 1, &ex))
+	testenv.Must(t, artifacts.ReadJSON(filepath.Join(dir, record.FileScriptExecutions), "harness.skill-script-executions", 1, &ex))
 	if len(ex.Executions) != 1 || ex.Executions[0].SandboxBackend != "landlock" || ex.Executions[0].ExecutionTarget != "sandbox" {
 		t.Errorf("executions: %+v", ex.Executions)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/outcome"
 )
 
@@ -67,7 +68,7 @@ func TestKeyNeverWritten(t *testing.T) {
 	defer srv.Close()
 
 	ws := demoWorkspace(t)
-	writeTree(t, ws, map[string]string{"key.txt": "OPENAI_API_KEY=" + echoKey + "\n"})
+	testenv.WriteTree(t, ws, map[string]string{"key.txt": "OPENAI_API_KEY=" + echoKey + "\n"})
 	var written bytes.Buffer
 	run := func(id string) error {
 		o := baseOptions(ws)

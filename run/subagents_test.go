@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/loop/looptest"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -32,7 +33,7 @@ const profilesYAML = `profiles:
 func subagentWorkspace(t *testing.T) string {
 	t.Helper()
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{
+	testenv.WriteTree(t, ws, map[string]string{
 		"skills/docs/SKILL.md":         "---\nname: docs\ndescription: Docs. Use for docs.\n---\nWrite short docs.\n",
 		"skills/docs/scripts/stamp.sh": "#!/bin/bash\necho stamped > /workspace/docs/stamp.txt\n",
 		"skills/notes/SKILL.md":        "---\nname: notes\ndescription: Notes. Use for notes.\n---\nKeep notes.\n",
@@ -116,7 +117,7 @@ func TestDelegateToTwoProfiles(t *testing.T) {
 
 func TestProfileCannotWidenParent(t *testing.T) {
 	ws := subagentWorkspace(t)
-	writeTree(t, ws, map[string]string{"wide.yaml": "profiles:\n  - name: wide\n    description: x\n    allowedTools: [run_skill_script]\n"})
+	testenv.WriteTree(t, ws, map[string]string{"wide.yaml": "profiles:\n  - name: wide\n    description: x\n    allowedTools: [run_skill_script]\n"})
 	o := baseOptions(ws)
 	o.AllowTools, o.Profiles, o.APIKey = []string{"delegate_task"}, filepath.Join(ws, "wide.yaml"), "k"
 	_, err := Run(context.Background(), o)
@@ -218,10 +219,10 @@ func TestProfileCannotWeakenSandbox(t *testing.T) {
 	} {
 		t.Run(tc.parent+"->"+tc.child, func(t *testing.T) {
 			ws := subagentWorkspace(t)
-			writeTree(t, ws, map[string]string{"p.yaml": "profiles:\n  - name: p\n    description: x\n    sandbox: " + tc.child + "\n"})
+			testenv.WriteTree(t, ws, map[string]string{"p.yaml": "profiles:\n  - name: p\n    description: x\n    sandbox: " + tc.child + "\n"})
 			o := baseOptions(ws)
 			o.AllowTools, o.Profiles, o.Sandbox, o.Replay = []string{"delegate_task"}, filepath.Join(ws, "p.yaml"), tc.parent, filepath.Join(ws, "none.jsonl")
-			writeTree(t, ws, map[string]string{"none.jsonl": ""})
+			testenv.WriteTree(t, ws, map[string]string{"none.jsonl": ""})
 			_, err := Run(context.Background(), o)
 			widened := outcome.As(err).Code == "profile_widens_parent"
 			if widened == tc.ok {
@@ -248,7 +249,7 @@ func TestChildSpendsParentsRemainingTokens(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	var m record.Manifest
-	must(t, artifacts.ReadJSON(filepath.Join(ws, ".harness/runs/p/children/d1", record.FileManifest), record.TypeManifest, record.Version, &m))
+	testenv.Must(t, artifacts.ReadJSON(filepath.Join(ws, ".harness/runs/p/children/d1", record.FileManifest), record.TypeManifest, record.Version, &m))
 	if m.Inputs.Limits.MaxTokens != 40 {
 		t.Errorf("the child's token limit is %d, want the parent's remainder 40", m.Inputs.Limits.MaxTokens)
 	}

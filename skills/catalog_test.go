@@ -7,22 +7,23 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 func TestBuildCatalog(t *testing.T) {
 	base := t.TempDir()
 	a, b := base+"/a", base+"/b"
-	writeFiles(t, a, map[string]string{
+	testenv.WriteTree(t, a, map[string]string{
 		"zeta/SKILL.md":   skillMD("zeta", strings.Repeat("z", 300), ""),
 		"alpha/SKILL.md":  skillMD("alpha", "short", ""),
 		"hidden/SKILL.md": "---\nname: hidden\ndescription: h\ndisable-model-invocation: true\n---\n",
 	})
-	writeFiles(t, b, map[string]string{
+	testenv.WriteTree(t, b, map[string]string{
 		"alpha/SKILL.md": skillMD("alpha", "shadowed", ""),
 		"beta/SKILL.md":  skillMD("beta", "from b", ""),
 	})
 	reg, err := Scan(context.Background(), ScanOptions{Roots: []string{a, b}})
-	must(t, err)
+	testenv.Must(t, err)
 
 	full := BuildCatalog(reg, 0)
 	if got := strings.Join(full.Names(), ","); got != "alpha,zeta,beta" {
@@ -67,7 +68,7 @@ func FuzzCheckResourcePath(f *testing.F) {
 // reads only files whose stat fingerprint changed.
 func TestScanReusesUnchangedDigests(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	testenv.WriteTree(t, root, map[string]string{
 		"a/SKILL.md":        skillMD("a", "d", ""),
 		"a/references/x.md": "same",
 		"a/references/y.md": "old!",
@@ -78,9 +79,9 @@ func TestScanReusesUnchangedDigests(t *testing.T) {
 	// A marker digest on the unchanged file: reuse keeps it, a re-read
 	// would replace it.
 	x.Digest = artifacts.Digest("blake3:" + strings.Repeat("0", 64))
-	writeFiles(t, root, map[string]string{"a/references/y.md": "new!"}) // same size
+	testenv.WriteTree(t, root, map[string]string{"a/references/y.md": "new!"}) // same size
 	second, err := Scan(context.Background(), ScanOptions{Roots: []string{first.Roots[0].Path}, Previous: first})
-	must(t, err)
+	testenv.Must(t, err)
 	s2, _ := second.Lookup("a")
 	x2, _ := s2.Resource("references/x.md")
 	y2, _ := s2.Resource("references/y.md")

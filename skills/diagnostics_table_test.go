@@ -9,20 +9,8 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/testenv"
 )
-
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func skillMD(name, desc, body string) string {
 	return "---\nname: " + name + "\ndescription: " + desc + "\n---\n" + body
@@ -73,88 +61,88 @@ func TestScanDiagnostics(t *testing.T) {
 		loaded   []string // skills expected in the registry (effective and shadowed)
 	}{
 		{"frontmatter missing", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": "# no frontmatter\n"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": "# no frontmatter\n"})
 		}, Limits{}, CodeFrontmatterMissing, SeverityError, nil},
 		{"frontmatter unclosed", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: d\n# body\n"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: d\n# body\n"})
 		}, Limits{}, CodeFrontmatterUnclosed, SeverityError, nil},
 		{"invalid YAML", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: [unclosed\n---\nbody\n"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: [unclosed\n---\nbody\n"})
 		}, Limits{}, CodeFrontmatterInvalid, SeverityError, nil},
 		{"duplicate YAML key", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": "---\nname: a\nname: b\ndescription: d\n---\nbody\n"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": "---\nname: a\nname: b\ndescription: d\n---\nbody\n"})
 		}, Limits{}, CodeFrontmatterInvalid, SeverityError, nil},
 		{"frontmatter not a mapping", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": "---\n- a\n- b\n---\nbody\n"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": "---\n- a\n- b\n---\nbody\n"})
 		}, Limits{}, CodeFrontmatterNotMapping, SeverityError, nil},
 		{"description missing", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": "---\nname: a\n---\nbody\n"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": "---\nname: a\n---\nbody\n"})
 		}, Limits{}, CodeDescriptionMissing, SeverityError, nil},
 		{"binary SKILL.md", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: d\x00\n---\n"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: d\x00\n---\n"})
 		}, Limits{}, CodeSkillFileBinary, SeverityError, nil},
 		{"SKILL.md too large", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", strings.Repeat("x", maxSkillFile))})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", strings.Repeat("x", maxSkillFile))})
 		}, Limits{}, CodeSkillFileTooLarge, SeverityError, nil},
 		{"name missing falls back to the directory", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"dir-name/SKILL.md": "---\ndescription: d\n---\nbody\n"})
+			testenv.WriteTree(t, root, map[string]string{"dir-name/SKILL.md": "---\ndescription: d\n---\nbody\n"})
 		}, Limits{}, CodeNameMissing, SeverityWarning, []string{"dir-name"}},
 		{"invalid name still loads", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"Bad_Name/SKILL.md": skillMD("Bad_Name", "d", "")})
+			testenv.WriteTree(t, root, map[string]string{"Bad_Name/SKILL.md": skillMD("Bad_Name", "d", "")})
 		}, Limits{}, CodeNameInvalid, SeverityWarning, []string{"Bad_Name"}},
 		{"name differs from directory", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"dir/SKILL.md": skillMD("other", "d", "")})
+			testenv.WriteTree(t, root, map[string]string{"dir/SKILL.md": skillMD("other", "d", "")})
 		}, Limits{}, CodeNameMismatch, SeverityWarning, []string{"other"}},
 		{"name too long", func(t *testing.T, root, _ string) {
 			n := strings.Repeat("a", 70)
-			writeFiles(t, root, map[string]string{n + "/SKILL.md": skillMD(n, "d", "")})
+			testenv.WriteTree(t, root, map[string]string{n + "/SKILL.md": skillMD(n, "d", "")})
 		}, Limits{}, CodeFieldTooLong, SeverityWarning, []string{strings.Repeat("a", 70)}},
 		{"duplicate name in one root", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("x", "first", ""), "b/SKILL.md": skillMD("x", "second", "")})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("x", "first", ""), "b/SKILL.md": skillMD("x", "second", "")})
 		}, Limits{}, CodeDuplicateSkillName, SeverityWarning, []string{"x", "x"}},
 		{"nested SKILL.md is a resource", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/inner/SKILL.md": skillMD("inner", "d", "")})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/inner/SKILL.md": skillMD("inner", "d", "")})
 		}, Limits{}, CodeNestedSkillIgnored, SeverityInfo, []string{"a"}},
 		{"broken link", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "line one\n\nSee [gone](references/gone.md).\n")})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "line one\n\nSee [gone](references/gone.md).\n")})
 		}, Limits{}, CodeBrokenReference, SeverityWarning, []string{"a"}},
 		{"link leaving the skill", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "[up](../b/x.md)\n"), "b/x.md": "x"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "[up](../b/x.md)\n"), "b/x.md": "x"})
 		}, Limits{}, CodeBrokenReference, SeverityWarning, []string{"a"}},
 		{"symlinked skill directory outside the root", func(t *testing.T, root, outside string) {
-			writeFiles(t, outside, map[string]string{"evil/SKILL.md": skillMD("evil", "d", "")})
+			testenv.WriteTree(t, outside, map[string]string{"evil/SKILL.md": skillMD("evil", "d", "")})
 			os.MkdirAll(root, 0o755)
-			must(t, os.Symlink(filepath.Join(outside, "evil"), filepath.Join(root, "evil")))
+			testenv.Must(t, os.Symlink(filepath.Join(outside, "evil"), filepath.Join(root, "evil")))
 		}, Limits{}, CodeSkillOutsideRoot, SeverityWarning, nil},
 		{"symlinked SKILL.md outside the root", func(t *testing.T, root, outside string) {
-			writeFiles(t, outside, map[string]string{"SKILL.md": skillMD("a", "d", "")})
+			testenv.WriteTree(t, outside, map[string]string{"SKILL.md": skillMD("a", "d", "")})
 			os.MkdirAll(filepath.Join(root, "a"), 0o755)
-			must(t, os.Symlink(filepath.Join(outside, "SKILL.md"), filepath.Join(root, "a", "SKILL.md")))
+			testenv.Must(t, os.Symlink(filepath.Join(outside, "SKILL.md"), filepath.Join(root, "a", "SKILL.md")))
 		}, Limits{}, CodeSkillOutsideRoot, SeverityError, nil},
 		{"symlinked resource outside the root", func(t *testing.T, root, outside string) {
-			writeFiles(t, outside, map[string]string{"secret.txt": "s"})
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "")})
-			must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "a", "secret.txt")))
+			testenv.WriteTree(t, outside, map[string]string{"secret.txt": "s"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "")})
+			testenv.Must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "a", "secret.txt")))
 		}, Limits{}, CodeResourceOutsideRoot, SeverityWarning, []string{"a"}},
 		{"symlink cycle terminates", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/refs/x.md": "x"})
-			must(t, os.Symlink("..", filepath.Join(root, "a", "refs", "loop")))
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/refs/x.md": "x"})
+			testenv.Must(t, os.Symlink("..", filepath.Join(root, "a", "refs", "loop")))
 		}, Limits{}, CodeSymlinkCycle, SeverityInfo, []string{"a"}},
 		{"FIFO is skipped, never opened", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "")})
-			must(t, syscall.Mkfifo(filepath.Join(root, "a", "pipe"), 0o644))
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "")})
+			testenv.Must(t, syscall.Mkfifo(filepath.Join(root, "a", "pipe"), 0o644))
 		}, Limits{}, CodeResourceNotRegular, SeverityWarning, []string{"a"}},
 		{"discovery depth limit", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"1/2/3/deep/SKILL.md": skillMD("deep", "d", "")})
+			testenv.WriteTree(t, root, map[string]string{"1/2/3/deep/SKILL.md": skillMD("deep", "d", "")})
 		}, Limits{DiscoveryDepth: 2}, CodeScanLimitReached, SeverityWarning, nil},
 		{"discovery directory limit", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/x": "", "b/x": "", "c/x": "", "d/e/SKILL.md": skillMD("e", "d", "")})
+			testenv.WriteTree(t, root, map[string]string{"a/x": "", "b/x": "", "c/x": "", "d/e/SKILL.md": skillMD("e", "d", "")})
 		}, Limits{DiscoveryDirs: 3}, CodeScanLimitReached, SeverityWarning, nil},
 		{"resource file limit", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/1": "", "a/2": "", "a/3": ""})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/1": "", "a/2": "", "a/3": ""})
 		}, Limits{ResourceFiles: 2}, CodeScanLimitReached, SeverityWarning, []string{"a"}},
 		{"resource depth limit", func(t *testing.T, root, _ string) {
-			writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/1/2/3/x": ""})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "a/1/2/3/x": ""})
 		}, Limits{ResourceDepth: 2}, CodeScanLimitReached, SeverityWarning, []string{"a"}},
 	}
 	for _, tc := range tests {
@@ -185,20 +173,13 @@ func TestScanDiagnostics(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestShadowingAcrossRoots(t *testing.T) {
 	base := t.TempDir()
 	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	writeFiles(t, a, map[string]string{"x/SKILL.md": skillMD("x", "from a", "")})
-	writeFiles(t, b, map[string]string{"x/SKILL.md": skillMD("x", "from b", ""), "y/SKILL.md": skillMD("y", "only b", "")})
+	testenv.WriteTree(t, a, map[string]string{"x/SKILL.md": skillMD("x", "from a", "")})
+	testenv.WriteTree(t, b, map[string]string{"x/SKILL.md": skillMD("x", "from b", ""), "y/SKILL.md": skillMD("y", "only b", "")})
 	reg, err := Scan(context.Background(), ScanOptions{Roots: []string{a, b}})
-	must(t, err)
+	testenv.Must(t, err)
 	s, ok := reg.Lookup("x")
 	if !ok || s.Description != "from a" {
 		t.Fatalf("Lookup(x) = %+v", s)
@@ -229,7 +210,7 @@ func TestFrontmatterVariants(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			writeFiles(t, root, map[string]string{"a/SKILL.md": tc.content})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": tc.content})
 			reg := scanOne(t, root, Limits{})
 			s, ok := reg.Lookup("a")
 			if !ok {
@@ -247,7 +228,7 @@ func TestFrontmatterVariants(t *testing.T) {
 
 func TestResourceIndex(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	testenv.WriteTree(t, root, map[string]string{
 		"a/SKILL.md":              skillMD("a", "d", "Read [guide](references/guide.md) and ![logo](assets/logo.png).\n"),
 		"a/references/guide.md":   "guide",
 		"a/assets/logo.png":       "\x89PNG\x00",
@@ -266,10 +247,10 @@ func TestResourceIndex(t *testing.T) {
 	})
 	big := filepath.Join(root, "a", "assets", "big.bin")
 	f, err := os.Create(big)
-	must(t, err)
-	must(t, f.Truncate(20<<20))
+	testenv.Must(t, err)
+	testenv.Must(t, f.Truncate(20<<20))
 	f.Close()
-	must(t, os.Chmod(filepath.Join(root, "a/scripts/run.sh"), 0o755))
+	testenv.Must(t, os.Chmod(filepath.Join(root, "a/scripts/run.sh"), 0o755))
 	reg := scanOne(t, root, Limits{})
 	s, _ := reg.Lookup("a")
 	want := map[string]struct{ kind, content, runtime string }{
@@ -329,13 +310,13 @@ func TestResourceIndex(t *testing.T) {
 
 func TestReadSkillFile(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "body\n")})
+	testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "body\n")})
 	reg := scanOne(t, root, Limits{})
 	s, _ := reg.Lookup("a")
 	if b, err := ReadSkillFile(s); err != nil || !strings.Contains(string(b), "body") {
 		t.Fatalf("ReadSkillFile = %q, %v", b, err)
 	}
-	writeFiles(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "changed\n")})
+	testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "changed\n")})
 	_, err := ReadSkillFile(s)
 	ref, ok := err.(*Refusal)
 	if !ok || ref.Code != "skill_snapshot_mismatch" {
@@ -346,7 +327,7 @@ func TestReadSkillFile(t *testing.T) {
 func TestValidateStrictMessages(t *testing.T) {
 	root := t.TempDir()
 	long := strings.Repeat("a", 70)
-	writeFiles(t, root, map[string]string{
+	testenv.WriteTree(t, root, map[string]string{
 		"good/SKILL.md":    skillMD("good", "fine", ""),
 		"d/SKILL.md":       skillMD("x", "mismatch", ""),
 		long + "/SKILL.md": skillMD(long, "long", ""),
@@ -355,7 +336,7 @@ func TestValidateStrictMessages(t *testing.T) {
 		"compat/SKILL.md":  "---\nname: compat\ndescription: c\ncompatibility: " + strings.Repeat("c", 501) + "\n---\n",
 	})
 	v, err := Validate(context.Background(), root, ValidateOptions{Strict: true})
-	must(t, err)
+	testenv.Must(t, err)
 	var details []string
 	for _, s := range v.Skills {
 		for _, d := range s.Diagnostics {
@@ -379,12 +360,12 @@ func TestValidateStrictMessages(t *testing.T) {
 		t.Error("strict validation found no errors")
 	}
 	lenient, err := Validate(context.Background(), root, ValidateOptions{})
-	must(t, err)
+	testenv.Must(t, err)
 	if lenient.HasErrors() {
 		t.Errorf("lenient validation failed: %+v", lenient)
 	}
 	one, err := Validate(context.Background(), filepath.Join(root, "good"), ValidateOptions{Strict: true})
-	must(t, err)
+	testenv.Must(t, err)
 	if one.HasErrors() || len(one.Skills) != 1 || !one.Skills[0].Valid {
 		t.Errorf("good skill: %+v", one)
 	}

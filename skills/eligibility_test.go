@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 func TestEligibility(t *testing.T) {
@@ -44,9 +46,9 @@ func TestEligibility(t *testing.T) {
 			if tc.meta != "" {
 				fm += "metadata:\n  " + tc.meta + "\n"
 			}
-			writeFiles(t, root, map[string]string{"a/SKILL.md": fm + "---\nbody\n"})
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": fm + "---\nbody\n"})
 			reg, err := Scan(context.Background(), ScanOptions{Roots: []string{root}, Environment: env})
-			must(t, err)
+			testenv.Must(t, err)
 			s, ok := reg.Lookup("a")
 			if !ok {
 				t.Fatalf("not loaded: %+v", reg.Diagnostics)

@@ -48,48 +48,69 @@ func ReadSkillFile(s *Skill) ([]byte, error) {
 	return data, nil
 }
 
-// ReadFileBounded reads a file of skill s as it is now: opened beneath the
-// skill's root in one openat2 call (no "..", absolute or symlink escape),
-// without blocking (a FIFO is refused, not waited on), regular files only,
-// and at most max bytes (a larger file is refused, so /dev/zero behind a
-// link cannot exhaust memory). Every host-side read of a skill's files
-// outside the snapshot (the content audit) goes through it.
-func ReadFileBounded(s *Skill, hostPath string, max int64) ([]byte, error) {
-	return withSkillRoot(s, hostPath, func(root *scanRoot, rel string) ([]byte, error) {
-		return readRegular(root, rel, max)
-	})
+// Reader reads skills' files as they are now, confined to their skills
+// roots: each file is opened beneath its root in one openat2 call (no
+// "..", absolute or symlink escape), without blocking (a FIFO is refused,
+// not waited on), regular files only, bounded (a larger file is refused,
+// so /dev/zero behind a link cannot exhaust memory). Every host-side read
+// of a skill's files outside the snapshot (the content audit) goes
+// through one. Roots are opened once; Close releases them.
+type Reader struct {
+	roots map[string]*scanner
 }
 
-// ReadHead reads the first n bytes of a regular file of skill s, opened
-// the same confined way.
-func ReadHead(s *Skill, hostPath string, n int) ([]byte, error) {
-	return withSkillRoot(s, hostPath, func(root *scanRoot, rel string) ([]byte, error) {
-		f, err := openBeneath(root, rel)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s is not a regular file", hostPath)
-		}
-		b := make([]byte, n)
-		m, err := io.ReadFull(f, b)
-		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-			return nil, err
-		}
-		return b[:m], nil
-	})
-}
+// NewReader returns a Reader with no root opened yet.
+func NewReader() *Reader { return &Reader{roots: map[string]*scanner{}} }
 
-func withSkillRoot(s *Skill, hostPath string, read func(*scanRoot, string) ([]byte, error)) ([]byte, error) {
-	rel, err := filepath.Rel(s.Root, hostPath)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return nil, &Refusal{Code: "resource_outside_root", Msg: fmt.Sprintf("%s is not inside its skills root %s", hostPath, s.Root)}
+// Close releases the roots opened.
+func (r *Reader) Close() {
+	for _, sc := range r.roots {
+		sc.close()
 	}
-	sc, err := newScanner([]string{s.Root}, "", "", Limits{})
+}
+
+// ReadFile reads hostPath, a file of skill s, up to max bytes.
+func (r *Reader) ReadFile(s *Skill, hostPath string, max int64) ([]byte, error) {
+	root, rel, err := r.beneath(s, hostPath)
 	if err != nil {
 		return nil, err
 	}
-	defer sc.close()
-	return read(sc.roots[0], rel)
+	return readRegular(root, rel, max)
+}
+
+// ReadHead reads the first n bytes of hostPath, a file of skill s.
+func (r *Reader) ReadHead(s *Skill, hostPath string, n int) ([]byte, error) {
+	root, rel, err := r.beneath(s, hostPath)
+	if err != nil {
+		return nil, err
+	}
+	f, err := openBeneath(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", hostPath)
+	}
+	b := make([]byte, n)
+	m, err := io.ReadFull(f, b)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, err
+	}
+	return b[:m], nil
+}
+
+func (r *Reader) beneath(s *Skill, hostPath string) (*scanRoot, string, error) {
+	rel, err := filepath.Rel(s.Root, hostPath)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil, "", &Refusal{Code: "resource_outside_root", Msg: fmt.Sprintf("%s is not inside its skills root %s", hostPath, s.Root)}
+	}
+	sc, ok := r.roots[s.Root]
+	if !ok {
+		if sc, err = newScanner([]string{s.Root}, "", "", Limits{}); err != nil {
+			return nil, "", err
+		}
+		r.roots[s.Root] = sc
+	}
+	return sc.roots[0], rel, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
 )
@@ -69,7 +70,7 @@ func codeOf(err error) string {
 
 func TestInstall(t *testing.T) {
 	srcs := t.TempDir()
-	writeTree(t, srcs, map[string]string{
+	testenv.WriteTree(t, srcs, map[string]string{
 		"tidy/SKILL.md":          cleanSkill,
 		"tidy/references/r.md":   "r\n",
 		"risky/SKILL.md":         "---\nname: risky\ndescription: Risky. Use never.\n---\nbody\n",
@@ -188,7 +189,7 @@ func TestInstallArchives(t *testing.T) {
 // staging directory, which scans never see; the next install works.
 func TestInterruptedInstallLeavesRootUnchanged(t *testing.T) {
 	root := t.TempDir()
-	writeTree(t, root, map[string]string{
+	testenv.WriteTree(t, root, map[string]string{
 		"kept/SKILL.md": "---\nname: kept\ndescription: Kept. Use always.\n---\nbody\n",
 		// What a kill between staging and rename leaves behind.
 		".harness-install-123/skill/SKILL.md": cleanSkill,
@@ -201,12 +202,12 @@ func TestInterruptedInstallLeavesRootUnchanged(t *testing.T) {
 		t.Errorf("a half-done install is visible: %s", got)
 	}
 	srcs := t.TempDir()
-	writeTree(t, srcs, map[string]string{"tidy/SKILL.md": cleanSkill})
+	testenv.WriteTree(t, srcs, map[string]string{"tidy/SKILL.md": cleanSkill})
 	// A staging directory still locked belongs to an install running now.
 	busy := filepath.Join(root, ".harness-install-busy")
-	must(t, os.MkdirAll(busy, 0o755))
+	testenv.Must(t, os.MkdirAll(busy, 0o755))
 	held, err := holdStage(busy)
-	must(t, err)
+	testenv.Must(t, err)
 	defer held.Close()
 	if _, err := install(t, filepath.Join(srcs, "tidy"), root, nil); err != nil {
 		t.Fatalf("install after a crash: %v", err)
@@ -234,12 +235,5 @@ func TestInstallCountsEveryEntry(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(root); len(entries) > 0 {
 		t.Errorf("the refused install left %d entries in the skills root", len(entries))
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/workspace"
 )
@@ -20,7 +21,7 @@ func fileFixture(t *testing.T) (*workspace.Workspace, map[string]loop.Tool) {
 	base := t.TempDir()
 	host := filepath.Join(base, "ws")
 	outside := filepath.Join(base, "outside")
-	writeTree(t, host, map[string]string{
+	testenv.WriteTree(t, host, map[string]string{
 		"a.txt":                     "hello\n",
 		"sub/b.md":                  "# b\n",
 		"sub/deep/c.md":             "c\n",
@@ -29,28 +30,21 @@ func fileFixture(t *testing.T) (*workspace.Workspace, map[string]loop.Tool) {
 		"utf8.txt":                  "héllo wörld",
 		".harness/runs/r1/run.json": `{"secret":"run record"}`,
 	})
-	writeTree(t, outside, map[string]string{"secret.txt": "outside\n"})
-	must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(host, "escape.txt")))
-	must(t, os.Symlink(outside, filepath.Join(host, "escape-dir")))
-	must(t, os.Symlink(filepath.Join(host, ".harness"), filepath.Join(host, "runs-link")))
-	must(t, syscall.Mkfifo(filepath.Join(host, "fifo"), 0o644))
+	testenv.WriteTree(t, outside, map[string]string{"secret.txt": "outside\n"})
+	testenv.Must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(host, "escape.txt")))
+	testenv.Must(t, os.Symlink(outside, filepath.Join(host, "escape-dir")))
+	testenv.Must(t, os.Symlink(filepath.Join(host, ".harness"), filepath.Join(host, "runs-link")))
+	testenv.Must(t, syscall.Mkfifo(filepath.Join(host, "fifo"), 0o644))
 	real, err := filepath.EvalSymlinks(host)
-	must(t, err)
+	testenv.Must(t, err)
 	ws, err := workspace.Open(real, workspace.DefaultSandbox, "sub", []string{filepath.Join(real, ".harness/runs")})
-	must(t, err)
+	testenv.Must(t, err)
 	t.Cleanup(func() { ws.Close() })
 	tools := map[string]loop.Tool{}
 	for _, tl := range FileTools(ws, true) {
 		tools[tl.Spec().Name] = tl
 	}
 	return ws, tools
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func call(t *testing.T, tool loop.Tool, args string) (loop.ToolResult, map[string]any) {
@@ -222,7 +216,7 @@ func TestWriteFile(t *testing.T) {
 
 func TestWriteFileNeedsPermission(t *testing.T) {
 	ws, err := workspace.Open(t.TempDir(), workspace.DefaultSandbox, ".", nil)
-	must(t, err)
+	testenv.Must(t, err)
 	defer ws.Close()
 	for _, tl := range FileTools(ws, false) {
 		if tl.Spec().Name == "write_file" {
@@ -260,7 +254,7 @@ func TestMatchGlob(t *testing.T) {
 func TestWriteFileReplacesAtomically(t *testing.T) {
 	ws, tools := fileFixture(t)
 	write := tools["write_file"]
-	must(t, os.Link(filepath.Join(ws.Host, "a.txt"), filepath.Join(ws.Host, "a-link.txt")))
+	testenv.Must(t, os.Link(filepath.Join(ws.Host, "a.txt"), filepath.Join(ws.Host, "a-link.txt")))
 	if _, out := call(t, write, `{"path":"/workspace/a.txt","content":"new"}`); errorCodeOf(out) != "" {
 		t.Fatalf("write: %v", out)
 	}
@@ -270,7 +264,7 @@ func TestWriteFileReplacesAtomically(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws.Host, "a-link.txt")); string(b) != "hello\n" {
 		t.Errorf("the other link changed to %q: the file was written in place, not replaced", b)
 	}
-	must(t, os.Symlink("a-link.txt", filepath.Join(ws.Host, "inner-link.txt")))
+	testenv.Must(t, os.Symlink("a-link.txt", filepath.Join(ws.Host, "inner-link.txt")))
 	if _, out := call(t, write, `{"path":"/workspace/inner-link.txt","content":"x"}`); errorCodeOf(out) != "not_a_file" {
 		t.Errorf("a write through a link inside the workspace: %v", out)
 	}

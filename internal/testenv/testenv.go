@@ -7,6 +7,7 @@ package testenv
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -24,4 +25,27 @@ func Need(t testing.TB, what string, err error) {
 		t.Fatalf("%s is required here (%s is set) but unavailable: %v; `go tool task tools` installs what the tests need", what, RequireVar, err)
 	}
 	t.Skipf("%s unavailable: %v (`go tool task tools` installs it)", what, err)
+}
+
+// WriteTree creates files (slash paths relative to root, with their
+// content), making directories as needed.
+func WriteTree(t testing.TB, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Must stops the test on an error from its own setup.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
