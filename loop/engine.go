@@ -249,6 +249,10 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			}
 			return e.end(ReasonProviderError, err)
 		}
+		if resp.Usage.TotalTokens == 0 && resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
+			resp.Usage = estimateUsage(req, resp.Message)
+		}
+		resp.Message.ToolCalls = stableCallIDs(turn, resp.Message.ToolCalls, e.out.Messages)
 		e.out.Turns = turn
 		e.out.Usage = e.out.Usage.Add(resp.Usage)
 		e.out.TurnUsage = append(e.out.TurnUsage, resp.Usage)
@@ -464,6 +468,49 @@ func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, a
 		return "", "", fmt.Errorf("write tool output: %w", err)
 	}
 	return filepath.Base(e.cfg.ToolOutputDir) + "/" + name, d, nil
+}
+
+// estimateUsage counts what a response without usage cost, at the common
+// rule of thumb of four characters a token: an estimate, marked as such,
+// so that --max-tokens still binds on an endpoint that reports nothing.
+func estimateUsage(req Request, msg Message) Usage {
+	in := 0
+	for _, m := range req.Messages {
+		in += len(m.Content)
+		for _, c := range m.ToolCalls {
+			in += len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		in += len(t.Description) + len(t.Parameters)
+	}
+	out := len(msg.Content)
+	for _, c := range msg.ToolCalls {
+		out += len(c.Name) + len(c.Arguments)
+	}
+	u := Usage{PromptTokens: int64(in+3) / 4, CompletionTokens: int64(out+3) / 4, Estimated: true}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// stableCallIDs gives a tool call without an id, or with one already used
+// in the conversation or the same answer, a deterministic one from its
+// turn and index: results are matched to calls by id, and a replay must
+// produce the same ids.
+func stableCallIDs(turn int, calls []ToolCall, history []Message) []ToolCall {
+	seen := map[string]bool{}
+	for _, m := range history {
+		for _, c := range m.ToolCalls {
+			seen[c.ID] = true
+		}
+	}
+	for i := range calls {
+		if calls[i].ID == "" || seen[calls[i].ID] {
+			calls[i].ID = fmt.Sprintf("call_t%d_%d", turn, i+1)
+		}
+		seen[calls[i].ID] = true
+	}
+	return calls
 }
 
 // FileSafe keeps ids chosen by the model from naming paths: only

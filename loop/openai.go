@@ -31,6 +31,7 @@ type OpenAIConfig struct {
 
 // OpenAI is a Model backed by an OpenAI-compatible /chat/completions API.
 type OpenAI struct {
+	base  string
 	svc   openai.ChatCompletionService
 	retry RetryPolicy
 	on    func(Attempt)
@@ -42,16 +43,19 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
+	baseRT := http.DefaultTransport
+	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
+		baseRT = cfg.HTTPClient.Transport
 	}
+	hc := &http.Client{Transport: &transport{base: baseRT, keyless: cfg.APIKey == ""}}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),
 		option.WithBaseURL(base),
-		option.WithAPIKey(cfg.APIKey),
 		// Retries are ours, so that every attempt is journaled.
 		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	if cfg.OrgID != "" {
 		opts = append(opts, option.WithOrganization(cfg.OrgID))
@@ -60,6 +64,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 		opts = append(opts, option.WithProject(cfg.ProjectID))
 	}
 	return &OpenAI{
+		base: base,
 		// The service constructor, unlike NewClient, applies no
 		// environment defaults.
 		svc:   openai.NewChatCompletionService(opts...),
@@ -83,6 +88,10 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		resp, err = fromCompletion(c)
 		return err
 	})
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		pe.Model, pe.Endpoint = req.Model, m.base
+	}
 	return resp, err
 }
 
@@ -183,6 +192,8 @@ type ProviderError struct {
 	Message   string
 	Retryable bool // the failure was transient (the retry budget ran out)
 	Attempts  int
+	// Model and Endpoint are what was asked, for the message.
+	Model, Endpoint string
 }
 
 func (e *ProviderError) Error() string {
@@ -202,7 +213,7 @@ func (e *ProviderError) Error() string {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		s += "; check the API key in HARNESS_API_KEY (or OPENAI_API_KEY) and --base-url"
 	case http.StatusNotFound:
-		s += "; check --base-url (it should end in /v1) and --model"
+		s += fmt.Sprintf("; the endpoint %s does not serve model %q: check --model, and --base-url (it usually ends in /v1)", e.Endpoint, e.Model)
 	}
 	return s
 }

@@ -3,7 +3,9 @@ package loop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -19,6 +21,9 @@ type RetryPolicy struct {
 	MaxAttempts int
 	BaseDelay   time.Duration
 	MaxDelay    time.Duration
+	// RequestTimeout bounds one attempt (0 = 5 minutes): a server that
+	// never answers must not hang a CI job.
+	RequestTimeout time.Duration
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -30,6 +35,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.MaxDelay <= 0 {
 		p.MaxDelay = 30 * time.Second
+	}
+	if p.RequestTimeout <= 0 {
+		p.RequestTimeout = 5 * time.Minute
 	}
 	return p
 }
@@ -49,14 +57,23 @@ type Attempt struct {
 // errors, so the caller can tell an interrupt from an outage.
 func (p RetryPolicy) do(ctx context.Context, on func(Attempt), call func(context.Context) error) error {
 	for n := 1; ; n++ {
-		err := call(ctx)
+		callCtx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
+		err := call(callCtx)
+		timedOut := callCtx.Err() == context.DeadlineExceeded
+		cancel()
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if timedOut {
+			err = &ProviderError{Message: fmt.Sprintf("no answer within the request timeout (%s, --request-timeout)", p.RequestTimeout)}
+		}
 		status, transient := classify(err)
+		if timedOut {
+			transient = true
+		}
 		last := !transient || n >= p.MaxAttempts
 		delay := time.Duration(0)
 		if !last {
@@ -85,9 +102,16 @@ func (p RetryPolicy) delay(attempt int, err error) time.Duration {
 	if d <= 0 || d > p.MaxDelay {
 		d = p.MaxDelay
 	}
+	// Jitter, so that many runs that failed together do not come back
+	// together: up to a quarter of the delay either way.
+	if d > 0 {
+		d += time.Duration(rand.Int64N(int64(d)/2+1)) - d/4
+	}
 	var api *openai.Error
 	if errors.As(err, &api) && api.Response != nil {
-		if ra, ok := retryAfter(api.Response.Header.Get("Retry-After"), time.Now()); ok {
+		if ms, err := strconv.Atoi(api.Response.Header.Get("retry-after-ms")); err == nil && ms >= 0 {
+			d = time.Duration(ms) * time.Millisecond
+		} else if ra, ok := retryAfter(api.Response.Header.Get("Retry-After"), time.Now()); ok {
 			d = ra
 		}
 	}
@@ -114,7 +138,7 @@ func classify(err error) (status int, transient bool) {
 	var api *openai.Error
 	if errors.As(err, &api) {
 		s := api.StatusCode
-		return s, s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500
+		return s, s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s == http.StatusConflict || s >= 500
 	}
 	var pe *ProviderError
 	if errors.As(err, &pe) {

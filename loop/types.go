@@ -68,6 +68,9 @@ type Usage struct {
 	CachedTokens     int64 `json:"cachedTokens"`
 	ReasoningTokens  int64 `json:"reasoningTokens,omitempty"`
 	TotalTokens      int64 `json:"totalTokens"`
+	// Estimated marks counts harness estimated (characters / 4) because
+	// the provider reported none: --max-tokens must not count zero.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Add returns the sum of u and v.
@@ -78,6 +81,7 @@ func (u Usage) Add(v Usage) Usage {
 		CachedTokens:     u.CachedTokens + v.CachedTokens,
 		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
 		TotalTokens:      u.TotalTokens + v.TotalTokens,
+		Estimated:        u.Estimated || v.Estimated,
 	}
 }
 

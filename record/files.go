@@ -47,7 +47,7 @@ const (
 	EventPolicyDecision      = "policy.decision"
 	EventOutputWithheld      = "output.withheld"
 	EventDriftDetected       = "drift.detected"
-	EventModelRetry          = "model.retry"
+	EventModelRetry          = "provider.retry"
 	EventModelRequest        = "model.request"
 	EventModelResponse       = "model.response"
 	EventToolStarted         = "tool.started"

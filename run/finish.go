@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -26,11 +27,7 @@ func outcomeError(o *loop.Outcome) error {
 	case loop.ReasonTruncated, loop.ReasonContentFilter, loop.ReasonEmptyAnswer, loop.ReasonAnswerInvalid:
 		return &outcome.Error{Code: string(o.Reason), Msg: answerMessage(o), Exit: outcome.ExitFailed, Err: o.Err}
 	case loop.ReasonProviderError:
-		msg := "model provider error"
-		if o.Err != nil {
-			msg = o.Err.Error()
-		}
-		return &outcome.Error{Code: "provider_error", Msg: msg, Exit: outcome.ExitProvider, Err: o.Err}
+		return providerOutcome(o.Err)
 	default:
 		msg := "the run failed"
 		if o.Err != nil {
@@ -50,6 +47,33 @@ func answerMessage(o *loop.Outcome) string {
 		return "the model ended with an empty answer (pass --allow-empty-answer if that is acceptable)"
 	}
 	return fmt.Sprintf("the answer does not match --output-schema after %d retries: %v", o.Rejections, o.Err)
+}
+
+// providerOutcome decides what a provider failure means for the run: a
+// key or endpoint the operator must fix is a configuration error (exit 2);
+// a request the server rejects will be rejected again, so the run failed
+// (exit 1, not resumable); a timeout, a conflict, a rate limit, a server
+// error or a broken connection, once the retries are spent, is an outage
+// (exit 4, resumable, possibly on another endpoint).
+func providerOutcome(err error) error {
+	msg := "model provider error"
+	if err != nil {
+		msg = err.Error()
+	}
+	var pe *loop.ProviderError
+	status := 0
+	if errors.As(err, &pe) {
+		status = pe.Status
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return &outcome.Error{Code: "provider_auth", Msg: msg, Exit: outcome.ExitUsage, Err: err}
+	case status == http.StatusNotFound:
+		return &outcome.Error{Code: "provider_not_found", Msg: msg, Exit: outcome.ExitUsage, Err: err}
+	case status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusConflict && status != http.StatusTooManyRequests:
+		return &outcome.Error{Code: "provider_rejected", Msg: msg, Exit: outcome.ExitFailed, Err: err}
+	}
+	return &outcome.Error{Code: "provider_error", Msg: msg, Exit: outcome.ExitProvider, Err: err}
 }
 
 func limitMessage(reason loop.Reason) string {

@@ -13,16 +13,19 @@ import (
 // notRecorded are the Options fields that do not shape what a run does,
 // each with the reason; every other field must survive run.json.
 var notRecorded = map[string]string{
-	"APIKey":        "a secret: never written; resume takes it from the environment",
-	"RunKey":        "a secret: never written; resume takes it from the environment",
-	"Timeout":       "wall clock per segment: a resume sets its own",
-	"RunID":         "names the directory, which resume is given",
-	"OnEvent":       "rendering, not behaviour",
-	"Stderr":        "rendering, not behaviour",
-	"Now":           "the clock",
-	"Version":       "the harness binary: compared as identity drift, not restored",
-	"model":         "a child's shared model, handed in again by its parent",
-	"afterSnapshot": "a test hook",
+	"APIKey":         "a secret: never written; resume takes it from the environment",
+	"RequestTimeout": "transport: a resume sets its own",
+	"MaxRetries":     "transport: a resume sets its own",
+	"RetryMaxWait":   "transport: a resume sets its own",
+	"RunKey":         "a secret: never written; resume takes it from the environment",
+	"Timeout":        "wall clock per segment: a resume sets its own",
+	"RunID":          "names the directory, which resume is given",
+	"OnEvent":        "rendering, not behaviour",
+	"Stderr":         "rendering, not behaviour",
+	"Now":            "the clock",
+	"Version":        "the harness binary: compared as identity drift, not restored",
+	"model":          "a child's shared model, handed in again by its parent",
+	"afterSnapshot":  "a test hook",
 }
 
 // TestOptionsRoundTripThroughRunJSON fills every field of Options with a

@@ -20,9 +20,14 @@ func (r *runner) model() (loop.Model, func(), error) {
 		}
 		return p, func() {}, nil
 	}
+	retry := loop.RetryPolicy{RequestTimeout: r.opts.RequestTimeout, MaxDelay: r.opts.RetryMaxWait}
+	if r.opts.MaxRetries != nil {
+		retry.MaxAttempts = *r.opts.MaxRetries + 1
+	}
 	var m loop.Model = loop.NewOpenAI(loop.OpenAIConfig{
 		BaseURL: r.opts.BaseURL,
 		APIKey:  r.opts.APIKey,
+		Retry:   retry,
 		OnAttempt: func(a loop.Attempt) {
 			r.event(record.EventModelRetry, a)
 		},

@@ -99,6 +99,14 @@ type Options struct {
 	ArtifactsDir string
 	RunID        string
 
+	// Transport to the model: RequestTimeout bounds one request (0 = 5m),
+	// MaxRetries the retries of a transient failure, RetryMaxWait one wait.
+	// They change how the run reaches the model, not what it asks: they
+	// are not part of its identity, and a resume sets its own.
+	RequestTimeout time.Duration
+	MaxRetries     *int
+	RetryMaxWait   time.Duration
+
 	Record string // cassette to record model exchanges into
 	Replay string // cassette to serve model responses from (no network, no key)
 

@@ -62,10 +62,8 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 		res.Turns = o.Turns
 		res.Usage.PromptTokens, res.Usage.CompletionTokens = o.Usage.PromptTokens, o.Usage.CompletionTokens
 		res.Usage.CachedTokens, res.Usage.ReasoningTokens, res.Usage.TotalTokens = o.Usage.CachedTokens, o.Usage.ReasoningTokens, o.Usage.TotalTokens
-		for _, u := range o.TurnUsage {
-			if u.TotalTokens == 0 {
-				res.Usage.UsageSource = "missing"
-			}
+		if o.Usage.Estimated {
+			res.Usage.UsageSource = "missing"
 		}
 		for _, m := range o.Messages {
 			for _, c := range m.ToolCalls {

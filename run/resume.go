@@ -29,6 +29,10 @@ type ResumeOptions struct {
 	Record    string
 	Replay    string
 	APIKey    string
+	// Transport to the model, as for a run.
+	RequestTimeout time.Duration
+	MaxRetries     *int
+	RetryMaxWait   time.Duration
 	// RunKey is HARNESS_RUN_KEY: a sealed run resumes only with it.
 	RunKey []byte
 	// BaseURL moves the run to another endpoint: transport, not identity.
@@ -68,7 +72,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if m.Status == outcome.StatusSucceeded {
 		return nil, outcome.Usage("run_succeeded", "run %s already succeeded; there is nothing to resume", m.RunID)
 	}
-	if ro.Replay == "" && ro.APIKey == "" && ro.model == nil {
+	if ro.Replay == "" && ro.APIKey == "" && ro.model == nil && ro.BaseURL == "" && m.Inputs.BaseURL == "" {
 		return nil, outcome.Usage("api_key_missing", "no API key: set HARNESS_API_KEY (or OPENAI_API_KEY) to call the model, or pass --replay FILE to continue offline from a cassette")
 	}
 	if ro.Record != "" && ro.Replay != "" {
@@ -97,6 +101,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.opts.model = ro.APIKey, ro.Record, ro.Replay, ro.model
 	r.redact = artifacts.NewRedactor(ro.APIKey, string(ro.RunKey))
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version
+	r.opts.RequestTimeout, r.opts.MaxRetries, r.opts.RetryMaxWait = ro.RequestTimeout, ro.MaxRetries, ro.RetryMaxWait
 	r.acceptDrift = ro.AllowDrift
 	r.res = resolved{workspace: r.opts.Workspace, cwd: r.opts.Cwd, skillsRoots: r.opts.SkillsRoots, runDir: dir, runID: m.RunID, attachments: st.created.Inputs.Attachments}
 	if err := r.loadProfiles(); err != nil {

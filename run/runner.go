@@ -129,8 +129,10 @@ func checkOptions(o *Options) error {
 	if o.Record != "" && o.Replay != "" {
 		return outcome.Usage("cassette_conflict", "--record and --replay cannot be used together: record against a live model, replay offline")
 	}
-	if o.Replay == "" && o.APIKey == "" && o.model == nil {
-		return outcome.Usage("api_key_missing", "no API key: set HARNESS_API_KEY (or OPENAI_API_KEY) to call the model, or pass --replay FILE to run offline from a recorded cassette")
+	// A keyless endpoint (a local vLLM, llama.cpp, Ollama) is named with
+	// --base-url; only the default, OpenAI's, needs a key to be useful.
+	if o.Replay == "" && o.APIKey == "" && o.model == nil && o.BaseURL == "" {
+		return outcome.Usage("api_key_missing", "no API key: set HARNESS_API_KEY (or OPENAI_API_KEY) to call the model, pass --base-url URL for an endpoint that needs none, or pass --replay FILE to run offline from a recorded cassette")
 	}
 	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {
 		return outcome.Usage("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")

@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -211,4 +212,39 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// TestRuntimeInPrivateDirectory: with harness as root, a runtime under a
+// directory only root can enter (a checkout's tools under /root) still
+// runs: the sandbox user gets a link to it, not a refusal.
+func TestRuntimeInPrivateDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root drops privileges for scripts")
+	}
+	private := t.TempDir() // 0700
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(bash, filepath.Join(private, "mybash"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			_, err := Probe(context.Background(), b, helper(t))
+			testenv.Need(t, "sandbox backend "+string(b), err)
+			ws := t.TempDir()
+			cwd := "/workspace"
+			if b != BackendBwrap {
+				cwd = ws // no mount namespace: host paths
+			}
+			res, err := Run(context.Background(), b, Spec{
+				Argv: []string{"mybash", "-c", "echo ran-from-private"}, Env: []string{"PATH=/usr/bin:/bin"}, Path: private,
+				Cwd: cwd, Mounts: []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}}, Helper: helper(t), Timeout: 30 * time.Second,
+			})
+			if err != nil || !strings.Contains(string(res.Stdout), "ran-from-private") {
+				t.Fatalf("run: %v %+v", err, res)
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,4 +160,55 @@ func searchableByOthers(dir string) error {
 			return nil
 		}
 	}
+}
+
+// reachableCopy gives an executable the sandbox user cannot reach a name
+// it can: a hard link (or, across file systems, a copy) in a directory
+// every user can enter. The caller removes it after the call.
+func reachableCopy(bin string) (string, func(), error) {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return "", nil, err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", nil, err
+	}
+	if fi.Mode().Perm()&0o001 == 0 {
+		return "", nil, fmt.Errorf("%s is not executable by other users (mode %v)", real, fi.Mode().Perm())
+	}
+	dir, err := MkdirReachable("harness-rt-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	if err := os.Chmod(dir, 0o755); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	dst := filepath.Join(dir, filepath.Base(real))
+	if err := os.Link(real, dst); err != nil {
+		if err := copyExecutable(real, dst); err != nil {
+			cleanup()
+			return "", nil, err
+		}
+	}
+	return dst, cleanup, nil
+}
+
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

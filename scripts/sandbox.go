@@ -226,8 +226,16 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	}
 	drop := dropsPrivileges(backend)
 	if drop {
-		if err := reachableByOthers(bin); err != nil {
-			return nil, &Refusal{Code: "script_runtime_unreachable", Msg: fmt.Sprintf("scripts run as an unprivileged user (uid %d) when harness runs as root, and it cannot execute %s: %v; install the runtime where other users can run it (e.g. /usr/local/bin), or run harness as an ordinary user", sandboxUID, bin, err)}
+		if reachableByOthers(bin) != nil {
+			// A runtime under a private directory (a repository's tools
+			// under /root, a temporary checkout): give the sandbox user
+			// its own way to it.
+			linked, cleanup, err := reachableCopy(bin)
+			if err != nil {
+				return nil, &Refusal{Code: "script_runtime_unreachable", Msg: fmt.Sprintf("scripts run as an unprivileged user (uid %d) when harness runs as root, and it cannot reach %s (%v); install the runtime where other users can run it (e.g. /usr/local/bin), or run harness as an ordinary user", sandboxUID, bin, err)}
+			}
+			defer cleanup()
+			bin = linked
 		}
 		// Writable mounts are shown to the sandbox user as its own through
 		// idmapped mounts; paths the script sees on the host move with them.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
@@ -21,6 +22,8 @@ type events struct {
 
 	mu      sync.Mutex // children of one run may write at once
 	observe func(line []byte, depth int)
+	// warnedUsage is set once the missing-usage warning was printed.
+	warnedUsage bool
 }
 
 const observerKey = "harness.observer"
@@ -62,6 +65,21 @@ func (e *events) render(line []byte, depth int) {
 		json.Unmarshal(ev.Data, &d)
 		if d.Status != loop.StatusOK {
 			fmt.Fprintf(e.progress, "harness:   %s: %s\n", d.Tool, d.Status)
+		}
+	case record.EventModelRetry:
+		var d record.ModelRetry
+		json.Unmarshal(ev.Data, &d)
+		if d.GiveUp {
+			fmt.Fprintf(e.progress, "harness: provider: attempt %d failed, giving up: %s\n", d.Attempt, d.Error)
+		} else {
+			fmt.Fprintf(e.progress, "harness: provider: attempt %d failed (%s); retrying in %s\n", d.Attempt, d.Error, time.Duration(d.DelayMs)*time.Millisecond)
+		}
+	case record.EventModelResponse:
+		var d record.ModelResponse
+		json.Unmarshal(ev.Data, &d)
+		if d.Usage.Estimated && !e.warnedUsage {
+			e.warnedUsage = true
+			fmt.Fprintln(e.progress, "harness: the provider reports no token usage; counting an estimate (characters/4) toward --max-tokens")
 		}
 	case record.EventLimitReached:
 		var d record.LimitReached

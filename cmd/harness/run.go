@@ -43,6 +43,9 @@ var runOptions = []option{
 	{name: "attach", kind: kindStrings, usage: "hand `FILE` to the model as labelled context (data, not a command); recorded with its digest"},
 	{name: "output-last-message", usage: "write the final answer to `FILE` (also when the run fails with an answer)", def: ""},
 	{name: "result-file", usage: "copy result.json to `FILE`", def: ""},
+	{name: "request-timeout", kind: kindDuration, usage: "bound on one model request `DUR` (default 5m): a server that never answers fails the attempt, which is retried"},
+	{name: "max-retries", kind: kindInt, usage: "retries of a transient provider failure (`N`: timeouts, 408, 409, 429, 5xx, broken connections), with exponential backoff and jitter that honours Retry-After", def: 3},
+	{name: "retry-max-wait", kind: kindDuration, usage: "longest wait `DUR` between retries (default 30s)"},
 	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: 50},
 	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DUR` for the run, e.g. 10m (exit 3, resumable)"},
 	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
@@ -107,6 +110,9 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	}
 	opts := run.Options{
 		ScriptMemoryLimit: memory,
+		RequestTimeout:    ro.dur("request-timeout"),
+		MaxRetries:        intPtr(ro.int("max-retries")),
+		RetryMaxWait:      ro.dur("retry-max-wait"),
 		OutputSchema:      schema,
 		SchemaRetries:     ro.int("schema-retries"),
 		AllowEmptyAnswer:  ro.boolean("allow-empty-answer"),
@@ -190,6 +196,8 @@ func reportResult(stdout, stderr io.Writer, res *run.Result, err error, jsonOut,
 		fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
 	}
 }
+
+func intPtr(n int) *int { return &n }
 
 // minScriptMemory is the smallest cap worth running a script under: the
 // Landlock helper and a shell take most of it already.

@@ -24,6 +24,12 @@ type Reply struct {
 	// HTTP status; RetryAfter sets the Retry-After header.
 	Status     int    `json:"status,omitempty"`
 	RetryAfter string `json:"retryAfter,omitempty"`
+	// Body, with Status, is the error body as sent (any shape: plain
+	// text, HTML, another JSON layout), with ContentType.
+	Body        string `json:"body,omitempty"`
+	ContentType string `json:"contentType,omitempty"`
+	// NoUsage leaves usage out of the reply, as some servers do.
+	NoUsage bool `json:"noUsage,omitempty"`
 	// Usage overrides the default token counts (10 prompt, 5 completion).
 	Usage *Usage `json:"usage,omitempty"`
 	// FinishReason overrides the finish reason ("stop", or "tool_calls"
@@ -124,6 +130,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		if rep.RetryAfter != "" {
 			w.Header().Set("Retry-After", rep.RetryAfter)
 		}
+		if rep.Body != "" {
+			ct := rep.ContentType
+			if ct == "" {
+				ct = "text/plain"
+			}
+			w.Header().Set("Content-Type", ct)
+			w.WriteHeader(rep.Status)
+			io.WriteString(w, rep.Body)
+			return
+		}
 		writeError(w, rep.Status, "scripted_error", fmt.Sprintf("scripted status %d", rep.Status))
 		return
 	}
@@ -182,7 +198,7 @@ func completion(n int, rep *Reply) map[string]any {
 	if rep.Usage != nil {
 		u = *rep.Usage
 	}
-	return map[string]any{
+	out := map[string]any{
 		"id":      fmt.Sprintf("chatcmpl-%d", n),
 		"object":  "chat.completion",
 		"created": 0,
@@ -195,6 +211,10 @@ func completion(n int, rep *Reply) map[string]any {
 			"prompt_tokens_details": map[string]any{"cached_tokens": u.Cached},
 		},
 	}
+	if rep.NoUsage {
+		delete(out, "usage")
+	}
+	return out
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
