@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -445,61 +444,6 @@ func escapes(err error) bool {
 	return errors.Is(err, unix.EXDEV) || strings.Contains(err.Error(), "path escapes from parent")
 }
 
-// readRegular reads a regular file through the root, refusing anything
-// else (a FIFO would block, a device could be endless) and anything over
-// max bytes.
-func readRegular(root *scanRoot, rel string, max int64) ([]byte, error) {
-	// A raw descriptor: an os.File per read registers with the runtime
-	// poller and a finalizer, which costs more than reading a small file
-	// (the audit reads every file of thousands of skills).
-	fd, err := openBeneathFD(root, rel)
-	if errors.Is(err, errNoOpenat2) {
-		f, ferr := openNoBlock(root.fs, rel)
-		if ferr != nil {
-			return nil, ferr
-		}
-		defer f.Close()
-		return readRegularFD(int(f.Fd()), max)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	return readRegularFD(fd, max)
-}
-
-func readRegularFD(fd int, max int64) ([]byte, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("not a regular file (mode %o)", st.Mode&unix.S_IFMT)
-	}
-	if st.Size > max {
-		return nil, errTooLarge
-	}
-	buf := make([]byte, st.Size+1) // one more: a file that grew is noticed
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	if int64(n) > max {
-		return nil, errTooLarge
-	}
-	return buf[:n], nil
-}
-
 func relTo(base, p string) string {
 	rel, err := filepath.Rel(base, p)
 	if err != nil {
@@ -532,52 +476,6 @@ func isBinary(b []byte, cut bool) bool {
 }
 
 const sniffLen = 8 << 10
-
-// openNoBlock opens for reading without waiting: a FIFO swapped in after
-// the mode check would otherwise block the scan until a writer appears.
-func openNoBlock(root *os.Root, rel string) (*os.File, error) {
-	return root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-}
-
-// openBeneath opens rel for reading with one openat2 call that the kernel
-// confines to the root (RESOLVE_BENEATH: no "..", absolute or symlink
-// escape), which costs a single syscall where os.Root walks every path
-// component. Kernels without openat2 fall back to os.Root.
-func openBeneath(r *scanRoot, rel string) (*os.File, error) {
-	fd, err := openBeneathFD(r, rel)
-	if err == nil {
-		return os.NewFile(uintptr(fd), filepath.Join(r.path, rel)), nil
-	}
-	if errors.Is(err, errNoOpenat2) {
-		return openNoBlock(r.fs, rel)
-	}
-	return nil, err
-}
-
-var errNoOpenat2 = errors.New("openat2 unavailable")
-
-// openBeneathFD is openBeneath for callers that manage the descriptor.
-func openBeneathFD(r *scanRoot, rel string) (int, error) {
-	how := unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	for range 3 {
-		fd, err := unix.Openat2(r.dirfd, rel, &how)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
-			continue // a concurrent rename; the kernel asks to retry
-		case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM):
-			// No openat2 (old kernel, or a seccomp filter that denies it).
-			return -1, errNoOpenat2
-		default:
-			return -1, &os.PathError{Op: "openat2", Path: rel, Err: err}
-		}
-	}
-	return -1, &os.PathError{Op: "openat2", Path: rel, Err: unix.EAGAIN}
-}
 
 type loadResult struct {
 	skill *Skill

@@ -1,0 +1,93 @@
+package loop
+
+import (
+	"fmt"
+	"strings"
+)
+
+// estimateUsage counts what a response without usage cost, at the common
+// rule of thumb of four characters a token: an estimate, marked as such,
+// so that --max-tokens still binds on an endpoint that reports nothing.
+func estimateUsage(req Request, msg Message) Usage {
+	in := 0
+	for _, m := range req.Messages {
+		in += len(m.Content)
+		for _, c := range m.ToolCalls {
+			in += len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		in += len(t.Description) + len(t.Parameters)
+	}
+	out := len(msg.Content)
+	for _, c := range msg.ToolCalls {
+		out += len(c.Name) + len(c.Arguments)
+	}
+	u := Usage{PromptTokens: int64(in+3) / 4, CompletionTokens: int64(out+3) / 4, Estimated: true}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// stableCallIDs gives a tool call without an id, or with one already used
+// in the conversation or the same answer, a deterministic one from its
+// turn and index: results are matched to calls by id, and a replay must
+// produce the same ids.
+func stableCallIDs(turn int, calls []ToolCall, history []Message) []ToolCall {
+	seen := map[string]bool{}
+	for _, m := range history {
+		for _, c := range m.ToolCalls {
+			seen[c.ID] = true
+		}
+	}
+	for i := range calls {
+		if calls[i].ID == "" || seen[calls[i].ID] {
+			calls[i].ID = fmt.Sprintf("call_t%d_%d", turn, i+1)
+		}
+		seen[calls[i].ID] = true
+	}
+	return calls
+}
+
+// FileSafe keeps ids chosen by the model from naming paths: only
+// [A-Za-z0-9_-] survive, and the length is bounded.
+func FileSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+		if b.Len() >= 64 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "call"
+	}
+	return b.String()
+}
+
+// pendingCalls returns the tool calls of the last assistant message that
+// have no tool result after it, in order.
+func pendingCalls(msgs []Message) []ToolCall {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, m := range msgs[i+1:] {
+			if m.Role == RoleTool {
+				answered[m.ToolCallID] = true
+			}
+		}
+		var out []ToolCall
+		for _, c := range msgs[i].ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	return nil
+}

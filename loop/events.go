@@ -1,0 +1,62 @@
+package loop
+
+import "github.com/harness-dev/harness/artifacts"
+
+// Journal event records written by the loop.
+type (
+	ModelRequestEvent struct {
+		Turn     int              `json:"turn"`
+		Key      artifacts.Digest `json:"key"`
+		Messages int              `json:"messages"`
+	}
+	ModelResponseEvent struct {
+		Turn         int        `json:"turn"`
+		Content      string     `json:"content"`
+		ToolCalls    []ToolCall `json:"toolCalls"`
+		FinishReason string     `json:"finishReason"`
+		Usage        Usage      `json:"usage"`
+	}
+	ToolStartedEvent struct {
+		Turn      int    `json:"turn"`
+		CallID    string `json:"callId"`
+		Tool      string `json:"tool"`
+		Arguments string `json:"arguments"`
+	}
+	ToolFinishedEvent struct {
+		Turn   int    `json:"turn"`
+		CallID string `json:"callId"`
+		Tool   string `json:"tool"`
+		Status string `json:"status"`
+		Code   string `json:"code,omitempty"`
+		Output string `json:"output"`
+		// OutputDigest is of the output file's bytes, which resume checks
+		// before it gives the content to the model again.
+		OutputDigest artifacts.Digest `json:"outputDigest"`
+	}
+	// AnswerRejectedEvent: the final answer failed its check; Message is
+	// what the model was told (resume adds it to the conversation again).
+	AnswerRejectedEvent struct {
+		Turn    int    `json:"turn"`
+		Attempt int    `json:"attempt"`
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}
+	LimitReachedEvent struct {
+		Limit string `json:"limit"` // turns | tokens | timeout
+		Value string `json:"value"`
+		Turns int    `json:"turns"`
+		Usage Usage  `json:"usage"`
+	}
+)
+
+// ToolOutput is tool-outputs/<call>-<tool>.json: the full result of a call.
+type ToolOutput struct {
+	artifacts.Envelope
+	Turn      int    `json:"turn"`
+	CallID    string `json:"callId"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Status    string `json:"status"`
+	Content   string `json:"content"`
+	Record    any    `json:"record,omitempty"`
+}
