@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -79,9 +80,13 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	extra, err := extraBody(req.Params.ExtraBody)
+	if err != nil {
+		return Response{}, err
+	}
 	var resp Response
 	err = m.retry.do(ctx, m.on, func(ctx context.Context) error {
-		c, err := m.svc.New(ctx, params)
+		c, err := m.svc.New(ctx, params, extra...)
 		if err != nil {
 			return err
 		}
@@ -93,6 +98,28 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		pe.Model, pe.Endpoint = req.Model, m.base
 	}
 	return resp, err
+}
+
+// extraBody turns --extra-body's object into one body setting per key, in
+// key order (the request is the same in every replay).
+func extraBody(raw json.RawMessage) ([]option.RequestOption, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("extra body: %w", err)
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []option.RequestOption
+	for _, k := range keys {
+		out = append(out, option.WithJSONSet(k, fields[k]))
+	}
+	return out, nil
 }
 
 func toParams(req Request) (openai.ChatCompletionNewParams, error) {
@@ -147,6 +174,12 @@ func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 	}
 	if v := req.Params.MaxCompletionTokens; v > 0 {
 		p.MaxCompletionTokens = openai.Int(v)
+	}
+	if len(req.Params.Stop) > 0 {
+		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Params.Stop}
+	}
+	if v := req.Params.ReasoningEffort; v != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(v)
 	}
 	if len(req.Params.ResponseSchema) > 0 {
 		var schema map[string]any

@@ -46,6 +46,11 @@ type Params struct {
 	TopP                *float64 `json:"topP,omitempty"`
 	Seed                *int64   `json:"seed,omitempty"`
 	MaxCompletionTokens int64    `json:"maxCompletionTokens,omitempty"`
+	Stop                []string `json:"stop,omitempty"`
+	ReasoningEffort     string   `json:"reasoningEffort,omitempty"`
+	// ExtraBody is merged into every request body, for server-specific
+	// knobs (vLLM's top_k, a gateway's routing hints).
+	ExtraBody json.RawMessage `json:"extraBody,omitempty"`
 	// ResponseSchema, when set, asks for structured output matching this
 	// JSON Schema (response_format json_schema).
 	ResponseSchema json.RawMessage `json:"responseSchema,omitempty"`

@@ -48,6 +48,8 @@ const (
 	EventOutputWithheld      = "output.withheld"
 	EventDriftDetected       = "drift.detected"
 	EventModelRetry          = "provider.retry"
+	EventModelFallback       = "model.fallback"
+	EventModelChanged        = "model.changed"
 	EventModelRequest        = "model.request"
 	EventModelResponse       = "model.response"
 	EventToolStarted         = "tool.started"

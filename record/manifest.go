@@ -100,6 +100,8 @@ type Inputs struct {
 	Sandbox          *SandboxRecord `json:"sandbox,omitempty"`
 	// ScriptMemoryLimit caps each skill script's memory, in bytes.
 	ScriptMemoryLimit uint64 `json:"scriptMemoryLimit,omitempty"`
+	// Params are the generation parameters sent with every request.
+	Params loop.Params `json:"params"`
 	// OutputSchema is the JSON Schema the final answer must match, with
 	// the retries the model gets; AllowEmptyAnswer accepts an empty one.
 	OutputSchema     json.RawMessage `json:"outputSchema,omitempty"`

@@ -28,6 +28,10 @@ type Result struct {
 	StructuredOutput json.RawMessage `json:"structuredOutput,omitempty"`
 	// SchemaErrors are why the last answer did not match --output-schema.
 	SchemaErrors []string `json:"schemaErrors,omitempty"`
+	// Model is the model the run asked; FallbackUsed says --fallback-model
+	// answered after the model failed.
+	Model        string `json:"model"`
+	FallbackUsed bool   `json:"fallbackUsed,omitempty"`
 	// FinishReason is the model's own, as given, for its last response.
 	FinishReason string         `json:"finishReason,omitempty"`
 	Turns        int            `json:"turns"`

@@ -32,6 +32,7 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	}
 	add("policyDigest", string(id.PolicyDigest), string(policyDigest(r.opts)))
 	add("promptRole", id.PromptRole, r.opts.PromptRole)
+	add("model", id.Model, r.opts.Model)
 	if r.registry != nil {
 		// Files whose stat fingerprint is unchanged keep their recorded
 		// digests: only what changed is read again.
@@ -43,7 +44,7 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 			add("registryDigest", string(r.registry.Digest), string(now.Digest))
 		}
 	}
-	rep.Drift, rep.Allowed = rep.Any(), r.acceptDrift
+	rep.Drift, rep.Allowed = rep.Any(), r.acceptDrift || r.acceptModelChange && onlyModel(rep)
 	if !rep.Drift {
 		return nil
 	}
@@ -54,7 +55,12 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	if _, err := r.journal.Append(record.EventDriftDetected, rep); err != nil {
 		return err
 	}
-	if r.acceptDrift {
+	if r.acceptModelChange {
+		if _, err := r.journal.Append(record.EventModelChanged, map[string]string{"from": id.Model, "to": r.opts.Model}); err != nil {
+			return err
+		}
+	}
+	if rep.Allowed {
 		r.progress("drift detected and allowed (--allow-drift); tools still check against the run-start snapshot; see %s", r.path(record.FileDrift))
 		return nil
 	}
@@ -70,6 +76,12 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 		what = append(what, d.Skill+"/"+d.Path+" "+d.Change)
 	}
 	return outcome.Policy("drift_detected", "what the run depends on changed since it started (%s); nothing was run. See %s, then resume with --allow-drift to continue anyway", strings.Join(what, ", "), r.path(record.FileDrift))
+}
+
+// onlyModel reports whether the model is all that drifted.
+func onlyModel(rep *record.DriftReport) bool {
+	return len(rep.Identity) == 1 && rep.Identity[0].Field == "model" &&
+		len(rep.Skills.Added)+len(rep.Skills.Removed)+len(rep.Skills.Changed)+len(rep.Resources) == 0
 }
 
 // watched are the skills whose every file is compared: active skills and

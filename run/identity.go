@@ -39,7 +39,11 @@ func (r *runner) identityOf(tools []loop.Tool) (record.Identity, error) {
 
 // params are the generation parameters sent with every request.
 func (r *runner) params() loop.Params {
-	return loop.Params{ResponseSchema: r.opts.OutputSchema}
+	return loop.Params{
+		Temperature: r.opts.Temperature, TopP: r.opts.TopP, Seed: r.opts.Seed,
+		MaxCompletionTokens: r.opts.MaxCompletionTokens, Stop: r.opts.Stop, ReasoningEffort: r.opts.ReasoningEffort,
+		ExtraBody: r.opts.ExtraBody, ResponseSchema: r.opts.OutputSchema,
+	}
 }
 
 // toolsDigest digests the tool manifest the model is offered.

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/workspace"
 )
@@ -42,15 +43,17 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		ActivationSource:  o.activationSource,
 		Sandbox:           &record.SandboxRecord{Requested: o.Sandbox},
 		ScriptMemoryLimit: o.ScriptMemoryLimit,
-		OutputSchema:      o.OutputSchema,
-		SchemaRetries:     o.SchemaRetries,
-		AllowEmptyAnswer:  o.AllowEmptyAnswer,
-		Attachments:       res.attachments,
-		Tools:             []string{},
-		Limits:            limitsOf(o),
-		Record:            o.Record,
-		Replay:            o.Replay,
-		ArtifactsDir:      filepath.Dir(res.runDir),
+		Params: loop.Params{Temperature: o.Temperature, TopP: o.TopP, Seed: o.Seed, MaxCompletionTokens: o.MaxCompletionTokens,
+			Stop: o.Stop, ReasoningEffort: o.ReasoningEffort, ExtraBody: o.ExtraBody},
+		OutputSchema:     o.OutputSchema,
+		SchemaRetries:    o.SchemaRetries,
+		AllowEmptyAnswer: o.AllowEmptyAnswer,
+		Attachments:      res.attachments,
+		Tools:            []string{},
+		Limits:           limitsOf(o),
+		Record:           o.Record,
+		Replay:           o.Replay,
+		ArtifactsDir:     filepath.Dir(res.runDir),
 	}
 }
 
@@ -68,6 +71,8 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 		Model: in.Model, BaseURL: in.BaseURL,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit,
 		OutputSchema: in.OutputSchema, SchemaRetries: in.SchemaRetries, AllowEmptyAnswer: in.AllowEmptyAnswer,
+		Temperature: in.Params.Temperature, TopP: in.Params.TopP, Seed: in.Params.Seed, MaxCompletionTokens: in.Params.MaxCompletionTokens,
+		Stop: in.Params.Stop, ReasoningEffort: in.Params.ReasoningEffort, ExtraBody: in.Params.ExtraBody,
 		NoSkillCatalog: in.NoCatalog, CatalogBudget: in.CatalogBudget,
 		AllowDrift: in.AllowDrift, SkipEligibility: in.SkipEligibility,
 		CFCMode: in.CFC.Mode, FailOnDenial: in.CFC.FailOnDenial, AllowUnmediated: in.CFC.AllowUnmediated,

@@ -33,6 +33,9 @@ type Options struct {
 	PromptSource string
 
 	Model string
+	// FallbackModel takes over when Model fails with an outage after its
+	// retries (recorded; transport, like the retries themselves).
+	FallbackModel string
 	// BaseURL of the OpenAI-compatible API ("" = the provider default).
 	BaseURL string
 	// APIKey authenticates to the provider. It is never written anywhere.
@@ -78,6 +81,16 @@ type Options struct {
 	// AllowDrift lets skill files that changed since the snapshot be used,
 	// marked as drifted, instead of refused.
 	AllowDrift bool
+
+	// Generation parameters, part of the run identity and of the cassette
+	// key (nil and zero: the provider's default, not sent).
+	Temperature         *float64
+	TopP                *float64
+	Seed                *int64
+	MaxCompletionTokens int64
+	Stop                []string
+	ReasoningEffort     string
+	ExtraBody           []byte
 
 	// OutputSchema is a JSON Schema (the document) the final answer must
 	// match; the model may answer again SchemaRetries times after being

@@ -44,6 +44,11 @@ type ResumeOptions struct {
 	// refused.
 	ExpectWorkspace  string
 	ExpectPromptRole string
+	// Model, with AllowModelChange, continues the run on another model;
+	// the change is recorded as drift and in the journal.
+	Model            string
+	AllowModelChange bool
+	FallbackModel    string
 	OnEvent          func(line []byte, depth int)
 	Stderr           io.Writer
 	Now              func() time.Time
@@ -98,6 +103,13 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if ro.BaseURL != "" {
 		r.opts.BaseURL = ro.BaseURL
 	}
+	if ro.Model != "" && ro.Model != r.opts.Model {
+		if !ro.AllowModelChange {
+			return nil, outcome.Usage("model_change", "--model %s: run %s was started with model %s; pass --allow-model-change to continue it on another model (recorded as drift)", ro.Model, m.RunID, r.opts.Model)
+		}
+		r.opts.Model, r.acceptModelChange = ro.Model, true
+	}
+	r.opts.FallbackModel = ro.FallbackModel
 	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.opts.model = ro.APIKey, ro.Record, ro.Replay, ro.model
 	r.redact = artifacts.NewRedactor(ro.APIKey, string(ro.RunKey))
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version

@@ -62,6 +62,10 @@ type runner struct {
 
 	// resumed is the stopped run rebuilt from its journal; nil for a new run.
 	resumed *journalState
+	// fellBack is set once --fallback-model took over.
+	fellBack bool
+	// acceptModelChange is resume's --allow-model-change.
+	acceptModelChange bool
 	// schema checks the final answer (--output-schema); nil without one.
 	schema *loop.SchemaCheck
 	// acceptDrift is resume's --allow-drift: continue despite drift. Tools
@@ -171,6 +175,27 @@ func checkOptions(o *Options) error {
 	}
 	if slices.Contains(o.AllowTools, tools.DelegateToolName) && o.Profiles == "" {
 		return outcome.Usage("profiles_missing", "--allow-tool delegate_task needs --profiles FILE with the subagent profiles")
+	}
+	if o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 2) {
+		return outcome.Usage("temperature_invalid", "--temperature %v must be between 0 and 2", *o.Temperature)
+	}
+	if o.TopP != nil && (*o.TopP <= 0 || *o.TopP > 1) {
+		return outcome.Usage("top_p_invalid", "--top-p %v must be more than 0 and at most 1", *o.TopP)
+	}
+	if o.MaxCompletionTokens < 0 {
+		return outcome.Usage("max_completion_tokens_invalid", "--max-completion-tokens must not be negative")
+	}
+	if len(o.ExtraBody) == 0 {
+		o.ExtraBody = nil
+	}
+	if len(o.ExtraBody) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(o.ExtraBody, &obj); err != nil {
+			return outcome.Usage("extra_body_invalid", "--extra-body must be a JSON object, e.g. '{\"top_k\": 20}': %v", err)
+		}
+		var buf bytes.Buffer
+		json.Compact(&buf, o.ExtraBody)
+		o.ExtraBody = buf.Bytes()
 	}
 	if o.SchemaRetries < 0 {
 		return outcome.Usage("schema_retries_invalid", "--schema-retries must not be negative")

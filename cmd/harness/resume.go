@@ -12,7 +12,7 @@ import (
 
 // frozenFlags would change what the run is; a resume continues the run
 // with its recorded inputs, so they are refused with a reason.
-var frozenFlags = []string{"skill", "skills-root", "cwd", "prompt", "prompt-file", "model", "allow-tool", "allow-skill-script", "sandbox", "run-id", "artifacts-dir", "config"}
+var frozenFlags = []string{"skill", "skills-root", "cwd", "prompt", "prompt-file", "allow-tool", "allow-skill-script", "sandbox", "run-id", "artifacts-dir", "config"}
 
 func resumeCommand() *cli.Command {
 	flags := []cli.Flag{
@@ -28,6 +28,9 @@ func resumeCommand() *cli.Command {
 		&cli.DurationFlag{Name: "request-timeout", Usage: "bound on one model request `DUR` (default 5m)"},
 		&cli.IntFlag{Name: "max-retries", Usage: "retries of a transient provider failure (`N`)", Value: 3},
 		&cli.DurationFlag{Name: "retry-max-wait", Usage: "longest wait `DUR` between retries (default 30s)"},
+		&cli.StringFlag{Name: "model", Usage: "continue on model `NAME` (needs --allow-model-change; recorded as drift)"},
+		&cli.BoolFlag{Name: "allow-model-change", Usage: "let --model change the run's model"},
+		&cli.StringFlag{Name: "fallback-model", Usage: "model `NAME` to continue with when the run's model fails with an outage after its retries"},
 		&cli.StringFlag{Name: "workspace", Usage: "the workspace `DIR` this environment has: the resume is refused unless it is the run's"},
 		&cli.StringFlag{Name: "prompt-role", Usage: "the prompt `ROLE` this environment expects: the resume is refused unless it is the run's"},
 	}
@@ -82,6 +85,9 @@ func resumeCommand() *cli.Command {
 				BaseURL:          firstSet(cmd.String("base-url"), os.Getenv("HARNESS_BASE_URL"), os.Getenv("OPENAI_BASE_URL")),
 				ExpectWorkspace:  cmd.String("workspace"),
 				ExpectPromptRole: cmd.String("prompt-role"),
+				Model:            cmd.String("model"),
+				AllowModelChange: cmd.Bool("allow-model-change"),
+				FallbackModel:    cmd.String("fallback-model"),
 				OnEvent:          ev.render,
 				Stderr:           progressWriter(stderr, quiet),
 				Version:          version,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v3"
@@ -43,6 +44,14 @@ var runOptions = []option{
 	{name: "attach", kind: kindStrings, usage: "hand `FILE` to the model as labelled context (data, not a command); recorded with its digest"},
 	{name: "output-last-message", usage: "write the final answer to `FILE` (also when the run fails with an answer)", def: ""},
 	{name: "result-file", usage: "copy result.json to `FILE`", def: ""},
+	{name: "fallback-model", usage: "model `NAME` to continue with when --model fails with an outage after its retries (recorded in the journal and result.json)", def: ""},
+	{name: "temperature", usage: "sampling temperature `T` (0 to 2; unset: the provider's default)", def: ""},
+	{name: "top-p", usage: "nucleus sampling `P` (0 to 1; unset: the provider's default)", def: ""},
+	{name: "seed", usage: "sampling seed `N`, for providers that honour one (unset: none sent)", def: ""},
+	{name: "max-completion-tokens", kind: kindInt, usage: "cap `N` on the tokens of one answer, sent as max_completion_tokens (0: none); for a server that wants max_tokens, pass --extra-body '{\"max_tokens\": N}'", def: 0},
+	{name: "stop", kind: kindStrings, usage: "stop sequence `TEXT` (repeatable)"},
+	{name: "reasoning-effort", usage: "reasoning effort `LEVEL` for reasoning models (minimal, low, medium, high)", def: ""},
+	{name: "extra-body", usage: "JSON `OBJECT` merged into every request body, for server-specific knobs such as vLLM's top_k", def: ""},
 	{name: "request-timeout", kind: kindDuration, usage: "bound on one model request `DUR` (default 5m): a server that never answers fails the attempt, which is retried"},
 	{name: "max-retries", kind: kindInt, usage: "retries of a transient provider failure (`N`: timeouts, 408, 409, 429, 5xx, broken connections), with exponential backoff and jitter that honours Retry-After", def: 3},
 	{name: "retry-max-wait", kind: kindDuration, usage: "longest wait `DUR` between retries (default 30s)"},
@@ -102,6 +111,22 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	temperature, err := parseFloat("--temperature", ro.str("temperature"))
+	if err != nil {
+		return err
+	}
+	topP, err := parseFloat("--top-p", ro.str("top-p"))
+	if err != nil {
+		return err
+	}
+	var seed *int64
+	if s := ro.str("seed"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return usagef(fmt.Sprintf("--seed %q: give an integer", s))
+		}
+		seed = &n
+	}
 	var schema []byte
 	if f := ro.str("output-schema"); f != "" {
 		if schema, err = os.ReadFile(f); err != nil {
@@ -109,48 +134,56 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 		}
 	}
 	opts := run.Options{
-		ScriptMemoryLimit: memory,
-		RequestTimeout:    ro.dur("request-timeout"),
-		MaxRetries:        intPtr(ro.int("max-retries")),
-		RetryMaxWait:      ro.dur("retry-max-wait"),
-		OutputSchema:      schema,
-		SchemaRetries:     ro.int("schema-retries"),
-		AllowEmptyAnswer:  ro.boolean("allow-empty-answer"),
-		Attach:            ro.strs("attach"),
-		Workspace:         ro.str("workspace"),
-		Cwd:               ro.str("cwd"),
-		SkillsRoots:       ro.strs("skills-root"),
-		Skills:            ro.strs("skill"),
-		Prompt:            prompt,
-		PromptSource:      promptSource,
-		Model:             ro.str("model"),
-		BaseURL:           ro.str("base-url"),
-		APIKey:            key,
-		AllowTools:        ro.strs("allow-tool"),
-		NoSkillCatalog:    ro.boolean("no-skill-catalog"),
-		CatalogBudget:     ro.int("catalog-budget"),
-		AllowDrift:        ro.boolean("allow-drift"),
-		AllowSkillScripts: ro.strs("allow-skill-script"),
-		CFCMode:           ro.str("cfc-mode"),
-		PromptRole:        ro.str("prompt-role"),
-		FailOnDenial:      ro.boolean("fail-on-denial"),
-		AllowUnmediated:   ro.boolean("cfc-allow-unmediated"),
-		HonorAllowedTools: ro.boolean("honor-allowed-tools"),
-		TrustSkills:       ro.strs("trust-skill"),
-		SkipEligibility:   ro.boolean("skip-eligibility"),
-		Profiles:          ro.str("profiles"),
-		Sandbox:           ro.str("sandbox"),
-		MaxTurns:          ro.int("max-turns"),
-		Timeout:           ro.dur("timeout"),
-		MaxTokens:         int64(ro.int("max-tokens")),
-		ArtifactsDir:      ro.str("artifacts-dir"),
-		RunID:             ro.str("run-id"),
-		Record:            ro.str("record"),
-		Replay:            ro.str("replay"),
-		Sources:           ro.sources,
-		ConfigFile:        ro.config,
-		Version:           version,
-		RunKey:            runKey(),
+		ScriptMemoryLimit:   memory,
+		FallbackModel:       ro.str("fallback-model"),
+		Temperature:         temperature,
+		TopP:                topP,
+		Seed:                seed,
+		MaxCompletionTokens: int64(ro.int("max-completion-tokens")),
+		Stop:                ro.strs("stop"),
+		ReasoningEffort:     ro.str("reasoning-effort"),
+		ExtraBody:           []byte(ro.str("extra-body")),
+		RequestTimeout:      ro.dur("request-timeout"),
+		MaxRetries:          intPtr(ro.int("max-retries")),
+		RetryMaxWait:        ro.dur("retry-max-wait"),
+		OutputSchema:        schema,
+		SchemaRetries:       ro.int("schema-retries"),
+		AllowEmptyAnswer:    ro.boolean("allow-empty-answer"),
+		Attach:              ro.strs("attach"),
+		Workspace:           ro.str("workspace"),
+		Cwd:                 ro.str("cwd"),
+		SkillsRoots:         ro.strs("skills-root"),
+		Skills:              ro.strs("skill"),
+		Prompt:              prompt,
+		PromptSource:        promptSource,
+		Model:               ro.str("model"),
+		BaseURL:             ro.str("base-url"),
+		APIKey:              key,
+		AllowTools:          ro.strs("allow-tool"),
+		NoSkillCatalog:      ro.boolean("no-skill-catalog"),
+		CatalogBudget:       ro.int("catalog-budget"),
+		AllowDrift:          ro.boolean("allow-drift"),
+		AllowSkillScripts:   ro.strs("allow-skill-script"),
+		CFCMode:             ro.str("cfc-mode"),
+		PromptRole:          ro.str("prompt-role"),
+		FailOnDenial:        ro.boolean("fail-on-denial"),
+		AllowUnmediated:     ro.boolean("cfc-allow-unmediated"),
+		HonorAllowedTools:   ro.boolean("honor-allowed-tools"),
+		TrustSkills:         ro.strs("trust-skill"),
+		SkipEligibility:     ro.boolean("skip-eligibility"),
+		Profiles:            ro.str("profiles"),
+		Sandbox:             ro.str("sandbox"),
+		MaxTurns:            ro.int("max-turns"),
+		Timeout:             ro.dur("timeout"),
+		MaxTokens:           int64(ro.int("max-tokens")),
+		ArtifactsDir:        ro.str("artifacts-dir"),
+		RunID:               ro.str("run-id"),
+		Record:              ro.str("record"),
+		Replay:              ro.str("replay"),
+		Sources:             ro.sources,
+		ConfigFile:          ro.config,
+		Version:             version,
+		RunKey:              runKey(),
 	}
 	jsonOut, quiet := ro.boolean("json"), ro.boolean("quiet")
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
@@ -198,6 +231,18 @@ func reportResult(stdout, stderr io.Writer, res *run.Result, err error, jsonOut,
 }
 
 func intPtr(n int) *int { return &n }
+
+// parseFloat reads an optional number flag ("" = not set).
+func parseFloat(flag, s string) (*float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return nil, usagef(fmt.Sprintf("%s %q: give a number", flag, s))
+	}
+	return &f, nil
+}
 
 // minScriptMemory is the smallest cap worth running a script under: the
 // Landlock helper and a shell take most of it already.
