@@ -204,7 +204,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if calls == nil {
 			calls = []ToolCall{}
 		}
-		if err := e.journal("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Usage: resp.Usage}); err != nil {
+		if err := e.journal("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, Usage: resp.Usage}); err != nil {
 			return e.fail(err)
 		}
 		e.out.FinishReason = resp.FinishReason

@@ -14,6 +14,7 @@ type (
 		Content      string     `json:"content"`
 		ToolCalls    []ToolCall `json:"toolCalls"`
 		FinishReason string     `json:"finishReason"`
+		Reasoning    string     `json:"reasoning,omitempty"`
 		Usage        Usage      `json:"usage"`
 	}
 	ToolStartedEvent struct {

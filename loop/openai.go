@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -28,14 +29,19 @@ type OpenAIConfig struct {
 	HTTPClient       *http.Client // nil = http.DefaultClient
 	// OnAttempt is told about every failed attempt, retried or final.
 	OnAttempt func(Attempt)
+	// Stream asks for streamed responses (and their usage), which survive
+	// proxies that cut connections idle for as long as a long answer
+	// takes; the journal is the same either way.
+	Stream bool
 }
 
 // OpenAI is a Model backed by an OpenAI-compatible /chat/completions API.
 type OpenAI struct {
-	base  string
-	svc   openai.ChatCompletionService
-	retry RetryPolicy
-	on    func(Attempt)
+	base   string
+	stream bool
+	svc    openai.ChatCompletionService
+	retry  RetryPolicy
+	on     func(Attempt)
 }
 
 // NewOpenAI builds the model from explicit options only.
@@ -65,7 +71,8 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 		opts = append(opts, option.WithProject(cfg.ProjectID))
 	}
 	return &OpenAI{
-		base: base,
+		base:   base,
+		stream: cfg.Stream,
 		// The service constructor, unlike NewClient, applies no
 		// environment defaults.
 		svc:   openai.NewChatCompletionService(opts...),
@@ -86,11 +93,20 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	var resp Response
 	err = m.retry.do(ctx, m.on, func(ctx context.Context) error {
-		c, err := m.svc.New(ctx, params, extra...)
+		var c *openai.ChatCompletion
+		var reasoning string
+		if m.stream {
+			c, reasoning, err = m.streamed(ctx, params, extra)
+		} else {
+			c, err = m.svc.New(ctx, params, extra...)
+		}
 		if err != nil {
 			return err
 		}
 		resp, err = fromCompletion(c)
+		if reasoning != "" {
+			resp.Reasoning = reasoning
+		}
 		return err
 	})
 	var pe *ProviderError
@@ -98,6 +114,31 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		pe.Model, pe.Endpoint = req.Model, m.base
 	}
 	return resp, err
+}
+
+// streamed sends the request as a stream and accumulates the chunks into
+// the completion a plain request would have returned.
+func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewParams, extra []option.RequestOption) (*openai.ChatCompletion, string, error) {
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := m.svc.NewStreaming(ctx, params, extra...)
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	var reasoning strings.Builder
+	for stream.Next() {
+		chunk := stream.Current()
+		acc.AddChunk(chunk)
+		if len(chunk.Choices) > 0 {
+			if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
+				var part string
+				json.Unmarshal([]byte(f.Raw()), &part)
+				reasoning.WriteString(part)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, "", err
+	}
+	return &acc.ChatCompletion, reasoning.String(), nil
 }
 
 // extraBody turns --extra-body's object into one body setting per key, in
@@ -199,6 +240,12 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 	}
 	ch := c.Choices[0]
 	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
+	// Some servers (vLLM, DeepSeek) return the model's reasoning beside
+	// its answer: it is journaled, never sent back.
+	var reasoning string
+	if f, ok := ch.Message.JSON.ExtraFields["reasoning_content"]; ok {
+		json.Unmarshal([]byte(f.Raw()), &reasoning)
+	}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
@@ -207,6 +254,7 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 	}
 	return Response{
 		Message:      msg,
+		Reasoning:    reasoning,
 		FinishReason: ch.FinishReason,
 		Usage: Usage{
 			PromptTokens:     c.Usage.PromptTokens,

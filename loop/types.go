@@ -92,9 +92,11 @@ func (u Usage) Add(v Usage) Usage {
 
 // Response is the model's answer to one Request.
 type Response struct {
-	Message      Message `json:"message"`
-	FinishReason string  `json:"finishReason"`
-	Usage        Usage   `json:"usage"`
+	Message Message `json:"message"`
+	// Reasoning is reasoning text a server returned beside the answer.
+	Reasoning    string `json:"reasoning,omitempty"`
+	FinishReason string `json:"finishReason"`
+	Usage        Usage  `json:"usage"`
 }
 
 // Model produces the next assistant message. Implementations: the

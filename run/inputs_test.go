@@ -16,6 +16,7 @@ var notRecorded = map[string]string{
 	"APIKey":         "a secret: never written; resume takes it from the environment",
 	"RequestTimeout": "transport: a resume sets its own",
 	"FallbackModel":  "transport: a resume sets its own",
+	"Stream":         "transport: a resume sets its own",
 	"MaxRetries":     "transport: a resume sets its own",
 	"RetryMaxWait":   "transport: a resume sets its own",
 	"RunKey":         "a secret: never written; resume takes it from the environment",

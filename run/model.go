@@ -55,6 +55,7 @@ func (r *runner) model() (loop.Model, func(), error) {
 		BaseURL: r.opts.BaseURL,
 		APIKey:  r.opts.APIKey,
 		Retry:   retry,
+		Stream:  r.opts.Stream,
 		OnAttempt: func(a loop.Attempt) {
 			r.event(record.EventModelRetry, a)
 		},

@@ -119,6 +119,8 @@ type Options struct {
 	RequestTimeout time.Duration
 	MaxRetries     *int
 	RetryMaxWait   time.Duration
+	// Stream asks for streamed responses.
+	Stream bool
 
 	Record string // cassette to record model exchanges into
 	Replay string // cassette to serve model responses from (no network, no key)

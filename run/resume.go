@@ -49,6 +49,7 @@ type ResumeOptions struct {
 	Model            string
 	AllowModelChange bool
 	FallbackModel    string
+	Stream           bool
 	OnEvent          func(line []byte, depth int)
 	Stderr           io.Writer
 	Now              func() time.Time
@@ -109,7 +110,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		}
 		r.opts.Model, r.acceptModelChange = ro.Model, true
 	}
-	r.opts.FallbackModel = ro.FallbackModel
+	r.opts.FallbackModel, r.opts.Stream = ro.FallbackModel, ro.Stream
 	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.opts.model = ro.APIKey, ro.Record, ro.Replay, ro.model
 	r.redact = artifacts.NewRedactor(ro.APIKey, string(ro.RunKey))
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version

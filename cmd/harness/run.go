@@ -45,6 +45,7 @@ var runOptions = []option{
 	{name: "output-last-message", usage: "write the final answer to `FILE` (also when the run fails with an answer)", def: ""},
 	{name: "result-file", usage: "copy result.json to `FILE`", def: ""},
 	{name: "fallback-model", usage: "model `NAME` to continue with when --model fails with an outage after its retries (recorded in the journal and result.json)", def: ""},
+	{name: "stream", kind: kindBool, usage: "use streamed responses, which survive proxies that cut idle connections during a long answer; the journal is the same"},
 	{name: "temperature", usage: "sampling temperature `T` (0 to 2; unset: the provider's default)", def: ""},
 	{name: "top-p", usage: "nucleus sampling `P` (0 to 1; unset: the provider's default)", def: ""},
 	{name: "seed", usage: "sampling seed `N`, for providers that honour one (unset: none sent)", def: ""},
@@ -136,6 +137,7 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	opts := run.Options{
 		ScriptMemoryLimit:   memory,
 		FallbackModel:       ro.str("fallback-model"),
+		Stream:              ro.boolean("stream"),
 		Temperature:         temperature,
 		TopP:                topP,
 		Seed:                seed,

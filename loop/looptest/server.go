@@ -5,6 +5,7 @@
 package looptest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,6 +31,8 @@ type Reply struct {
 	ContentType string `json:"contentType,omitempty"`
 	// NoUsage leaves usage out of the reply, as some servers do.
 	NoUsage bool `json:"noUsage,omitempty"`
+	// Reasoning is sent as reasoning_content, as vLLM and DeepSeek do.
+	Reasoning string `json:"reasoning,omitempty"`
 	// Usage overrides the default token counts (10 prompt, 5 completion).
 	Usage *Usage `json:"usage,omitempty"`
 	// FinishReason overrides the finish reason ("stop", or "tool_calls"
@@ -143,7 +146,47 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rep.Status, "scripted_error", fmt.Sprintf("scripted status %d", rep.Status))
 		return
 	}
-	writeJSON(w, http.StatusOK, completion(n, rep))
+	c := completion(n, rep)
+	if bytes.Contains(body, []byte(`"stream":true`)) {
+		writeStream(w, c)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// writeStream sends a completion as server-sent events, the way streaming
+// endpoints do: the message in a delta chunk, then the finish reason, then
+// usage in a chunk of its own, then [DONE].
+func writeStream(w http.ResponseWriter, c map[string]any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	choice := c["choices"].([]any)[0].(map[string]any)
+	msg := choice["message"].(map[string]any)
+	delta := map[string]any{"role": "assistant", "content": msg["content"]}
+	if r, ok := msg["reasoning_content"]; ok {
+		delta["reasoning_content"] = r
+	}
+	if calls, ok := msg["tool_calls"].([]map[string]any); ok {
+		var ds []map[string]any
+		for i, tc := range calls {
+			d := map[string]any{"index": i, "id": tc["id"], "type": "function", "function": tc["function"]}
+			ds = append(ds, d)
+		}
+		delta["tool_calls"] = ds
+	}
+	chunk := func(choices []any, usage any) {
+		ch := map[string]any{"id": c["id"], "object": "chat.completion.chunk", "created": 0, "model": c["model"], "choices": choices}
+		if usage != nil {
+			ch["usage"] = usage
+		}
+		b, _ := json.Marshal(ch)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	chunk([]any{map[string]any{"index": 0, "delta": delta}}, nil)
+	chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": choice["finish_reason"]}}, nil)
+	if u, ok := c["usage"]; ok {
+		chunk([]any{}, u)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 // lacking returns the first expected text that no message contains.
@@ -175,6 +218,9 @@ func lacking(body []byte, expect []string) string {
 
 func completion(n int, rep *Reply) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": rep.Content}
+	if rep.Reasoning != "" {
+		msg["reasoning_content"] = rep.Reasoning
+	}
 	finish := "stop"
 	if len(rep.ToolCalls) > 0 {
 		var calls []map[string]any

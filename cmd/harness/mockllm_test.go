@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-dev/harness/internal/testenv"
+)
+
+// mockLLMConfig answers by what the request holds, under the server's own
+// rules (the last that matches wins): a fixed answer when the operator's
+// task reached it, another when it did not, and a 401 for a task that asks
+// for one. (Its templates insert text unescaped, so the answer does not
+// echo the task, which spans lines.)
+const mockLLMConfig = `rules:
+  - path: "/v1/chat/completions"
+    method: "POST"
+    match: "@"
+    response:
+      status: 200
+      content: |
+        {"id": "chatcmpl-1", "object": "chat.completion", "model": "{{jmes request body.model}}",
+         "choices": [{"index": 0, "message": {"role": "assistant", "content": "the task did not arrive"}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}}
+  - path: "/v1/chat/completions"
+    method: "POST"
+    match: "contains(body.messages[-1].content, 'say hi to the mock')"
+    response:
+      status: 200
+      content: |
+        {"id": "chatcmpl-2", "object": "chat.completion", "model": "{{jmes request body.model}}",
+         "choices": [{"index": 0, "message": {"role": "assistant", "content": "heard you, said mock-llm"}, "finish_reason": "stop"}],
+         "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}}
+  - path: "/v1/chat/completions"
+    match: "contains(body.messages[-1].content, 'error-401')"
+    response:
+      status: 401
+      content: |
+        {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}
+`
+
+// TestAgainstThirdPartyMockServer runs harness against @dwmkerr/mock-llm,
+// an OpenAI-compatible mock server this project did not write: our own
+// scripted server shares our own reading of the API, this one does not.
+func TestAgainstThirdPartyMockServer(t *testing.T) {
+	mock, err := exec.LookPath("mock-llm")
+	if err != nil {
+		local, _ := filepath.Abs("../../.tools/bin/mock-llm")
+		if _, serr := os.Stat(local); serr == nil {
+			mock, err = local, nil
+		}
+	}
+	testenv.Need(t, "mock-llm (npm @dwmkerr/mock-llm)", err)
+	_, err = exec.LookPath("node")
+	testenv.Need(t, "node", err)
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mock-llm.yaml"), []byte(mockLLMConfig), 0o644)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	srv := exec.Command("node", mock)
+	srv.Dir = dir
+	srv.Env = append(os.Environ(), "HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port))
+	var log bytes.Buffer
+	srv.Stdout, srv.Stderr = &log, &log
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := waitHealthy(base + "/health"); err != nil {
+		t.Fatalf("mock-llm did not come up: %v\n%s", err, log.String())
+	}
+
+	bin := harnessBin(t)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644)
+	run := func(prompt, id string) (string, string, int) {
+		cmd := exec.Command(bin, "run", "--workspace", ws, "--model", "gpt-4", "--base-url", base+"/v1", "--prompt", prompt,
+			"--run-id", id, "--artifacts-dir", filepath.Join(dir, "runs"), "--max-retries", "0")
+		cmd.Env = append(os.Environ(), "HARNESS_API_KEY=sk-third-party")
+		var so, se bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &so, &se
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		return so.String(), se.String(), code
+	}
+	out, stderr, code := run("say hi to the mock", "ok")
+	if code != 0 || strings.TrimSpace(out) != "heard you, said mock-llm" {
+		t.Errorf("a run against mock-llm: exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	res, _ := os.ReadFile(filepath.Join(dir, "runs", "ok", "result.json"))
+	if !bytes.Contains(res, []byte(`"totalTokens": 15`)) || !bytes.Contains(res, []byte(`"usageSource": "provider"`)) {
+		t.Errorf("usage from mock-llm not recorded:\n%s", res)
+	}
+	_, stderr, code = run("please error-401", "auth")
+	if code != 2 || !strings.Contains(stderr, "Incorrect API key provided.") {
+		t.Errorf("a 401 from mock-llm: exit %d, stderr %s", code, stderr)
+	}
+}
+
+func waitHealthy(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
