@@ -74,3 +74,24 @@ func TestRetryDelayIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestStableCallIDs: a call without an id, or with one already used (in
+// the same answer or earlier), gets one from its turn and position.
+func TestStableCallIDs(t *testing.T) {
+	history := []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "used"}}}}
+	got := stableCallIDs(3, []ToolCall{{ID: ""}, {ID: "used"}, {ID: "x"}, {ID: "x"}, {ID: "fine"}}, history)
+	want := []string{"call_t3_1", "call_t3_2", "x", "call_t3_4", "fine"}
+	for i, c := range got {
+		if c.ID != want[i] {
+			t.Errorf("call %d: id %q, want %q", i, c.ID, want[i])
+		}
+	}
+}
+
+// TestEstimateUsage: no usage from the provider is counted, not zero.
+func TestEstimateUsage(t *testing.T) {
+	u := estimateUsage(Request{Messages: []Message{{Role: RoleUser, Content: strings.Repeat("x", 400)}}}, Message{Content: strings.Repeat("y", 40)})
+	if !u.Estimated || u.PromptTokens != 100 || u.CompletionTokens != 10 || u.TotalTokens != 110 {
+		t.Errorf("estimate %+v", u)
+	}
+}
