@@ -248,3 +248,31 @@ func TestRuntimeInPrivateDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleMountRemoved: an idmapped mount point left by a harness that was
+// killed (its pid is gone) is unmounted and removed by the next call.
+func TestStaleMountRemoved(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root makes idmapped mounts")
+	}
+	// A process that has exited: its pid is free (until reused, which a
+	// quick test does not wait for).
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	stale := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-test", mountPrefix, dead.Process.Pid))
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(stale)
+	if err := exec.Command("mount", "--bind", src, stale).Run(); err != nil {
+		t.Fatalf("bind mount for the test: %v", err)
+	}
+	removeStaleMounts()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		exec.Command("umount", "-l", stale).Run()
+		t.Errorf("the stale mount point is still there (%v)", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -49,7 +50,8 @@ func newIDMappedMount(src string) (*idmappedMount, error) {
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		return nil, fmt.Errorf("idmapped mount of %s: %w (the file system or kernel does not support idmapped mounts)", src, err)
 	}
-	target, err := MkdirReachable("harness-ws-")
+	removeStaleMounts()
+	target, err := MkdirReachable(fmt.Sprintf("%s%d-", mountPrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +82,32 @@ func mappingNamespace() (*os.File, error) {
 	}
 	defer func() { in.Close(); cmd.Wait() }()
 	return os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
+}
+
+// mountPrefix names idmapped mount points: harness-ws-<pid>-<random>, so
+// that one left by a harness that was killed can be told apart.
+const mountPrefix = "harness-ws-"
+
+// removeStaleMounts unmounts and removes the mount points of harness
+// processes that no longer exist (killed while a script ran).
+func removeStaleMounts() {
+	for _, base := range []string{os.TempDir(), "/tmp", "/var/tmp"} {
+		entries, _ := os.ReadDir(base)
+		for _, e := range entries {
+			rest, ok := strings.CutPrefix(e.Name(), mountPrefix)
+			if !ok || !e.IsDir() {
+				continue
+			}
+			pidText, _, _ := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidText)
+			if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+				continue // not ours to judge, or its harness is alive
+			}
+			p := filepath.Join(base, e.Name())
+			unix.Unmount(p, unix.MNT_DETACH)
+			os.Remove(p)
+		}
+	}
 }
 
 func (m *idmappedMount) remove() {
