@@ -184,6 +184,9 @@ type scanner struct {
 	sandboxWS string
 	limits    Limits
 	diags     []Diagnostic
+	// validating keeps checking a skill past a problem that makes a run
+	// skip it, so an author sees every problem at once.
+	validating bool
 }
 
 // candidate is a directory holding SKILL.md, found by discovery.
@@ -400,8 +403,13 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 	}
 	dirName := filepath.Base(c.dir)
 	desc, _ := fm["description"].(string)
+	skipped := false
 	if strings.TrimSpace(desc) == "" {
-		return errd(CodeDescriptionMissing, "the frontmatter has no description: add 'description:' saying what the skill does and when to use it", 0)
+		if !sc.validating {
+			return errd(CodeDescriptionMissing, "the frontmatter has no description: add 'description:' saying what the skill does and when to use it", 0)
+		}
+		diags = append(diags, Diagnostic{Severity: SeverityError, Code: CodeDescriptionMissing, Detail: "the frontmatter has no description: add 'description:' saying what the skill does and when to use it", Path: skillPath})
+		skipped = true
 	}
 	name, isStr := fm["name"].(string)
 	switch {
@@ -433,7 +441,7 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 		fsRoot:           c.root,
 	}
 	s.Resources, s.Diagnostics = sc.listResources(c, s)
-	return s, diags, true
+	return s, diags, !skipped
 }
 
 var errTooLarge = errors.New("file too large")

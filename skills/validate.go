@@ -61,6 +61,7 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 		return nil, err
 	}
 	defer sc.close()
+	sc.validating = true
 	r := sc.roots[0]
 	var cands []candidate
 	if sc.isSkillDir(r.path) {
@@ -88,6 +89,15 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 			loaded = append(loaded, *s)
 			loadedAt = append(loadedAt, len(v.Skills))
 		} else {
+			if s != nil {
+				// Skipped by a run, but checked through: every problem
+				// at once.
+				diags = append(diags, s.Diagnostics...)
+				diags = append(diags, checkLinks(s)...)
+				for _, res := range s.Resources {
+					diags = append(diags, res.Diagnostics...)
+				}
+			}
 			sv.Diagnostics = sortDiagnostics(diags)
 		}
 		v.Skills = append(v.Skills, sv)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v3"
 
@@ -17,17 +18,25 @@ func skillsValidateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "validate",
 		Usage: "check skill directories or roots; exit 1 when any error is found",
-		UsageText: "harness skills validate [--strict] [--json] PATH...\n\n" +
+		UsageText: "harness skills validate [--strict] [--format text|json|github|sarif] PATH...\n\n" +
 			"PATH is a skill directory (holding SKILL.md) or a root of skills.\n" +
 			"Without --strict the lenient rules of `harness run` apply: only what would make a run\n" +
 			"skip the skill is an error. --strict applies the Agent Skills specification's rules.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "apply the Agent Skills specification's rules (allowed keys, name and field lengths, directory name)"},
-			&cli.BoolFlag{Name: "json", Usage: "print the validation results as JSON"},
+			&cli.BoolFlag{Name: "json", Usage: "print the validation results as JSON (short for --format json)"},
+			&cli.StringFlag{Name: "format", Usage: "output `FORMAT`: text, json, github (workflow commands that annotate files in a GitHub Actions run) or sarif (SARIF 2.1.0 for code-scanning tools)", Value: "text"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() == 0 {
 				return usagef("harness skills validate needs at least one PATH (a skill directory or a root)")
+			}
+			format := cmd.String("format")
+			if cmd.Bool("json") {
+				format = "json"
+			}
+			if !slices.Contains([]string{"text", "json", "github", "sarif"}, format) {
+				return usagef(fmt.Sprintf("--format %q: use text, json, github or sarif", format))
 			}
 			results := []*skills.Validation{}
 			failed := false
@@ -48,7 +57,14 @@ func skillsValidateCommand() *cli.Command {
 				}
 			}
 			w := cmd.Root().Writer
-			if cmd.Bool("json") {
+			switch format {
+			case "github":
+				writeGitHub(w, results)
+			case "sarif":
+				if err := writeJSONTo(w, toSARIF(results)); err != nil {
+					return err
+				}
+			case "json":
 				if err := writeJSONTo(w, struct {
 					artifacts.Envelope
 					Valid   bool                 `json:"valid"`
@@ -56,7 +72,7 @@ func skillsValidateCommand() *cli.Command {
 				}{artifacts.NewEnvelope("harness.skill-validation", 1), !failed, results}); err != nil {
 					return err
 				}
-			} else {
+			default:
 				for _, v := range results {
 					printValidation(w, v)
 				}
