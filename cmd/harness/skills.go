@@ -33,6 +33,7 @@ func skillsCommand() *cli.Command {
 			skillsAuditCommand(),
 			skillsInstallCommand(),
 			skillsValidateCommand(),
+			skillsInitCommand(),
 			skillsSnapshotCommand(),
 		},
 	}
