@@ -71,13 +71,16 @@ type Sources struct {
 // Inputs are the effective options that shape a run, as far as they may be
 // written down (never the key). Resume restores a run from them alone.
 type Inputs struct {
-	Workspace    PathPair   `json:"workspace"`
-	Cwd          string     `json:"cwd"`
-	SkillsRoots  []PathPair `json:"skillsRoots"`
-	Skills       []string   `json:"skills"`
-	Model        string     `json:"model"`
-	BaseURL      string     `json:"baseUrl,omitempty"`
-	PromptSource string     `json:"promptSource"`
+	Workspace   PathPair   `json:"workspace"`
+	Cwd         string     `json:"cwd"`
+	SkillsRoots []PathPair `json:"skillsRoots"`
+	// ExternalSkillsRoots lie outside the workspace and come after
+	// SkillsRoots in precedence; Sandbox is /skills/<label>.
+	ExternalSkillsRoots []PathPair `json:"externalSkillsRoots,omitempty"`
+	Skills              []string   `json:"skills"`
+	Model               string     `json:"model"`
+	BaseURL             string     `json:"baseUrl,omitempty"`
+	PromptSource        string     `json:"promptSource"`
 	// Prompt is the operator's task, kept because a run that crashed
 	// before its conversation was journaled is seeded again from it.
 	Prompt        string           `json:"prompt"`

@@ -102,6 +102,7 @@ type PolicySnapshot struct {
 	AllowedTools      []string         `json:"allowedTools"`
 	ScriptAllowlist   []string         `json:"scriptAllowlist"`
 	SkillsRoots       []string         `json:"skillsRoots"`
+	ExternalRoots     []string         `json:"externalSkillsRoots,omitempty"`
 	LoadedSkills      []PolicySkill    `json:"loadedSkills"`
 	TrustDiagnostics  []Finding        `json:"trustDiagnostics"`
 	TrustedSkills     []string         `json:"trustedSkills"`

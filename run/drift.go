@@ -36,7 +36,7 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	if r.registry != nil {
 		// Files whose stat fingerprint is unchanged keep their recorded
 		// digests: only what changed is read again.
-		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: r.res.skillsRoots, Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox, Limits: r.registry.Limits, Previous: r.registry})
+		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox, Limits: r.registry.Limits, Previous: r.registry})
 		if err != nil {
 			rep.Identity = append(rep.Identity, record.DriftItem{Field: "skillsRoots", Recorded: "scannable", Current: err.Error()})
 		} else {

@@ -6,6 +6,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/workspace"
 )
 
@@ -18,23 +19,28 @@ func inputsOf(o Options, res resolved) record.Inputs {
 	for i, root := range res.skillsRoots {
 		roots[i] = record.PathPair{Host: root, Sandbox: sandboxPath(res.workspace, root)}
 	}
+	var external []record.PathPair
+	for i, label := range skills.ExternalLabels(res.externalRoots) {
+		external = append(external, record.PathPair{Host: res.externalRoots[i], Sandbox: skills.ExternalSandboxBase + "/" + label})
+	}
 	return record.Inputs{
-		Workspace:       record.PathPair{Host: res.workspace, Sandbox: workspace.DefaultSandbox},
-		Cwd:             res.cwd,
-		SkillsRoots:     roots,
-		Skills:          nonNil(o.Skills),
-		Model:           o.Model,
-		BaseURL:         artifacts.NewRedactor(o.APIKey).String(redactURL(o.BaseURL)),
-		PromptSource:    o.PromptSource,
-		Prompt:          o.Prompt,
-		PromptDigest:    artifacts.DigestString(o.Prompt),
-		PromptRole:      o.PromptRole,
-		AllowTools:      nonNil(o.AllowTools),
-		AllowScripts:    nonNil(o.AllowSkillScripts),
-		NoCatalog:       o.NoSkillCatalog,
-		CatalogBudget:   o.CatalogBudget,
-		AllowDrift:      o.AllowDrift,
-		SkipEligibility: o.SkipEligibility,
+		Workspace:           record.PathPair{Host: res.workspace, Sandbox: workspace.DefaultSandbox},
+		Cwd:                 res.cwd,
+		SkillsRoots:         roots,
+		ExternalSkillsRoots: external,
+		Skills:              nonNil(o.Skills),
+		Model:               o.Model,
+		BaseURL:             artifacts.NewRedactor(o.APIKey).String(redactURL(o.BaseURL)),
+		PromptSource:        o.PromptSource,
+		Prompt:              o.Prompt,
+		PromptDigest:        artifacts.DigestString(o.Prompt),
+		PromptRole:          o.PromptRole,
+		AllowTools:          nonNil(o.AllowTools),
+		AllowScripts:        nonNil(o.AllowSkillScripts),
+		NoCatalog:           o.NoSkillCatalog,
+		CatalogBudget:       o.CatalogBudget,
+		AllowDrift:          o.AllowDrift,
+		SkipEligibility:     o.SkipEligibility,
 		CFC: record.CFCRecord{Mode: o.CFCMode, FailOnDenial: o.FailOnDenial, AllowUnmediated: o.AllowUnmediated,
 			HonorAllowedTools: o.HonorAllowedTools, TrustSkills: nonNil(o.TrustSkills)},
 		Profiles:          absOrEmpty(o.Profiles),
@@ -65,8 +71,12 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 	for i, p := range in.SkillsRoots {
 		roots[i] = p.Host
 	}
+	var external []string
+	for _, p := range in.ExternalSkillsRoots {
+		external = append(external, p.Host)
+	}
 	o := Options{
-		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, Skills: in.Skills,
+		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Skills: in.Skills,
 		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
 		Model: in.Model, BaseURL: in.BaseURL,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit,

@@ -49,8 +49,9 @@ func TestOptionsRoundTripThroughRunJSON(t *testing.T) {
 	// Paths are recorded resolved (absolute, as resolve leaves them);
 	// the sandbox is one of the known backends.
 	o.Workspace, o.Cwd, o.SkillsRoots = "/ws", "sub", []string{"/ws/skills", "/ws/more"}
+	o.ExternalSkillsRoots = []string{"/shared/skills", "/team/skills"}
 	o.Sandbox, o.Profiles, o.ArtifactsDir = "landlock", "/profiles.yaml", "/runs"
-	res := resolved{workspace: o.Workspace, cwd: o.Cwd, skillsRoots: o.SkillsRoots, runDir: "/runs/r1", runID: "r1"}
+	res := resolved{workspace: o.Workspace, cwd: o.Cwd, skillsRoots: o.SkillsRoots, externalRoots: o.ExternalSkillsRoots, runDir: "/runs/r1", runID: "r1"}
 	for _, p := range o.Attach {
 		res.attachments = append(res.attachments, record.Attachment{Path: p})
 	}

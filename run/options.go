@@ -25,6 +25,9 @@ type Options struct {
 	// invocation directory; each must resolve inside the workspace. Empty
 	// disables skills.
 	SkillsRoots []string
+	// ExternalSkillsRoots are read-only roots outside the workspace, after
+	// SkillsRoots in precedence; the model sees them at /skills/<label>.
+	ExternalSkillsRoots []string
 	// Skills are preloaded in this order (duplicates dropped).
 	Skills []string
 	// Prompt is the operator's task. PromptSource says where it came from

@@ -234,7 +234,7 @@ func (r *runner) writePolicySnapshot() error {
 		Envelope: artifacts.NewEnvelope(record.TypePolicySnapshot, record.Version), Mode: r.opts.CFCMode, ModeSource: sourceOf(r.opts.Sources, "cfc-mode"),
 		Absence:    "a tool the operator did not allow is never offered; a call the policy does not allow is denied and the model told why",
 		PromptRole: r.opts.PromptRole, PromptRoleSource: sourceOf(r.opts.Sources, "prompt-role"), PromptDigest: artifacts.DigestString(r.opts.Prompt),
-		AllowedTools: nonNil(r.opts.AllowTools), ScriptAllowlist: nonNil(r.opts.AllowSkillScripts), SkillsRoots: nonNil(r.res.skillsRoots),
+		AllowedTools: nonNil(r.opts.AllowTools), ScriptAllowlist: nonNil(r.opts.AllowSkillScripts), SkillsRoots: nonNil(r.res.skillsRoots), ExternalRoots: r.res.externalRoots,
 		LoadedSkills: []record.PolicySkill{}, TrustDiagnostics: r.findings, TrustedSkills: nonNil(r.opts.TrustSkills),
 		Sandbox: r.manifest.Inputs.Sandbox, FailOnDenial: r.opts.FailOnDenial, AllowUnmediated: r.opts.AllowUnmediated, HonorAllowedTools: r.opts.HonorAllowedTools,
 	}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,8 +27,10 @@ type resolved struct {
 	workspace   string   // absolute host path
 	cwd         string   // slash path relative to workspace, "." for the root
 	skillsRoots []string // absolute host paths inside workspace
-	runDir      string   // absolute host path of this run's directory
-	runID       string
+	// externalRoots are outside the workspace, after skillsRoots.
+	externalRoots []string
+	runDir        string // absolute host path of this run's directory
+	runID         string
 	// attachments are the --attach files as read at the start (a resume
 	// takes them from the journal, never from the disk again).
 	attachments []record.Attachment
@@ -112,11 +115,53 @@ func resolveCwd(ws, cwd string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
+// allRoots is every skill root in precedence order, as the scan takes them.
+func (res resolved) allRoots() []string {
+	return append(slices.Clip(res.skillsRoots), res.externalRoots...)
+}
+
+// AutoRoot is the --skills-root value that asks for conventional
+// discovery; AutoRootCandidates are what it looks for, in order.
+const AutoRoot = "auto"
+
+// AutoRootCandidates are the workspace directories `--skills-root auto`
+// uses, in precedence order, when they exist.
+var AutoRootCandidates = []string{".agents/skills", ".claude/skills", "skills"}
+
+// ExpandAutoRoots replaces "auto" with the conventional roots the workspace
+// has. Finding none is a usage error: a run that asked for skills and
+// silently got none would pass CI by accident.
+func ExpandAutoRoots(ws string, roots []string) ([]string, error) {
+	var out []string
+	for _, r := range roots {
+		if r != AutoRoot {
+			out = append(out, r)
+			continue
+		}
+		found := 0
+		for _, c := range AutoRootCandidates {
+			p := filepath.Join(ws, filepath.FromSlash(c))
+			if st, err := os.Stat(p); err == nil && st.IsDir() {
+				out = append(out, p)
+				found++
+			}
+		}
+		if found == 0 {
+			return nil, outcome.Usage("skills_root_invalid", "--skills-root auto found none of %s in the workspace %s; create one or name the root", strings.Join(AutoRootCandidates, ", "), ws)
+		}
+	}
+	return out, nil
+}
+
 // resolveSkillsRoots checks each --skills-root: it must exist and resolve
 // inside the workspace, so that every skill has a sandbox path and nothing
 // outside the operator's workspace becomes model context. Duplicates (after
 // resolution) keep their first position.
 func resolveSkillsRoots(ws string, roots []string) ([]string, error) {
+	roots, err := ExpandAutoRoots(ws, roots)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range roots {
@@ -132,7 +177,7 @@ func resolveSkillsRoots(ws string, roots []string) ([]string, error) {
 			return nil, outcome.Usage("skills_root_invalid", "--skills-root %s: %v", r, err)
 		}
 		if !workspace.Within(ws, real) {
-			return nil, outcome.Usage("skills_root_outside_workspace", "--skills-root must stay within the workspace: %s resolves to %s, outside %s", r, real, ws)
+			return nil, outcome.Usage("skills_root_outside_workspace", "--skills-root must stay within the workspace: %s resolves to %s, outside %s (a shared root outside the workspace goes in --external-skills-root)", r, real, ws)
 		}
 		if st, err := os.Stat(real); err != nil || !st.IsDir() {
 			return nil, outcome.Usage("skills_root_invalid", "--skills-root %s is not a directory", r)
@@ -140,6 +185,44 @@ func resolveSkillsRoots(ws string, roots []string) ([]string, error) {
 		if !seen[real] {
 			seen[real] = true
 			out = append(out, real)
+		}
+	}
+	return out, nil
+}
+
+// resolveExternalRoots checks each --external-skills-root: it must exist,
+// be a directory, lie outside the workspace (a root inside it belongs in
+// --skills-root, where the model sees it under /workspace) and not contain
+// the workspace (which would make the whole workspace skill context).
+func resolveExternalRoots(ws string, inside, roots []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range inside {
+		seen[r] = true
+	}
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, outcome.Usage("skills_root_invalid", "--external-skills-root %s does not exist", r)
+			}
+			return nil, outcome.Usage("skills_root_invalid", "--external-skills-root %s: %v", r, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return nil, outcome.Usage("skills_root_invalid", "--external-skills-root %s is not a directory", r)
+		}
+		if workspace.Within(ws, abs) {
+			return nil, outcome.Usage("external_root_inside_workspace", "--external-skills-root %s lies inside the workspace %s; give it with --skills-root", r, ws)
+		}
+		if workspace.Within(abs, ws) {
+			return nil, outcome.Usage("external_root_contains_workspace", "--external-skills-root %s contains the workspace %s; name the directory that holds the skills", r, ws)
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			out = append(out, abs)
 		}
 	}
 	return out, nil

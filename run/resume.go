@@ -116,7 +116,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version
 	r.opts.RequestTimeout, r.opts.MaxRetries, r.opts.RetryMaxWait = ro.RequestTimeout, ro.MaxRetries, ro.RetryMaxWait
 	r.acceptDrift = ro.AllowDrift
-	r.res = resolved{workspace: r.opts.Workspace, cwd: r.opts.Cwd, skillsRoots: r.opts.SkillsRoots, runDir: dir, runID: m.RunID, attachments: st.created.Inputs.Attachments}
+	r.res = resolved{workspace: r.opts.Workspace, cwd: r.opts.Cwd, skillsRoots: r.opts.SkillsRoots, externalRoots: r.opts.ExternalSkillsRoots, runDir: dir, runID: m.RunID, attachments: st.created.Inputs.Attachments}
 	if err := r.loadProfiles(); err != nil {
 		return nil, err
 	}

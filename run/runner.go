@@ -124,7 +124,7 @@ func checkOptions(o *Options) error {
 	if strings.TrimSpace(o.Prompt) == "" {
 		return outcome.Usage("prompt_empty", "the prompt is empty: pass --prompt TEXT or --prompt-file FILE (- reads standard input)")
 	}
-	if len(o.Skills) > 0 && len(o.SkillsRoots) == 0 {
+	if len(o.Skills) > 0 && len(o.SkillsRoots)+len(o.ExternalSkillsRoots) == 0 {
 		return outcome.Usage("skill_requires_root", "--skill requires --skills-root DIR: say where the skills live")
 	}
 	if o.Model == "" {
@@ -142,7 +142,7 @@ func checkOptions(o *Options) error {
 		return outcome.Usage("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")
 	}
 	o.AllowSkillScripts = dedupe(o.AllowSkillScripts)
-	if len(o.AllowSkillScripts) > 0 && len(o.SkillsRoots) == 0 {
+	if len(o.AllowSkillScripts) > 0 && len(o.SkillsRoots)+len(o.ExternalSkillsRoots) == 0 {
 		return outcome.Usage("script_allow_requires_root", "--allow-skill-script requires --skills-root DIR")
 	}
 	for _, e := range o.AllowSkillScripts {
@@ -264,6 +264,10 @@ func (r *runner) resolve() error {
 	if err != nil {
 		return err
 	}
+	external, err := resolveExternalRoots(ws, roots, r.opts.ExternalSkillsRoots)
+	if err != nil {
+		return err
+	}
 	id := r.opts.RunID
 	if id == "" {
 		id = newRunID(r.now())
@@ -272,7 +276,7 @@ func (r *runner) resolve() error {
 	if err != nil {
 		return err
 	}
-	r.res = resolved{workspace: ws, cwd: cwd, skillsRoots: roots, runID: id, attachments: atts}
+	r.res = resolved{workspace: ws, cwd: cwd, skillsRoots: roots, externalRoots: external, runID: id, attachments: atts}
 	return nil
 }
 

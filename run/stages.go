@@ -100,7 +100,7 @@ func (r *runner) started() bool { return r.resumed != nil && r.resumed.started }
 // over the one the stopped run recorded. Either way the content scan marks
 // what enforce-strict will not activate.
 func (r *runner) registryStage(ctx context.Context) error {
-	if len(r.res.skillsRoots) == 0 {
+	if len(r.res.allRoots()) == 0 {
 		return nil
 	}
 	// A resumed run takes the snapshot its journal recorded; one that
@@ -119,7 +119,7 @@ func (r *runner) registryStage(ctx context.Context) error {
 		return nil
 	}
 	reg, err := skills.Scan(ctx, skills.ScanOptions{
-		Roots:            r.res.skillsRoots,
+		Roots:            r.res.allRoots(),
 		Workspace:        r.res.workspace,
 		SandboxWorkspace: workspace.DefaultSandbox,
 		Now:              r.now,
@@ -304,7 +304,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	toolset = append(toolset, tools.SkillTools(&tools.Skills{
 		Registry: r.registry, Catalog: r.catalog, Active: r.acts, Token: r.token, RunID: r.res.runID, Now: r.now,
 		AllowDrift: r.opts.AllowDrift, Untrusted: r.untrusted, RunDir: r.res.runDir, Redact: r.redact,
-		Roots: r.res.skillsRoots, Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
+		Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
 	})...)
 	closers := []func(){func() { ws.Close() }}
 	if slices.Contains(r.opts.AllowTools, tools.DelegateToolName) && len(r.profiles) > 0 && r.opts.depth < r.opts.maxDepth {

@@ -30,6 +30,7 @@ const (
 	CodeNestedSkillIgnored    = "nested-skill-ignored"
 	CodeScanLimitReached      = "scan-limit-reached"
 	CodeSkillOutsideRoot      = "skill-outside-root"
+	CodeSkillReachedTwice     = "skill-reached-twice"
 	CodeResourceOutsideRoot   = "resource-outside-root"
 	CodeResourceNotRegular    = "resource-not-regular"
 	CodeResourceUnreadable    = "resource-unreadable"

@@ -148,7 +148,9 @@ func TestScanDiagnostics(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()
-			root, outside := filepath.Join(base, "skills"), filepath.Join(base, "outside")
+			// outside is outside the workspace too (scanOne's workspace is
+			// base): a link into the workspace is a linked skill.
+			root, outside := filepath.Join(base, "skills"), filepath.Join(t.TempDir(), "outside")
 			os.MkdirAll(root, 0o755)
 			tc.build(t, root, outside)
 			reg := scanOne(t, root, tc.limits)

@@ -80,21 +80,28 @@ type EligibilityContext struct {
 type Root struct {
 	Path        string `json:"path"`
 	SandboxPath string `json:"sandboxPath"`
+	// External roots lie outside the workspace (--external-skills-root);
+	// SandboxPath is then /skills/<label>.
+	External bool `json:"external,omitempty"`
 }
 
 // Skill is one accepted skill directory.
 type Skill struct {
-	Name             string           `json:"name"`
-	Description      string           `json:"description"`
-	Root             string           `json:"root"`
-	SkillPath        string           `json:"skillPath"`
-	SkillDir         string           `json:"skillDir"`
-	SandboxSkillPath string           `json:"sandboxSkillPath"`
-	SandboxSkillDir  string           `json:"sandboxSkillDir"`
-	Digest           artifacts.Digest `json:"digest"`
-	TreeDigest       artifacts.Digest `json:"treeDigest"`
-	Frontmatter      map[string]any   `json:"frontmatter"`
-	BodyOffset       int              `json:"bodyOffset"`
+	Name             string `json:"name"`
+	Description      string `json:"description"`
+	Root             string `json:"root"`
+	SkillPath        string `json:"skillPath"`
+	SkillDir         string `json:"skillDir"`
+	SandboxSkillPath string `json:"sandboxSkillPath"`
+	SandboxSkillDir  string `json:"sandboxSkillDir"`
+	// LinkedFrom is set when the skill was found through a symbolic link:
+	// SkillDir is then the link's canonical target and Root the root it is
+	// read through, while LinkedFrom says where the link sits.
+	LinkedFrom  *SkillLink       `json:"linkedFrom,omitempty"`
+	Digest      artifacts.Digest `json:"digest"`
+	TreeDigest  artifacts.Digest `json:"treeDigest"`
+	Frontmatter map[string]any   `json:"frontmatter"`
+	BodyOffset  int              `json:"bodyOffset"`
 	// ShadowedBy is the SKILL.md path of the skill that won the name: a
 	// root earlier in the precedence order, or an earlier path in the same
 	// root. A shadowed skill is kept for the record and never loaded.
@@ -212,12 +219,19 @@ func treeDigest(rs []Resource) artifacts.Digest {
 // checkout directory has the same digest.
 func registryDigest(limits Limits, skills []Skill) artifacts.Digest {
 	h := artifacts.NewHasher()
-	h.WriteField("harness.skill-registry/1")
+	h.WriteField("harness.skill-registry/2")
 	h.WriteField(fmt.Sprintf("%d/%d/%d/%d", limits.DiscoveryDepth, limits.DiscoveryDirs, limits.ResourceDepth, limits.ResourceFiles))
 	for _, s := range skills {
 		h.WriteField(s.Name)
 		h.WriteField(fmt.Sprint(s.rootIndex))
 		h.WriteField(s.relDir)
+		// A link re-pointed at another copy of the same content is still a
+		// different skill source.
+		target := ""
+		if s.LinkedFrom != nil {
+			target = relTo(s.LinkedFrom.Root, s.SkillDir)
+		}
+		h.WriteField(target)
 		h.WriteField(string(s.Digest))
 		h.WriteField(string(s.TreeDigest))
 		h.WriteField(fmt.Sprint(s.ShadowedBy != ""))
@@ -328,12 +342,16 @@ func DecodeRegistry(data []byte) (*Registry, error) {
 	}
 	for i := range reg.Skills {
 		s := &reg.Skills[i]
-		for j, root := range reg.Roots {
-			if root.Path == s.Root {
+		root, dir := s.Root, s.SkillDir
+		if s.LinkedFrom != nil {
+			root, dir = s.LinkedFrom.Root, s.LinkedFrom.Path
+		}
+		for j, r := range reg.Roots {
+			if r.Path == root {
 				s.rootIndex = j
 			}
 		}
-		if rel, err := filepath.Rel(s.Root, s.SkillDir); err == nil {
+		if rel, err := filepath.Rel(root, dir); err == nil {
 			s.relDir = filepath.ToSlash(rel)
 		}
 	}

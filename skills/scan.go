@@ -27,7 +27,9 @@ const maxSkillFile = 1 << 20
 
 // ScanOptions configure Scan. Zero Limits fields take DefaultLimits.
 type ScanOptions struct {
-	// Roots are absolute host paths in precedence order.
+	// Roots are absolute host paths in precedence order. A root outside
+	// Workspace is external: the model sees it at /skills/<label>/...
+	// (see ExternalLabels) instead of under the workspace.
 	Roots []string
 	// Workspace is the absolute host workspace; sandbox paths are
 	// SandboxWorkspace joined with paths relative to it. Paths outside it
@@ -71,6 +73,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		}
 		cands = append(cands, cs...)
 	}
+	cands = sc.dedupe(cands)
 	// Listing and digesting overlap: each skill's files are queued for the
 	// digest workers as soon as the skill is listed.
 	dg := sc.startDigest(ctx)
@@ -95,7 +98,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		Skills:      []Skill{},
 	}
 	for _, r := range sc.roots {
-		reg.Roots = append(reg.Roots, Root{Path: r.path, SandboxPath: sc.sandbox(r.path)})
+		reg.Roots = append(reg.Roots, Root{Path: r.path, SandboxPath: sc.sandbox(r.path), External: r.external})
 	}
 	env := opts.Environment.withDefaults()
 	reg.Eligibility = EligibilityContext{Path: nonEmpty(filepath.SplitList(env.Path)), OS: env.OS}
@@ -176,10 +179,17 @@ type scanRoot struct {
 	fs    *os.Root
 	dir   *os.File // the root directory, for openat2 beneath it
 	dirfd int
+	// external roots lie outside the workspace; sandboxBase is where the
+	// model sees them (/skills/<label>).
+	external    bool
+	sandboxBase string
 }
 
 type scanner struct {
-	roots     []*scanRoot
+	roots []*scanRoot
+	// linkRoots are opened at the canonical directory of a linked skill
+	// that no declared root holds, keyed by that directory.
+	linkRoots map[string]*scanRoot
 	workspace string
 	sandboxWS string
 	limits    Limits
@@ -191,45 +201,55 @@ type scanner struct {
 
 // candidate is a directory holding SKILL.md, found by discovery.
 type candidate struct {
-	root *scanRoot
-	dir  string // host path as found under the root (not resolved)
-	rel  string // dir relative to the root, slash-separated, "." for the root
+	root *scanRoot // the root its files are read through
+	// index is the precedence of the root it was found in: root's own,
+	// except for a linked skill read through another root.
+	index int
+	dir   string // host path as found under the root (not resolved)
+	rel   string // where it was found, relative to that root, slash-separated
+	link  *SkillLink
 }
 
 func newScanner(roots []string, workspace, sandboxWS string, limits Limits) (*scanner, error) {
 	sc := &scanner{workspace: workspace, sandboxWS: sandboxWS, limits: limits}
-	for i, r := range roots {
-		abs, err := filepath.Abs(r)
-		if err == nil {
-			abs, err = filepath.EvalSymlinks(abs)
-		}
+	for _, r := range roots {
+		sr, err := openScanRoot(r)
 		if err != nil {
 			sc.close()
-			return nil, fmt.Errorf("skills root %s: %w", r, err)
+			return nil, err
 		}
-		fi, err := os.Stat(abs)
-		if err != nil {
-			sc.close()
-			return nil, fmt.Errorf("skills root %s: %w", r, err)
-		}
-		if !fi.IsDir() {
-			sc.close()
-			return nil, fmt.Errorf("skills root %s is not a directory", r)
-		}
-		rfs, err := os.OpenRoot(abs)
-		if err != nil {
-			sc.close()
-			return nil, fmt.Errorf("skills root %s: %w", r, err)
-		}
-		dir, err := os.Open(abs)
-		if err != nil {
-			rfs.Close()
-			sc.close()
-			return nil, fmt.Errorf("skills root %s: %w", r, err)
-		}
-		sc.roots = append(sc.roots, &scanRoot{index: i, path: abs, fs: rfs, dir: dir, dirfd: int(dir.Fd())})
+		sr.index = len(sc.roots)
+		sc.roots = append(sc.roots, sr)
 	}
+	sc.markExternal()
 	return sc, nil
+}
+
+func openScanRoot(r string) (*scanRoot, error) {
+	abs, err := filepath.Abs(r)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("skills root %s: %w", r, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("skills root %s: %w", r, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("skills root %s is not a directory", r)
+	}
+	rfs, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("skills root %s: %w", r, err)
+	}
+	dir, err := os.Open(abs)
+	if err != nil {
+		rfs.Close()
+		return nil, fmt.Errorf("skills root %s: %w", r, err)
+	}
+	return &scanRoot{path: abs, fs: rfs, dir: dir, dirfd: int(dir.Fd())}, nil
 }
 
 func (sc *scanner) close() {
@@ -237,11 +257,21 @@ func (sc *scanner) close() {
 		r.fs.Close()
 		r.dir.Close()
 	}
+	for _, r := range sc.linkRoots {
+		r.fs.Close()
+		r.dir.Close()
+	}
 }
 
 // sandbox maps a host path to the path the model sees, or "" when the
-// path is not inside the workspace.
+// path is neither inside the workspace nor inside an external root.
 func (sc *scanner) sandbox(host string) string {
+	for _, r := range sc.roots {
+		if r.external && within(r.path, host) {
+			rel, _ := filepath.Rel(r.path, host)
+			return path.Join(r.sandboxBase, filepath.ToSlash(rel))
+		}
+	}
 	if sc.workspace == "" || sc.sandboxWS == "" {
 		return ""
 	}
@@ -284,14 +314,14 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		it := queue[0]
 		queue = queue[1:]
 		if sc.isSkillDir(it.dir) {
-			out = append(out, candidate{root: r, dir: it.dir, rel: it.rel})
+			out = append(out, candidate{root: r, index: r.index, dir: it.dir, rel: it.rel})
 			continue
 		}
 		if listed == sc.limits.DiscoveryDirs {
 			sc.diag(SeverityWarning, CodeScanLimitReached, it.dir, "discovery directory limit (%d) reached; %d directories are not searched (raise --max-dirs)", sc.limits.DiscoveryDirs, len(queue)+1)
 			for _, rest := range queue {
 				if sc.isSkillDir(rest.dir) {
-					out = append(out, candidate{root: r, dir: rest.dir, rel: rest.rel})
+					out = append(out, candidate{root: r, index: r.index, dir: rest.dir, rel: rest.rel})
 				}
 			}
 			return out, nil
@@ -308,6 +338,16 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 				continue
 			}
 			p := filepath.Join(it.dir, name)
+			rel := name
+			if it.rel != "." {
+				rel = it.rel + "/" + name
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				if c, ok := sc.linkedSkill(r, p, rel); ok {
+					out = append(out, c)
+					continue
+				}
+			}
 			isDir, d := followDir(r, visited, p, e, CodeSkillOutsideRoot)
 			if d != nil {
 				sc.diags = append(sc.diags, *d)
@@ -321,10 +361,6 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 					limited = true
 				}
 				continue
-			}
-			rel := name
-			if it.rel != "." {
-				rel = it.rel + "/" + name
 			}
 			queue = append(queue, item{dir: p, rel: rel, depth: it.depth + 1})
 		}
@@ -356,7 +392,11 @@ func followDir(r *scanRoot, visited map[string]bool, p string, e fs.DirEntry, ou
 		return false, diag(SeverityWarning, outsideCode, "symbolic link does not resolve: %v", err)
 	}
 	if !within(r.path, real) {
-		return false, diag(SeverityWarning, outsideCode, "symbolic link resolves to %s, outside the skills root %s; it is ignored", real, r.path)
+		hint := ""
+		if outsideCode == CodeSkillOutsideRoot {
+			hint = " (to use a skill kept there, declare its root: --skills-root inside the workspace, --external-skills-root outside it)"
+		}
+		return false, diag(SeverityWarning, outsideCode, "symbolic link resolves to %s, outside the skills root %s; it is ignored%s", real, r.path, hint)
 	}
 	fi, err := os.Stat(real)
 	if err != nil || !fi.IsDir() {
@@ -429,12 +469,13 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 		Root:             c.root.path,
 		SkillPath:        skillPath,
 		SkillDir:         c.dir,
+		LinkedFrom:       c.link,
 		SandboxSkillPath: sc.sandbox(skillPath),
 		SandboxSkillDir:  sc.sandbox(c.dir),
 		Digest:           artifacts.DigestBytes(data),
 		Frontmatter:      fm,
 		BodyOffset:       bodyOffset,
-		rootIndex:        c.root.index,
+		rootIndex:        c.index,
 		relDir:           c.rel,
 		body:             body,
 		bodyLine:         1 + strings.Count(string(data[:bodyOffset]), "\n"),

@@ -54,6 +54,12 @@ func SkillContextBlock(token string, s *skills.Skill, content []byte, source str
 		fmt.Fprintf(&b, "Supporting files (%d; read one with read_skill_resource, by its path relative to the skill directory):\n", len(s.Resources))
 		for i, r := range s.Resources {
 			if i == maxListedResources {
+				if strings.HasPrefix(s.SandboxSkillDir, skills.ExternalSandboxBase+"/") {
+					// An external root is outside the workspace the file
+					// tools see; only read_skill_resource reaches it.
+					fmt.Fprintf(&b, "- ... and %d more (not listed; read_skill_resource names the missing path)\n", len(s.Resources)-i)
+					break
+				}
 				fmt.Fprintf(&b, "- ... and %d more (list_files %s)\n", len(s.Resources)-i, s.SandboxSkillDir)
 				break
 			}

@@ -12,7 +12,7 @@ import (
 
 // frozenFlags would change what the run is; a resume continues the run
 // with its recorded inputs, so they are refused with a reason.
-var frozenFlags = []string{"skill", "skills-root", "cwd", "prompt", "prompt-file", "allow-tool", "allow-skill-script", "sandbox", "run-id", "artifacts-dir", "config"}
+var frozenFlags = []string{"skill", "skills-root", "external-skills-root", "cwd", "prompt", "prompt-file", "allow-tool", "allow-skill-script", "sandbox", "run-id", "artifacts-dir", "config"}
 
 func resumeCommand() *cli.Command {
 	flags := []cli.Flag{

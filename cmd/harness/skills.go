@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/run"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/workspace"
 )
@@ -42,7 +43,8 @@ func skillsCommand() *cli.Command {
 // scanFlags are shared by the subcommands that scan roots.
 func scanFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "skills-root", Usage: "skill root `DIR` (repeatable, precedence in the order given)", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
+		&cli.StringSliceFlag{Name: "skills-root", Usage: "skill root `DIR` (repeatable, precedence in the order given; \"auto\": whichever of .agents/skills, .claude/skills, skills the workspace has)", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
+		&cli.StringSliceFlag{Name: "external-skills-root", Usage: "skill root `DIR` outside the workspace, after every --skills-root (shown as /skills/<label>)", Sources: cli.EnvVars("HARNESS_EXTERNAL_SKILLS_ROOT")},
 		&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR`, for the sandbox paths (/workspace/...) a run would show", Value: ".", Sources: cli.EnvVars("HARNESS_WORKSPACE")},
 		&cli.IntFlag{Name: "max-depth", Usage: "discovery depth below each root", Value: skills.DefaultLimits().DiscoveryDepth},
 		&cli.IntFlag{Name: "max-dirs", Usage: "directories visited per root during discovery", Value: skills.DefaultLimits().DiscoveryDirs},
@@ -67,17 +69,27 @@ func limitsFrom(cmd *cli.Command) (skills.Limits, error) {
 // scanRoots resolves the roots the way `harness run` does (absolute,
 // symlinks evaluated) and scans them.
 func scanRoots(ctx context.Context, cmd *cli.Command) (*skills.Registry, error) {
-	roots := cmd.StringSlice("skills-root")
-	if len(roots) == 0 {
+	roots, external := cmd.StringSlice("skills-root"), cmd.StringSlice("external-skills-root")
+	if len(roots)+len(external) == 0 {
 		return nil, usagef("no skill root: pass --skills-root DIR (repeatable) or set HARNESS_SKILLS_ROOT")
 	}
 	ws, err := realDir(cmd.String("workspace"), "--workspace")
 	if err != nil {
 		return nil, err
 	}
+	if roots, err = run.ExpandAutoRoots(ws, roots); err != nil {
+		return nil, err
+	}
 	var resolved []string
 	for _, r := range roots {
 		abs, err := realDir(r, "--skills-root")
+		if err != nil {
+			return nil, err
+		}
+		resolved = append(resolved, abs)
+	}
+	for _, r := range external {
+		abs, err := realDir(r, "--external-skills-root")
 		if err != nil {
 			return nil, err
 		}

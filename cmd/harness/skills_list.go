@@ -20,10 +20,13 @@ type skillList struct {
 }
 
 type skillListEntry struct {
-	Name        string           `json:"name"`
-	Description string           `json:"description"`
-	Root        string           `json:"root"`
-	SkillPath   string           `json:"skillPath"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Root        string `json:"root"`
+	SkillPath   string `json:"skillPath"`
+	// LinkedFrom is the symbolic link in Root through which the skill was
+	// found; SkillPath is then its canonical target.
+	LinkedFrom  string           `json:"linkedFrom,omitempty"`
 	Digest      artifacts.Digest `json:"digest"`
 	ShadowedBy  string           `json:"shadowedBy,omitempty"`
 	Eligible    bool             `json:"eligible"`
@@ -55,10 +58,14 @@ func skillsListCommand() *cli.Command {
 				if cmd.Bool("eligible") && !s.IsEligible() || cmd.Bool("ineligible") && s.IsEligible() {
 					continue
 				}
-				out.Skills = append(out.Skills, skillListEntry{
+				e := skillListEntry{
 					Name: s.Name, Description: s.Description, Root: s.Root, SkillPath: s.SkillPath,
 					Digest: s.Digest, ShadowedBy: s.ShadowedBy, Eligible: s.IsEligible(), Resources: len(s.Resources), Diagnostics: len(s.Diagnostics),
-				})
+				}
+				if s.LinkedFrom != nil {
+					e.Root, e.LinkedFrom = s.LinkedFrom.Root, s.LinkedFrom.Path
+				}
+				out.Skills = append(out.Skills, e)
 			}
 			w := cmd.Root().Writer
 			if cmd.Bool("json") {
@@ -77,6 +84,13 @@ func skillsListCommand() *cli.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, shorten(s.Description, 60), s.Root, s.Diagnostics)
 			}
 			tw.Flush()
+			// A skill that was not found at all shows up only here: say why,
+			// or an empty list looks like an empty root.
+			for _, d := range reg.Diagnostics {
+				if d.Severity != skills.SeverityInfo {
+					fmt.Fprintln(cmd.Root().ErrWriter, formatDiagnostic(d))
+				}
+			}
 			fmt.Fprintf(cmd.Root().ErrWriter, "%d skills, %d registry diagnostics\n", len(out.Skills), len(reg.Diagnostics))
 			return nil
 		},
