@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/token"
@@ -47,7 +48,30 @@ func splitFrontmatter(data []byte) (fm []byte, yamlLine int, body []byte, bodyOf
 		}
 		pos = after
 	}
-	return nil, 0, nil, 0, &frontmatterError{Code: CodeFrontmatterUnclosed, Msg: "the frontmatter opened on line 1 is never closed: add a line '---' after the YAML", Line: 1}
+	msg := "the frontmatter opened on line 1 is never closed: add a line '---' after the YAML"
+	if n := gluedFence(data[fmStart:], 2); n > 0 {
+		return nil, 0, nil, 0, &frontmatterError{Code: CodeFrontmatterUnclosed, Msg: fmt.Sprintf("the frontmatter opened on line 1 is never closed: line %d starts with '---' followed by text; put the closing '---' on a line of its own", n), Line: n}
+	}
+	return nil, 0, nil, 0, &frontmatterError{Code: CodeFrontmatterUnclosed, Msg: msg, Line: 1}
+}
+
+// gluedFence is the 1-based line (counting from firstLine) of the first
+// line in fm that starts with '---' and goes on: a closing fence with the
+// body's first line glued to it, a common slip that some parsers accept
+// by splitting on the bare string (and so also cut any value holding
+// '---'). 0 when there is none.
+func gluedFence(fm []byte, firstLine int) int {
+	pos := 0
+	for n := firstLine; ; n++ {
+		l, after, ok := line(fm, pos)
+		if !ok {
+			return 0
+		}
+		if bytes.HasPrefix(l, []byte("---")) && len(bytes.TrimSpace(l)) > 3 {
+			return n
+		}
+		pos = after
+	}
 }
 
 // line returns the line starting at pos without its line end (LF or CRLF)
@@ -75,6 +99,9 @@ type yamlError interface {
 // parseFrontmatter decodes the YAML into JSON-compatible values. Duplicate
 // keys are an error (goccy/go-yaml rejects them by default).
 func parseFrontmatter(fm []byte, yamlLine int) (map[string]any, error) {
+	if err := printable(fm, yamlLine); err != nil {
+		return nil, err
+	}
 	var v any
 	if err := yaml.UnmarshalWithOptions(fm, &v); err != nil {
 		msg, ln := err.Error(), 0
@@ -84,6 +111,9 @@ func parseFrontmatter(fm []byte, yamlLine int) (map[string]any, error) {
 			if t := ye.GetToken(); t != nil && t.Position != nil {
 				ln = yamlLine + t.Position.Line - 1
 			}
+		}
+		if g := gluedFence(fm, yamlLine); g > 0 && (ln == 0 || g < ln) {
+			msg += fmt.Sprintf(" (line %d starts with '---' followed by text: if it was meant to close the frontmatter, put '---' on a line of its own)", g)
 		}
 		return nil, &frontmatterError{Code: CodeFrontmatterInvalid, Msg: "invalid YAML in frontmatter: " + msg, Line: ln}
 	}
@@ -95,6 +125,26 @@ func parseFrontmatter(fm []byte, yamlLine int) (map[string]any, error) {
 		return nil, &frontmatterError{Code: CodeFrontmatterNotMapping, Msg: fmt.Sprintf("the frontmatter must be a YAML mapping of keys to values, not a %s", kindOf(v)), Line: yamlLine}
 	}
 	return m, nil
+}
+
+// printable refuses what YAML 1.2 does not allow in a stream (C0 and C1
+// controls other than tab and line ends, DEL): go-yaml lets them through,
+// and a control character hidden in a name or description reaches the
+// model's catalog unseen by a reviewer.
+func printable(fm []byte, yamlLine int) error {
+	ln, col := yamlLine, 1
+	for _, r := range string(fm) {
+		switch {
+		case r == '\n':
+			ln, col = ln+1, 1
+			continue
+		case r == '\t' || r == '\r' || r == 0x85 || r == utf8.RuneError:
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f:
+			return &frontmatterError{Code: CodeFrontmatterInvalid, Msg: fmt.Sprintf("invalid YAML in frontmatter: non-printable character U+%04X at line %d, column %d; YAML does not allow it: remove it", r, ln, col), Line: ln}
+		}
+		col++
+	}
+	return nil
 }
 
 // jsonValue converts decoded YAML into values encoding/json can write:

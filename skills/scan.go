@@ -422,7 +422,11 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 	if err != nil {
 		switch {
 		case escapes(err):
-			return errd(CodeSkillOutsideRoot, fmt.Sprintf("SKILL.md resolves outside the skills root %s; the skill is ignored", c.root.path), 0)
+			target := "a path"
+			if real, err := filepath.EvalSymlinks(skillPath); err == nil {
+				target = real
+			}
+			return errd(CodeSkillOutsideRoot, fmt.Sprintf("SKILL.md resolves to %s, outside the skills root %s; the skill is ignored (validate or declare a root that holds both the link and its target, or replace the link with the file)", target, c.root.path), 0)
 		case errors.Is(err, errTooLarge):
 			return errd(CodeSkillFileTooLarge, fmt.Sprintf("SKILL.md is larger than %d bytes; move detail into references/", maxSkillFile), 0)
 		}
