@@ -52,6 +52,9 @@ func printSkill(w io.Writer, s *skills.Skill) {
 	fmt.Fprintf(tw, "name:\t%s\n", s.Name)
 	fmt.Fprintf(tw, "description:\t%s\n", s.Description)
 	fmt.Fprintf(tw, "SKILL.md:\t%s\n", s.SkillPath)
+	if s.LinkedFrom != nil {
+		fmt.Fprintf(tw, "linked from:\t%s\n", s.LinkedFrom.Path)
+	}
 	if s.SandboxSkillPath != "" {
 		fmt.Fprintf(tw, "sandbox path:\t%s\n", s.SandboxSkillPath)
 	}
