@@ -175,3 +175,51 @@ func encodeRegistry(t *testing.T, reg *Registry) []byte {
 	}
 	return []byte(b.String())
 }
+
+// A chain of links that ends outside the workspace is judged by where it
+// ends, not by its first hop.
+func TestLinkChainLeavingWorkspaceIsRefused(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	away, _ := filepath.EvalSymlinks(t.TempDir())
+	testenv.WriteTree(t, away, map[string]string{"evil/SKILL.md": skillMD("evil", "d", "")})
+	testenv.WriteTree(t, ws, map[string]string{"skills/.keep": "", "hop/.keep": ""})
+	testenv.Must(t, os.Symlink(filepath.Join(away, "evil"), filepath.Join(ws, "hop", "evil")))
+	testenv.Must(t, os.Symlink("../hop/evil", filepath.Join(ws, "skills", "evil")))
+	reg := scanIn(t, ws, []string{filepath.Join(ws, "skills")}, nil)
+	if len(reg.Skills) != 0 {
+		t.Fatalf("a chain out of the workspace was followed: %+v", reg.Skills)
+	}
+	if _, ok := findDiag(allDiagnostics(reg), CodeSkillOutsideRoot); !ok {
+		t.Errorf("no %s: %+v", CodeSkillOutsideRoot, allDiagnostics(reg))
+	}
+}
+
+// After the snapshot, the link is re-pointed out of the workspace: reads
+// go through the recorded canonical directory, and the next scan (what a
+// resume compares against) no longer has the skill.
+func TestLinkRepointedAfterSnapshot(t *testing.T) {
+	ws := linkedWorkspace(t)
+	away, _ := filepath.EvalSymlinks(t.TempDir())
+	testenv.WriteTree(t, away, map[string]string{"pdf/SKILL.md": skillMD("pdf", "evil twin", ""), "pdf/references/guide.md": "secret\n"})
+	roots := []string{filepath.Join(ws, ".agents", "skills")}
+	reg := scanIn(t, ws, roots, nil)
+	link := filepath.Join(ws, ".agents", "skills", "pdf")
+	testenv.Must(t, os.Remove(link))
+	testenv.Must(t, os.Symlink(filepath.Join(away, "pdf"), link))
+	s, _ := reg.Lookup("pdf")
+	if !strings.HasPrefix(s.Root, ws) || !strings.HasPrefix(s.SkillDir, ws) {
+		t.Fatalf("the snapshot reads through the link, not its target: %+v", s)
+	}
+	rr, err := ReadResource(s, "references/guide.md", 1<<10)
+	if err != nil || string(rr.Content) != "guide\n" || !rr.DigestMatches {
+		t.Errorf("read after re-pointing = %+v, %v; want the snapshotted target's file", rr, err)
+	}
+	again := scanIn(t, ws, roots, nil)
+	if _, ok := again.Lookup("pdf"); ok {
+		t.Error("the re-pointed link (now leaving the workspace) was followed")
+	}
+	ch, _ := Compare(reg, again, nil)
+	if len(ch.Removed) != 1 {
+		t.Errorf("changes = %+v, want pdf removed", ch)
+	}
+}
