@@ -77,10 +77,13 @@ type Inputs struct {
 	// ExternalSkillsRoots lie outside the workspace and come after
 	// SkillsRoots in precedence; Sandbox is /skills/<label>.
 	ExternalSkillsRoots []PathPair `json:"externalSkillsRoots,omitempty"`
-	Skills              []string   `json:"skills"`
-	Model               string     `json:"model"`
-	BaseURL             string     `json:"baseUrl,omitempty"`
-	PromptSource        string     `json:"promptSource"`
+	// Protect are further paths the tools never touch (a pipeline's
+	// records).
+	Protect      []string `json:"protect,omitempty"`
+	Skills       []string `json:"skills"`
+	Model        string   `json:"model"`
+	BaseURL      string   `json:"baseUrl,omitempty"`
+	PromptSource string   `json:"promptSource"`
 	// Prompt is the operator's task, kept because a run that crashed
 	// before its conversation was journaled is seeded again from it.
 	Prompt        string           `json:"prompt"`

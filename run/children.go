@@ -100,7 +100,7 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) Op
 	r := c.parent
 	po := r.opts
 	o := Options{
-		Workspace: r.res.workspace, Cwd: r.res.cwd, SkillsRoots: r.res.skillsRoots, ExternalSkillsRoots: r.res.externalRoots,
+		Workspace: r.res.workspace, Cwd: r.res.cwd, SkillsRoots: r.res.skillsRoots, ExternalSkillsRoots: r.res.externalRoots, Protect: po.Protect,
 		Skills: p.Skills, Prompt: task, PromptSource: "subagent:" + p.Name,
 		Model: po.Model, BaseURL: po.BaseURL, APIKey: po.APIKey,
 		AllowTools: p.AllowedTools, AllowSkillScripts: p.AllowSkillScripts, Sandbox: po.Sandbox,

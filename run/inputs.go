@@ -28,6 +28,7 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		Cwd:                 res.cwd,
 		SkillsRoots:         roots,
 		ExternalSkillsRoots: external,
+		Protect:             o.Protect,
 		Skills:              nonNil(o.Skills),
 		Model:               o.Model,
 		BaseURL:             artifacts.NewRedactor(o.APIKey).String(redactURL(o.BaseURL)),
@@ -76,7 +77,7 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 		external = append(external, p.Host)
 	}
 	o := Options{
-		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Skills: in.Skills,
+		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Protect: in.Protect, Skills: in.Skills,
 		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
 		Model: in.Model, BaseURL: in.BaseURL,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit,

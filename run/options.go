@@ -7,6 +7,16 @@ import (
 	"github.com/harness-dev/harness/loop"
 )
 
+// Defaults of the options a caller other than the CLI (a pipeline phase)
+// must fill in itself; the CLI's flag defaults are the same values.
+const (
+	DefaultMaxTurns          = 50
+	DefaultCatalogBudget     = 8000
+	DefaultSchemaRetries     = 2
+	DefaultMaxRetries        = 3
+	DefaultScriptMemoryLimit = 1 << 30
+)
+
 // Options is everything one `harness run` needs. The zero value of each
 // field is documented; cmd/harness fills it from flags, environment and the
 // config file and records where each value came from in Sources.
@@ -28,6 +38,10 @@ type Options struct {
 	// ExternalSkillsRoots are read-only roots outside the workspace, after
 	// SkillsRoots in precedence; the model sees them at /skills/<label>.
 	ExternalSkillsRoots []string
+	// Protect are further host paths the tools never touch, besides the
+	// run directories and a cassette being recorded: a pipeline's own
+	// records, for example.
+	Protect []string
 	// Skills are preloaded in this order (duplicates dropped).
 	Skills []string
 	// Prompt is the operator's task. PromptSource says where it came from

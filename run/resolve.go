@@ -241,11 +241,18 @@ var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // newRunID returns a time-sortable unique id: UTC time to the second, then
 // random bits so that runs started in the same second do not collide.
+// NewRunID is a new time-sortable id, for a run or for anything that
+// holds runs (a pipeline).
+func NewRunID(now time.Time) string { return newRunID(now) }
+
 func newRunID(now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
+
+// CheckRunID refuses an id that cannot name a directory safely.
+func CheckRunID(id string) error { return checkRunID(id) }
 
 func checkRunID(id string) error {
 	if !runIDPattern.MatchString(id) || strings.Contains(id, "..") {

@@ -295,7 +295,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	// A resumed run directory may have moved since (a CI artifact): its
 	// actual parent is protected as well as the recorded one.
 	ws, err := workspace.Open(r.res.workspace, workspace.DefaultSandbox, r.res.cwd,
-		[]string{r.manifest.Inputs.ArtifactsDir, filepath.Dir(r.res.runDir), absOrEmpty(r.opts.Record)})
+		append([]string{r.manifest.Inputs.ArtifactsDir, filepath.Dir(r.res.runDir), absOrEmpty(r.opts.Record)}, r.opts.Protect...))
 	if err != nil {
 		return nil, nil, err
 	}
