@@ -40,6 +40,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			runsCommand(),
 			showCommand(),
 			skillsCommand(),
+			pipelineCommand(),
 		},
 	}
 	strictUsage(app)

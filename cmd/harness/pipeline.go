@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/pipeline"
+	"github.com/harness-dev/harness/record"
+)
+
+func pipelineCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "pipeline",
+		Usage: "run phases (spec, build, critic, ...) that each are one harness run, in dependency order",
+		Description: "A pipeline file (YAML; schema: pipeline/pipeline.schema.json) declares defaults shared by\n" +
+			"every phase and the phases: name, prompt or prompt-file, needs, skills, allow-tools,\n" +
+			"allow-skill-scripts, output-schema, attach, model and limits. A prompt is a Go template\n" +
+			"over .vars and the phases it needs: {{ .phases.spec.answer }},\n" +
+			"{{ .phases.spec.structuredOutput.field }}, {{ .phases.spec.answerFile }} (for attach).\n" +
+			"A phase gets only the skills, tools and scripts it names.",
+		Commands: []*cli.Command{pipelineRunCommand(), pipelineResumeCommand(), pipelineCheckCommand()},
+	}
+}
+
+func pipelineOutputFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "stream the pipeline journal's events (phase started, finished, skipped, reused) as JSONL on stdout"},
+		&cli.BoolFlag{Name: "quiet", Usage: "no progress on stderr"},
+	}
+}
+
+func pipelineRunCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a pipeline file from the start",
+		UsageText: "harness pipeline run FILE [--var NAME=VALUE]... [--jobs N] [--replay DIR | --record DIR]",
+		Description: "Creates a pipeline directory (default .harness/pipelines/<id>) holding pipeline.json,\n" +
+			"pipeline-journal.jsonl, pipeline-result.json, answers/<phase>.md and phases/<phase>/,\n" +
+			"each phase's run directory (with its result.json). Exit code: 0 when every phase\n" +
+			"succeeded, otherwise the code of the first phase in dependency order that did not;\n" +
+			"phases whose needs did not succeed are skipped. The API key is read from\n" +
+			"$HARNESS_API_KEY, then $OPENAI_API_KEY.",
+		Flags: append([]cli.Flag{
+			&cli.StringSliceFlag{Name: "var", Usage: "set `NAME=VALUE` for {{ .vars.NAME }} (repeatable; over the file's vars)"},
+			&cli.IntFlag{Name: "jobs", Usage: "independent phases run at once (`N`)", Value: 1},
+			&cli.StringFlag{Name: "id", Usage: "pipeline `ID` (default: a new time-sortable id)"},
+			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` that holds pipeline directories", Value: pipeline.DefaultArtifactsDir},
+			&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` of every phase, over the file's defaults.workspace"},
+			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL`, over the file's defaults", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
+			&cli.StringFlag{Name: "record", Usage: "record each phase's model exchanges into `DIR`/<phase>.jsonl"},
+			&cli.StringFlag{Name: "replay", Usage: "replay each phase from `DIR`/<phase>.jsonl: no network, no key"},
+		}, pipelineOutputFlags()...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness pipeline run needs exactly one pipeline FILE")
+			}
+			vars := map[string]string{}
+			for _, kv := range cmd.StringSlice("var") {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usagef(fmt.Sprintf("--var %q: give NAME=VALUE", kv))
+				}
+				vars[k] = v
+			}
+			if cmd.Int("jobs") < 1 {
+				return usagef("--jobs must be at least 1")
+			}
+			if cmd.String("record") != "" && cmd.String("replay") != "" {
+				return usagef("--record and --replay cannot be used together")
+			}
+			for _, d := range []string{cmd.String("record"), cmd.String("replay")} {
+				if d == "" {
+					continue
+				}
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return usagef(fmt.Sprintf("cassette directory %s: %v", d, err))
+				}
+			}
+			out := newPipelineOutput(cmd)
+			res, err := pipeline.Run(ctx, pipeline.Options{
+				File: cmd.Args().First(), Vars: vars, Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"),
+				ArtifactsDir: cmd.String("artifacts-dir"), Workspace: cmd.String("workspace"), BaseURL: cmd.String("base-url"),
+				Record: cmd.String("record"), Replay: cmd.String("replay"),
+				Common: out.common(),
+			})
+			out.report(res)
+			return err
+		},
+	}
+}
+
+func pipelineResumeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "resume",
+		Usage:     "continue a stopped pipeline: succeeded phases are reused, the stopped one resumes, the rest run",
+		UsageText: "harness pipeline resume DIR [--allow-drift]",
+		Description: "A phase that succeeded is not run again once its result.json matches the digest the\n" +
+			"pipeline journal recorded. A phase whose run stopped resumably (a limit, a provider error,\n" +
+			"an interrupt, a crash) resumes from its own journal, with the run's drift checks; one that\n" +
+			"failed for good runs again (the old directory kept as phases/<name>.attempt-N). A pipeline\n" +
+			"file changed since the start is drift: refused (exit 5) unless --allow-drift.",
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "allow-drift", Usage: "continue although the pipeline file changed (recorded); the remaining phases use the new file"},
+			&cli.StringFlag{Name: "base-url", Usage: "move the remaining phases to this OpenAI-compatible `URL` (transport; the key goes only there or to the recorded URL)", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
+			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the phases that resume: `N` in all, or +N more than they used (default: as recorded)"},
+		}, pipelineOutputFlags()...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness pipeline resume needs exactly one pipeline DIR")
+			}
+			out := newPipelineOutput(cmd)
+			res, err := pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: cmd.Args().First(), AllowDrift: cmd.Bool("allow-drift"), MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"), Common: out.common()})
+			out.report(res)
+			return err
+		},
+	}
+}
+
+func pipelineCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "validate a pipeline file (schema, names, needs, cycles, templates) without running it",
+		UsageText: "harness pipeline check FILE",
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness pipeline check needs exactly one pipeline FILE")
+			}
+			f, err := pipeline.Load(cmd.Args().First(), nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.Root().Writer, "%s: %d phases, in order: %s\n", cmd.Args().First(), len(f.Phases), strings.Join(f.Order(), ", "))
+			return nil
+		},
+	}
+}
+
+// pipelineOutput renders a pipeline for people (progress on stderr, a
+// table at the end) or for machines (--json: the journal's events).
+type pipelineOutput struct {
+	stdout, stderr io.Writer
+	json, quiet    bool
+	mu             sync.Mutex
+}
+
+func newPipelineOutput(cmd *cli.Command) *pipelineOutput {
+	return &pipelineOutput{stdout: cmd.Root().Writer, stderr: cmd.Root().ErrWriter, json: cmd.Bool("json"), quiet: cmd.Bool("quiet")}
+}
+
+func (o *pipelineOutput) common() pipeline.Common {
+	c := pipeline.Common{APIKey: apiKey(), RunKey: runKey(), Version: version}
+	if !o.quiet {
+		c.Stderr = o.stderr
+	}
+	if o.json {
+		c.OnEvent = func(line []byte) {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.stdout.Write(line)
+			if len(line) == 0 || line[len(line)-1] != '\n' {
+				o.stdout.Write([]byte("\n"))
+			}
+		}
+	}
+	return c
+}
+
+func (o *pipelineOutput) report(res *record.PipelineResult) {
+	if res == nil || o.json {
+		return
+	}
+	tw := tabwriter.NewWriter(o.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PHASE\tSTATUS\tEXIT\tTOKENS\tRUN DIRECTORY")
+	for _, p := range res.Phases {
+		status := p.Status
+		if p.Reused {
+			status += " (reused)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", p.Name, status, p.ExitCode, p.Usage.TotalTokens, p.RunDir)
+	}
+	tw.Flush()
+	if !o.quiet {
+		fmt.Fprintf(o.stderr, "harness: pipeline %s %s (exit %d)\nharness: pipeline directory: %s\n", res.PipelineID, res.Status, res.ExitCode, res.Dir)
+		if res.ResumeCommand != "" {
+			fmt.Fprintf(o.stderr, "harness: resume with: %s\n", res.ResumeCommand)
+		}
+	}
+}
+
+// apiKey is the key every model call uses: $HARNESS_API_KEY, then
+// $OPENAI_API_KEY.
+func apiKey() string {
+	if k := os.Getenv("HARNESS_API_KEY"); k != "" {
+		return k
+	}
+	return os.Getenv("OPENAI_API_KEY")
+}

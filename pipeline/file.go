@@ -1,0 +1,348 @@
+// Package pipeline runs a phase pipeline: phases that are each one
+// `harness run`, in dependency order, each reading what the phases it
+// needs produced, with one record of the whole and a resume that does not
+// repeat what succeeded.
+package pipeline
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+)
+
+// Schema is the JSON Schema of a pipeline file, published beside this
+// package (pipeline.schema.json) for editors and CI linters.
+//
+//go:embed pipeline.schema.json
+var Schema []byte
+
+// maxFile bounds a pipeline file: it is configuration, not data.
+const maxFile = 1 << 20
+
+// File is a parsed, checked pipeline file.
+type File struct {
+	Path     string           // absolute
+	Dir      string           // what relative paths in it are relative to
+	Digest   artifacts.Digest // of its bytes
+	Defaults Defaults
+	Vars     map[string]string
+	Phases   []Phase // in file order
+}
+
+// Defaults are what every phase shares.
+type Defaults struct {
+	Model              string   `json:"model,omitempty"`
+	BaseURL            string   `json:"base-url,omitempty"`
+	Workspace          string   `json:"workspace,omitempty"`
+	SkillsRoot         []string `json:"skills-root,omitempty"`
+	ExternalSkillsRoot []string `json:"external-skills-root,omitempty"`
+	MaxTurns           *int     `json:"max-turns,omitempty"`
+	MaxTokens          int64    `json:"max-tokens,omitempty"`
+	Timeout            string   `json:"timeout,omitempty"`
+	Sandbox            string   `json:"sandbox,omitempty"`
+	CFCMode            string   `json:"cfc-mode,omitempty"`
+	PromptRole         string   `json:"prompt-role,omitempty"`
+	CatalogBudget      int      `json:"catalog-budget,omitempty"`
+	NoSkillCatalog     bool     `json:"no-skill-catalog,omitempty"`
+	FailOnDenial       bool     `json:"fail-on-denial,omitempty"`
+}
+
+// Phase is one phase as the file declares it.
+type Phase struct {
+	Name              string   `json:"name"`
+	Prompt            string   `json:"prompt,omitempty"`
+	PromptFile        string   `json:"prompt-file,omitempty"`
+	Needs             []string `json:"needs,omitempty"`
+	Skills            []string `json:"skills,omitempty"`
+	AllowTools        []string `json:"allow-tools,omitempty"`
+	AllowSkillScripts []string `json:"allow-skill-scripts,omitempty"`
+	OutputSchema      string   `json:"output-schema,omitempty"`
+	Attach            []string `json:"attach,omitempty"`
+	Model             string   `json:"model,omitempty"`
+	MaxTurns          *int     `json:"max-turns,omitempty"`
+	MaxTokens         int64    `json:"max-tokens,omitempty"`
+	Timeout           string   `json:"timeout,omitempty"`
+
+	// line is where the phase starts in the file, for messages.
+	line int
+	// prompt is the parsed template (from Prompt or PromptFile).
+	prompt *template.Template
+}
+
+// Load reads, validates and checks a pipeline file. Every problem found is
+// reported at once, each with its line, as a usage error (exit 2).
+func Load(path string, vars map[string]string) (*File, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, outcome.Usage("pipeline_file_invalid", "%s: %v", path, err)
+	}
+	data, err := readBounded(abs)
+	if err != nil {
+		return nil, outcome.Usage("pipeline_file_invalid", "pipeline file %s: %v", path, err)
+	}
+	f, err := parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	f.Path, f.Dir, f.Digest = abs, filepath.Dir(abs), artifacts.DigestBytes(data)
+	for k, v := range vars {
+		f.Vars[k] = v
+	}
+	if err := f.check(path); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if st.Size() > maxFile {
+		return nil, fmt.Errorf("larger than %d bytes", maxFile)
+	}
+	var b bytes.Buffer
+	_, err = b.ReadFrom(fh)
+	return b.Bytes(), err
+}
+
+// parse decodes YAML, validates it against Schema (naming the line of
+// each problem) and decodes it into File.
+func parse(data []byte, name string) (*File, error) {
+	astFile, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, outcome.Usage("pipeline_file_invalid", "%s: invalid YAML: %s", name, yamlMessage(err))
+	}
+	var doc any
+	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseJSONUnmarshaler()); err != nil {
+		return nil, outcome.Usage("pipeline_file_invalid", "%s: invalid YAML: %s", name, yamlMessage(err))
+	}
+	doc = jsonCompatible(doc)
+	if err := schema().Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, outcome.Usage("pipeline_file_invalid", "%s: %v", name, err)
+		}
+		return nil, outcome.Usage("pipeline_file_invalid", "%s does not match the pipeline schema (pipeline/pipeline.schema.json):\n%s", name, strings.Join(schemaProblems(ve, astFile, name), "\n"))
+	}
+	var raw struct {
+		Defaults Defaults       `json:"defaults"`
+		Vars     map[string]any `json:"vars"`
+		Phases   []Phase        `json:"phases"`
+	}
+	if err := yaml.UnmarshalWithOptions(data, &raw, yaml.UseJSONUnmarshaler()); err != nil {
+		return nil, outcome.Usage("pipeline_file_invalid", "%s: %s", name, yamlMessage(err))
+	}
+	f := &File{Defaults: raw.Defaults, Vars: map[string]string{}, Phases: raw.Phases}
+	for k, v := range raw.Vars {
+		f.Vars[k] = fmt.Sprint(v)
+	}
+	for i := range f.Phases {
+		f.Phases[i].line = lineOf(astFile, []string{"phases", strconv.Itoa(i)})
+	}
+	return f, nil
+}
+
+func yamlMessage(err error) string {
+	return strings.TrimSpace(yaml.FormatError(err, false, false))
+}
+
+// schema compiles Schema; it is part of the binary, so a failure is a bug.
+func schema() *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
+	if err != nil {
+		panic("pipeline.schema.json: " + err.Error())
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("pipeline.schema.json", doc); err != nil {
+		panic("pipeline.schema.json: " + err.Error())
+	}
+	return c.MustCompile("pipeline.schema.json")
+}
+
+// schemaProblems flattens a validation error into one line per problem:
+// file:line: where: what.
+func schemaProblems(ve *jsonschema.ValidationError, f *ast.File, name string) []string {
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	printer := message.NewPrinter(language.English)
+	walk = func(e *jsonschema.ValidationError) {
+		where := "the top level"
+		if len(e.InstanceLocation) > 0 {
+			where = strings.Join(e.InstanceLocation, ".")
+		}
+		// The schema's only oneOf is a phase's prompt source; its causes
+		// (each "missing property") would read as a contradiction.
+		if _, ok := e.ErrorKind.(*kind.OneOf); ok {
+			out = append(out, fmt.Sprintf("  %s:%d: %s: give exactly one of prompt and prompt-file", name, lineOf(f, e.InstanceLocation), where))
+			return
+		}
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		msg := e.ErrorKind.LocalizedString(printer)
+		out = append(out, fmt.Sprintf("  %s:%d: %s: %s", name, lineOf(f, e.InstanceLocation), where, msg))
+	}
+	walk(ve)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// lineOf is the line of the YAML node at loc (JSON-pointer tokens), or of
+// its nearest ancestor that can be found; 1 when none can.
+func lineOf(f *ast.File, loc []string) int {
+	for n := len(loc); n >= 0; n-- {
+		var b strings.Builder
+		b.WriteString("$")
+		for _, tok := range loc[:n] {
+			if _, err := strconv.Atoi(tok); err == nil {
+				fmt.Fprintf(&b, "[%s]", tok)
+			} else {
+				fmt.Fprintf(&b, ".%s", tok)
+			}
+		}
+		p, err := yaml.PathString(b.String())
+		if err != nil {
+			continue
+		}
+		node, err := p.FilterFile(f)
+		if err != nil || node == nil || node.GetToken() == nil || node.GetToken().Position == nil {
+			continue
+		}
+		return node.GetToken().Position.Line
+	}
+	return 1
+}
+
+// jsonCompatible turns decoded YAML into what the schema validator takes:
+// string-keyed maps, and numbers it knows.
+func jsonCompatible(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonCompatible(e)
+		}
+		return x
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonCompatible(e)
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = jsonCompatible(e)
+		}
+		return x
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	default:
+		return x
+	}
+}
+
+// check applies what the schema cannot say: unique names, needs that
+// exist and form no cycle, prompts that parse, durations, prompt files.
+func (f *File) check(name string) error {
+	var probs []string
+	add := func(line int, format string, args ...any) {
+		probs = append(probs, fmt.Sprintf("  %s:%d: %s", name, line, fmt.Sprintf(format, args...)))
+	}
+	seen := map[string]int{}
+	for _, p := range f.Phases {
+		if l, dup := seen[p.Name]; dup {
+			add(p.line, "phase %q is defined twice (first on line %d); phase names must be unique", p.Name, l)
+		}
+		seen[p.Name] = p.line
+	}
+	for i := range f.Phases {
+		p := &f.Phases[i]
+		for _, n := range p.Needs {
+			if _, ok := seen[n]; !ok {
+				add(p.line, "phase %q needs %q, which is not a phase of this file", p.Name, n)
+			} else if n == p.Name {
+				add(p.line, "phase %q needs itself", p.Name)
+			}
+		}
+		text, source := p.Prompt, "prompt"
+		if p.PromptFile != "" {
+			b, err := readBounded(f.abs(p.PromptFile))
+			if err != nil {
+				add(p.line, "phase %q: prompt-file %s: %v", p.Name, p.PromptFile, err)
+				continue
+			}
+			text, source = string(b), "prompt-file "+p.PromptFile
+		}
+		t, err := template.New(p.Name).Option("missingkey=error").Parse(text)
+		if err != nil {
+			add(p.line, "phase %q: %s is not a valid template: %v", p.Name, source, err)
+		}
+		p.prompt = t
+		if p.Timeout != "" {
+			if _, err := time.ParseDuration(p.Timeout); err != nil {
+				add(p.line, "phase %q: timeout %q: %v", p.Name, p.Timeout, err)
+			}
+		}
+	}
+	if len(probs) == 0 {
+		if cyc := cycle(f.Phases); cyc != nil {
+			add(f.phase(cyc[0]).line, "the needs form a cycle: %s", strings.Join(cyc, " -> "))
+		}
+	}
+	if len(probs) > 0 {
+		return outcome.Usage("pipeline_file_invalid", "%s has problems:\n%s", name, strings.Join(probs, "\n"))
+	}
+	return nil
+}
+
+// abs resolves a path from the file against the file's directory.
+func (f *File) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(f.Dir, p)
+}
+
+func (f *File) phase(name string) *Phase {
+	for i := range f.Phases {
+		if f.Phases[i].Name == name {
+			return &f.Phases[i]
+		}
+	}
+	return nil
+}

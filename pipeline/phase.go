@@ -1,0 +1,302 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/run"
+)
+
+// phaseView is what a template sees of a finished phase it needs.
+type phaseView struct {
+	Answer           string `json:"answer"`
+	StructuredOutput any    `json:"structuredOutput"`
+	Status           string `json:"status"`
+	// AnswerFile is answers/<name>.md in the pipeline directory, for
+	// attach; "" when the phase left no answer.
+	AnswerFile string `json:"answerFile"`
+	RunDir     string `json:"runDir"`
+}
+
+// templateData is what a phase's prompt and attach entries are filled
+// from: the vars, and the phases it needs (only those: a phase reads what
+// it names). Keys are lower-case as in the file: .vars.x, .phases.spec.answer.
+func (p *pipe) templateData(ph *Phase) map[string]any {
+	phases := map[string]any{}
+	for _, n := range ph.Needs {
+		d := p.done[n]
+		v := map[string]any{"answer": "", "structuredOutput": nil, "status": d.outcome.Status, "answerFile": "", "runDir": d.outcome.RunDir}
+		if d.result != nil {
+			v["answer"] = d.result.Answer
+			if len(d.result.StructuredOutput) > 0 {
+				var so any
+				if json.Unmarshal(d.result.StructuredOutput, &so) == nil {
+					v["structuredOutput"] = so
+				}
+			}
+			if d.result.Answer != "" {
+				v["answerFile"] = p.answerFile(n)
+			}
+		}
+		phases[n] = v
+	}
+	vars := map[string]any{}
+	for k, val := range p.file.Vars {
+		vars[k] = val
+	}
+	return map[string]any{"vars": vars, "phases": phases}
+}
+
+func (p *pipe) answerFile(name string) string {
+	return filepath.Join(p.dir, record.DirAnswers, name+".md")
+}
+
+// runPhase runs (or resumes) one phase as a harness run and reports how
+// it ended. It touches no pipeline state: the scheduler records the
+// outcome.
+func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[string]any) *phaseDone {
+	started := clock(p.common.Now)()
+	stderr := newPrefixWriter(p.out, "["+ph.Name+"] ")
+	defer stderr.Flush()
+	var res *run.Result
+	var err error
+	if resume {
+		res, err = run.Resume(ctx, run.ResumeOptions{
+			RunDir: p.runDir(ph.Name), APIKey: p.common.APIKey, RunKey: p.common.RunKey, MaxTurns: p.maxTurns, BaseURL: p.baseURL,
+			Record: p.cassette(p.manifest.Record, ph.Name), Replay: p.cassette(p.manifest.Replay, ph.Name),
+			Stderr: stderr, Now: p.common.Now, Version: p.common.Version,
+		})
+	} else {
+		var opts run.Options
+		opts, err = p.options(ph, data)
+		if err == nil {
+			opts.Stderr = stderr
+			res, err = run.Run(ctx, opts)
+		}
+	}
+	d := &phaseDone{outcome: record.PhaseOutcome{Name: ph.Name, DurationMs: clock(p.common.Now)().Sub(started).Milliseconds()}}
+	if res == nil || res.Record == nil {
+		// Refused before a run directory existed (a bad template, a
+		// missing file): nothing else records why, so this does.
+		e := outcome.As(err)
+		status, _ := outcome.Status(e.Exit)
+		if e.Exit == outcome.ExitUsage || e.Exit == outcome.ExitPolicy {
+			status = "refused"
+		}
+		d.outcome.Status, d.outcome.Reason, d.outcome.ExitCode, d.outcome.Message = status, e.Code, e.Exit, e.Error()
+		fmt.Fprintf(stderr, "harness: phase %s refused: %s\n", ph.Name, e.Error())
+		return d
+	}
+	r := res.Record
+	d.result = r
+	d.outcome.Status, d.outcome.Reason, d.outcome.ExitCode, d.outcome.Message = r.Status, r.Reason, r.ExitCode, r.Message
+	d.outcome.RunDir, d.outcome.Usage = res.RunDir, r.Usage
+	if b, rerr := os.ReadFile(filepath.Join(res.RunDir, record.FileResult)); rerr == nil {
+		d.outcome.ResultDigest = artifacts.DigestBytes(b)
+	}
+	if r.Answer != "" {
+		werr := os.MkdirAll(filepath.Dir(p.answerFile(ph.Name)), 0o755)
+		if werr == nil {
+			werr = artifacts.WriteFile(p.answerFile(ph.Name), []byte(r.Answer), 0o644)
+		}
+		if werr != nil {
+			d.outcome.Status, d.outcome.ExitCode = "failed", outcome.ExitFailed
+			d.outcome.Message = fmt.Sprintf("the answer could not be kept for later phases: %v", werr)
+		}
+	}
+	return d
+}
+
+// cassette is a phase's cassette file in a cassette directory.
+func (p *pipe) cassette(dir, phase string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, phase+".jsonl")
+}
+
+// options builds the run a phase is: the defaults, then what the phase
+// names. Skills, tools and scripts come from the phase alone.
+func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
+	f, d := p.file, p.file.Defaults
+	prompt, err := render(ph.prompt, data)
+	if err != nil {
+		return run.Options{}, outcome.Usage("phase_prompt_invalid", "phase %s: the prompt cannot be filled in: %v (a phase reads only .vars and the phases in its needs)", ph.Name, err)
+	}
+	o := run.Options{
+		Workspace:         f.Dir,
+		Skills:            ph.Skills,
+		Prompt:            prompt,
+		PromptSource:      "pipeline:" + ph.Name,
+		Model:             firstOf(ph.Model, d.Model),
+		BaseURL:           firstOf(p.manifest.BaseURL, d.BaseURL),
+		APIKey:            p.common.APIKey,
+		RunKey:            p.common.RunKey,
+		AllowTools:        ph.AllowTools,
+		AllowSkillScripts: ph.AllowSkillScripts,
+		Sandbox:           d.Sandbox,
+		CFCMode:           d.CFCMode,
+		PromptRole:        d.PromptRole,
+		FailOnDenial:      d.FailOnDenial,
+		NoSkillCatalog:    d.NoSkillCatalog,
+		CatalogBudget:     d.CatalogBudget,
+		MaxTurns:          run.DefaultMaxTurns,
+		MaxTokens:         d.MaxTokens,
+		SchemaRetries:     run.DefaultSchemaRetries,
+		ScriptMemoryLimit: run.DefaultScriptMemoryLimit,
+		ArtifactsDir:      filepath.Join(p.dir, record.DirPhases),
+		RunID:             ph.Name,
+		Record:            p.cassette(p.manifest.Record, ph.Name),
+		Replay:            p.cassette(p.manifest.Replay, ph.Name),
+		Protect:           nonEmpty(p.dir, p.manifest.Record, p.manifest.Replay),
+		Now:               p.common.Now,
+		Version:           p.common.Version,
+		ConfigFile:        f.Path,
+	}
+	retries := run.DefaultMaxRetries
+	o.MaxRetries = &retries
+	if o.CatalogBudget == 0 {
+		o.CatalogBudget = run.DefaultCatalogBudget
+	}
+	if d.Workspace != "" {
+		o.Workspace = f.abs(d.Workspace)
+	}
+	if p.manifest.Workspace != "" {
+		o.Workspace = p.manifest.Workspace
+	}
+	for _, r := range d.SkillsRoot {
+		o.SkillsRoots = append(o.SkillsRoots, rootPath(f, r))
+	}
+	for _, r := range d.ExternalSkillsRoot {
+		o.ExternalSkillsRoots = append(o.ExternalSkillsRoots, f.abs(r))
+	}
+	if d.MaxTurns != nil {
+		o.MaxTurns = *d.MaxTurns
+	}
+	if ph.MaxTurns != nil {
+		o.MaxTurns = *ph.MaxTurns
+	}
+	if ph.MaxTokens > 0 {
+		o.MaxTokens = ph.MaxTokens
+	}
+	for _, t := range []string{d.Timeout, ph.Timeout} {
+		if t != "" {
+			o.Timeout, _ = time.ParseDuration(t) // checked at load
+		}
+	}
+	if ph.OutputSchema != "" {
+		b, err := readBounded(f.abs(ph.OutputSchema))
+		if err != nil {
+			return o, outcome.Usage("phase_output_schema_invalid", "phase %s: output-schema %s: %v", ph.Name, ph.OutputSchema, err)
+		}
+		o.OutputSchema = b
+	}
+	for _, a := range ph.Attach {
+		t, err := template.New("attach").Option("missingkey=error").Parse(a)
+		if err == nil {
+			a, err = render(t, data)
+		}
+		if err != nil {
+			return o, outcome.Usage("phase_attach_invalid", "phase %s: attach %q: %v", ph.Name, a, err)
+		}
+		if a == "" {
+			return o, outcome.Usage("phase_attach_invalid", "phase %s: an attach entry is empty once filled in (a phase it needs left no answer?)", ph.Name)
+		}
+		o.Attach = append(o.Attach, f.abs(a))
+	}
+	return o, nil
+}
+
+// rootPath keeps "auto" as it is; every other root is a path.
+func rootPath(f *File, r string) string {
+	if r == run.AutoRoot {
+		return r
+	}
+	return f.abs(r)
+}
+
+func render(t *template.Template, data map[string]any) (string, error) {
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func nonEmpty(xs ...string) []string {
+	var out []string
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func firstOf(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// syncWriter serialises whole writes from phases that run at once.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+// prefixWriter writes whole lines, each with a prefix, so that phases
+// running at once do not interleave inside a line.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func newPrefixWriter(w io.Writer, prefix string) *prefixWriter {
+	return &prefixWriter{w: w, prefix: prefix}
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := p.prefix + string(p.buf[:i+1])
+		p.buf = p.buf[i+1:]
+		if _, err := io.WriteString(p.w, line); err != nil {
+			return len(b), err
+		}
+	}
+}
+
+// Flush writes a last line that has no newline.
+func (p *prefixWriter) Flush() {
+	if len(p.buf) > 0 {
+		io.WriteString(p.w, p.prefix+strings.TrimRight(string(p.buf), "\n")+"\n")
+		p.buf = nil
+	}
+}

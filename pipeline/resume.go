@@ -1,0 +1,186 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+)
+
+// Resume continues a stopped pipeline: phases that succeeded are reused
+// once their recorded result digests check out, a phase whose run stopped
+// resumably resumes from its own journal (with the run's own drift
+// checks), one that failed for good runs again (its directory kept beside
+// as <name>.attempt-N), and the phases after them run.
+func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error) {
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, outcome.Usage("pipeline_dir_invalid", "%s: %v", o.Dir, err)
+	}
+	var m record.PipelineManifest
+	if err := artifacts.ReadJSON(filepath.Join(dir, record.FilePipeline), record.TypePipeline, record.PipelineVersion, &m); err != nil {
+		return nil, outcome.Usage("pipeline_dir_invalid", "%s is not a pipeline directory (%v): give the directory `harness pipeline run` printed", o.Dir, err)
+	}
+	unlock, err := lock(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	events, head, err := readJournal(filepath.Join(dir, record.FilePipelineJournal))
+	if err != nil {
+		return nil, err
+	}
+	f, err := Load(m.File, m.VarOverrides)
+	if err != nil {
+		return nil, err
+	}
+	p := newPipe(f, dir, o.Common)
+	p.manifest, p.maxTurns, p.baseURL = m, o.MaxTurns, o.BaseURL
+	if o.BaseURL != "" {
+		p.manifest.BaseURL = o.BaseURL
+	}
+	if err := p.openJournal(int64(len(events))+1, head); err != nil {
+		return nil, err
+	}
+	defer p.journal.Close()
+	if f.Digest != m.FileDigest {
+		drift := map[string]any{"file": m.File, "recorded": m.FileDigest, "current": f.Digest, "allowed": o.AllowDrift}
+		if err := p.event(record.EventPipelineDrift, drift); err != nil {
+			return nil, err
+		}
+		if !o.AllowDrift {
+			return nil, outcome.Policy("pipeline_drift", "the pipeline file %s changed since the pipeline started (recorded %s, now %s); nothing was run. Undo the change, or resume with --allow-drift to run the remaining phases from the changed file", m.File, m.FileDigest, f.Digest)
+		}
+		p.manifest.FileDigest, p.manifest.Vars = f.Digest, f.Vars
+		p.manifest.Phases, p.manifest.Digest = p.declare()
+		if err := artifacts.WriteJSON(filepath.Join(dir, record.FilePipeline), p.manifest); err != nil {
+			return nil, err
+		}
+	}
+	last := lastOutcomes(events)
+	for _, ph := range f.Phases {
+		if err := p.takeOver(ph.Name, last[ph.Name]); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.event(record.EventPipelineResumed, map[string]any{"reused": len(p.done), "resuming": len(p.resumable)}); err != nil {
+		return nil, err
+	}
+	return p.execute(ctx)
+}
+
+// takeOver decides what a resume does with one phase, from how it last
+// ended.
+func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
+	runDir := p.runDir(name)
+	if prev != nil && prev.Status == "succeeded" {
+		b, err := os.ReadFile(filepath.Join(runDir, record.FileResult))
+		if err != nil || artifacts.DigestBytes(b) != prev.ResultDigest {
+			return outcome.Policy("phase_result_changed", "phase %s succeeded, but its result.json is missing or no longer matches the digest the pipeline journal recorded (%s); nothing was run. Restore %s, or start the pipeline again", name, prev.ResultDigest, runDir)
+		}
+		var r record.Result
+		if err := artifacts.DecodeArtifact(b, record.TypeResult, 1, &r); err != nil {
+			return outcome.Policy("phase_result_changed", "phase %s: result.json does not decode: %v", name, err)
+		}
+		reused := *prev
+		reused.Reused = true
+		p.done[name] = &phaseDone{outcome: reused, result: &r}
+		return p.event(record.EventPhaseReused, map[string]any{"phase": name, "resultDigest": prev.ResultDigest})
+	}
+	if _, err := os.Stat(filepath.Join(runDir, record.FileManifest)); err != nil {
+		// Never started, skipped, or refused before its run existed.
+		if _, serr := os.Lstat(runDir); serr == nil {
+			return p.setAside(name)
+		}
+		return nil
+	}
+	var r record.Result
+	if err := artifacts.ReadJSON(filepath.Join(runDir, record.FileResult), record.TypeResult, 1, &r); err == nil && !r.Resumable {
+		return p.setAside(name)
+	}
+	// A run that ended resumably, or one that never wrote its result (a
+	// crash): the run's own resume takes it from its journal.
+	p.resumable[name] = true
+	return nil
+}
+
+// setAside moves a phase's finished, unresumable run directory out of the
+// way, so that the phase runs again and nothing is lost.
+func (p *pipe) setAside(name string) error {
+	runDir := p.runDir(name)
+	for n := 1; n < 1000; n++ {
+		aside := fmt.Sprintf("%s.attempt-%d", runDir, n)
+		if _, err := os.Lstat(aside); err == nil {
+			continue
+		}
+		if err := os.Rename(runDir, aside); err != nil {
+			return fmt.Errorf("phase %s: keep the failed attempt: %w", name, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("phase %s: too many earlier attempts in %s", name, filepath.Dir(runDir))
+}
+
+// lastOutcomes is each phase's last recorded end.
+func lastOutcomes(events []artifacts.Event) map[string]*record.PhaseOutcome {
+	out := map[string]*record.PhaseOutcome{}
+	for _, ev := range events {
+		if ev.Type != record.EventPhaseFinished {
+			continue
+		}
+		var o record.PhaseOutcome
+		if json.Unmarshal(ev.Data, &o) == nil && o.Name != "" {
+			out[o.Name] = &o
+		}
+	}
+	return out
+}
+
+// readJournal reads and verifies the pipeline journal. A torn last line
+// (a crash mid-write) is cut off; a broken chain is refused.
+func readJournal(path string) ([]artifacts.Event, artifacts.Digest, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, "", outcome.Usage("pipeline_dir_invalid", "pipeline journal: %v", err)
+	}
+	c, err := artifacts.ReadJournal(fh)
+	fh.Close()
+	if err != nil {
+		return nil, "", outcome.Policy("pipeline_journal_invalid", "the pipeline journal %s cannot be read (%v); nothing was run", path, err)
+	}
+	if c.TornTail {
+		if err := os.Truncate(path, c.ValidSize); err != nil {
+			return nil, "", err
+		}
+	}
+	head, err := artifacts.VerifyChain(c.Events, nil)
+	if err != nil {
+		var ce *artifacts.ChainError
+		if errors.As(err, &ce) {
+			return nil, "", outcome.Policy("pipeline_journal_tampered", "the pipeline journal %s fails its hash chain (%v): it was edited; nothing was run", path, err)
+		}
+		return nil, "", err
+	}
+	return c.Events, head, nil
+}
+
+// lock holds the pipeline directory for one resume at a time.
+func lock(dir string) (func(), error) {
+	fh, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(fh.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		fh.Close()
+		return nil, outcome.Usage("pipeline_locked", "pipeline %s is being run or resumed by another harness process; wait for it to end", dir)
+	}
+	return func() { fh.Close() }, nil
+}

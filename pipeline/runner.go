@@ -1,0 +1,358 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/run"
+)
+
+// Options configure a new pipeline run.
+type Options struct {
+	File string
+	// Vars override the file's vars (--var NAME=VALUE).
+	Vars map[string]string
+	// ArtifactsDir holds pipeline directories ("" = .harness/pipelines);
+	// ID names this one ("" = a new time-sortable id).
+	ArtifactsDir string
+	ID           string
+	// Jobs is how many independent phases run at once (0 = 1).
+	Jobs int
+	// Workspace and BaseURL override the file's defaults ("" = keep).
+	Workspace string
+	BaseURL   string
+	// Record and Replay are cassette directories: each phase records to
+	// or replays from <dir>/<phase>.jsonl.
+	Record string
+	Replay string
+	Common
+}
+
+// Common are what a run and a resume of a pipeline both take from the
+// command line and the environment; none of it is recorded.
+type Common struct {
+	APIKey string
+	RunKey []byte
+	// Stderr receives each phase's progress, prefixed with its name.
+	Stderr io.Writer
+	// OnEvent receives each pipeline journal line (--json).
+	OnEvent func(line []byte)
+	Now     func() time.Time
+	Version string
+}
+
+// ResumeOptions configure a resume of a stopped pipeline.
+type ResumeOptions struct {
+	Dir string
+	// AllowDrift continues although the pipeline file changed; the change
+	// is recorded and the new file used for the phases still to run.
+	AllowDrift bool
+	// MaxTurns raises the turn limit of phases that resume from their
+	// journal: "N" in all, "+N" more than used ("" = as recorded).
+	MaxTurns string
+	// BaseURL moves the remaining phases to another endpoint (transport,
+	// as for `harness resume --base-url`).
+	BaseURL string
+	Common
+}
+
+// DefaultArtifactsDir is where pipeline directories go by default.
+const DefaultArtifactsDir = ".harness/pipelines"
+
+// Phase states during execution.
+const (
+	statusSkipped    = "skipped"
+	statusNotStarted = "not_started"
+)
+
+// pipe is one execution (a run or a resume) of a pipeline.
+type pipe struct {
+	file     *File
+	manifest record.PipelineManifest
+	dir      string
+	journal  *artifacts.Journal
+	common   Common
+	start    time.Time
+	out      *syncWriter
+	// done holds each finished phase's outcome and result, by name.
+	done map[string]*phaseDone
+	// resumable are phases whose stopped run resumes from its journal.
+	resumable map[string]bool
+	// maxTurns and baseURL are ResumeOptions', for those.
+	maxTurns, baseURL string
+}
+
+type phaseDone struct {
+	outcome record.PhaseOutcome
+	result  *record.Result
+}
+
+// Run executes a pipeline file from the start.
+func Run(ctx context.Context, o Options) (*record.PipelineResult, error) {
+	f, err := Load(o.File, o.Vars)
+	if err != nil {
+		return nil, err
+	}
+	now := clock(o.Now)
+	id := o.ID
+	if id == "" {
+		id = run.NewRunID(now())
+	}
+	if err := run.CheckRunID(id); err != nil {
+		return nil, outcome.Usage("pipeline_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	base := o.ArtifactsDir
+	if base == "" {
+		base = DefaultArtifactsDir
+	}
+	base, err = filepath.Abs(base)
+	if err != nil {
+		return nil, outcome.Usage("artifacts_dir_invalid", "--artifacts-dir: %v", err)
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", base, err)
+	}
+	dir := filepath.Join(base, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, outcome.Usage("pipeline_exists", "pipeline directory %s already exists: resume it with `harness pipeline resume %s`, or pass another --id", dir, dir)
+		}
+		return nil, outcome.Usage("artifacts_dir_invalid", "create %s: %v", dir, err)
+	}
+	unlock, err := lock(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	jobs := max(o.Jobs, 1)
+	m := record.PipelineManifest{
+		Envelope:   artifacts.NewEnvelope(record.TypePipeline, record.PipelineVersion),
+		PipelineID: id, CreatedAt: now().UTC(), HarnessVersion: o.Version,
+		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: jobs,
+		Workspace: absOrEmpty(o.Workspace), BaseURL: o.BaseURL, Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
+	}
+	p := newPipe(f, dir, o.Common)
+	p.manifest = m
+	p.manifest.Phases, p.manifest.Digest = p.declare()
+	if err := artifacts.WriteJSON(filepath.Join(dir, record.FilePipeline), p.manifest); err != nil {
+		return nil, err
+	}
+	if err := p.openJournal(1, ""); err != nil {
+		return nil, err
+	}
+	defer p.journal.Close()
+	if err := p.event(record.EventPipelineStarted, map[string]any{"pipelineId": id, "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
+		return nil, err
+	}
+	return p.execute(ctx)
+}
+
+func newPipe(f *File, dir string, c Common) *pipe {
+	var w io.Writer = io.Discard
+	if c.Stderr != nil {
+		w = c.Stderr
+	}
+	return &pipe{file: f, dir: dir, common: c, start: clock(c.Now)(), out: &syncWriter{w: w},
+		done: map[string]*phaseDone{}, resumable: map[string]bool{}}
+}
+
+// declare digests each phase's declaration and the whole.
+func (p *pipe) declare() ([]record.PipelinePhase, artifacts.Digest) {
+	h := artifacts.NewHasher()
+	h.WriteField("harness.pipeline/1")
+	h.WriteField(string(p.file.Digest))
+	keys := make([]string, 0, len(p.file.Vars))
+	for k := range p.file.Vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		h.WriteField(k + "=" + p.file.Vars[k])
+	}
+	var out []record.PipelinePhase
+	for _, ph := range p.file.Phases {
+		decl, _ := json.Marshal(struct {
+			Defaults Defaults `json:"defaults"`
+			Phase    Phase    `json:"phase"`
+		}{p.file.Defaults, ph})
+		d := artifacts.DigestBytes(decl)
+		h.WriteField(ph.Name + ":" + string(d))
+		out = append(out, record.PipelinePhase{Name: ph.Name, Needs: nonNil(ph.Needs), Digest: d, RunDir: p.runDir(ph.Name)})
+	}
+	return out, h.Digest()
+}
+
+func (p *pipe) runDir(name string) string { return filepath.Join(p.dir, record.DirPhases, name) }
+
+func (p *pipe) openJournal(next int64, head artifacts.Digest) error {
+	j, err := artifacts.OpenJournal(filepath.Join(p.dir, record.FilePipelineJournal), next)
+	if err != nil {
+		return err
+	}
+	j.SetClock(clock(p.common.Now))
+	j.SetRedactor(artifacts.NewRedactor(p.common.APIKey, string(p.common.RunKey)))
+	if head != "" {
+		j.Continue(head, nil)
+	}
+	if p.common.OnEvent != nil {
+		j.Tee(p.common.OnEvent)
+	}
+	p.journal = j
+	return nil
+}
+
+func (p *pipe) event(typ string, data any) error {
+	_, err := p.journal.Append(typ, data)
+	return err
+}
+
+// finished is a phase run's report back to the scheduler.
+type finished struct {
+	name string
+	done *phaseDone
+}
+
+// execute runs every phase not yet done, in dependency order, up to Jobs
+// at a time, and writes the pipeline result.
+func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
+	names := order(p.file.Phases)
+	state := map[string]string{} // "", running, done
+	for n := range p.done {
+		state[n] = "done"
+	}
+	results := make(chan finished)
+	running := 0
+	var journalErr error
+	note := func(typ string, data any) {
+		if err := p.event(typ, data); err != nil && journalErr == nil {
+			journalErr = err
+		}
+	}
+	for {
+		for _, n := range names {
+			if state[n] != "" {
+				continue
+			}
+			ph := p.file.phase(n)
+			ready, failedNeed := true, ""
+			for _, need := range ph.Needs {
+				d, ok := p.done[need]
+				switch {
+				case !ok:
+					ready = false
+				case d.outcome.Status != "succeeded" && failedNeed == "":
+					failedNeed = need
+				}
+			}
+			if failedNeed != "" {
+				state[n] = "done"
+				msg := fmt.Sprintf("not run: phase %s, which it needs, did not succeed (%s)", failedNeed, p.done[failedNeed].outcome.Status)
+				p.done[n] = &phaseDone{outcome: record.PhaseOutcome{Name: n, Status: statusSkipped, Reason: "dependency_failed", ExitCode: p.done[failedNeed].outcome.ExitCode, Message: msg}}
+				note(record.EventPhaseSkipped, map[string]any{"phase": n, "because": failedNeed})
+				continue
+			}
+			if !ready || running >= p.manifest.Jobs || ctx.Err() != nil || journalErr != nil {
+				continue
+			}
+			state[n] = "running"
+			running++
+			resume := p.resumable[n]
+			data := p.templateData(ph)
+			note(record.EventPhaseStarted, map[string]any{"phase": n, "runDir": p.runDir(n), "resume": resume})
+			go func() {
+				results <- finished{n, p.runPhase(ctx, ph, resume, data)}
+			}()
+		}
+		if running == 0 {
+			break
+		}
+		f := <-results
+		running--
+		state[f.name] = "done"
+		p.done[f.name] = f.done
+		note(record.EventPhaseFinished, f.done.outcome)
+	}
+	for _, n := range names {
+		if _, ok := p.done[n]; !ok {
+			p.done[n] = &phaseDone{outcome: record.PhaseOutcome{Name: n, Status: statusNotStarted, Reason: "interrupted", ExitCode: outcome.ExitInterrupted, Message: "not started: the pipeline stopped first"}}
+		}
+	}
+	res := p.result(names)
+	note(record.EventPipelineFinished, map[string]any{"status": res.Status, "exitCode": res.ExitCode})
+	if err := artifacts.WriteJSON(filepath.Join(p.dir, record.FilePipelineResult), res); err != nil {
+		return res, err
+	}
+	if journalErr != nil {
+		return res, outcome.Failed("pipeline_journal_failed", "the pipeline journal could not be written: %v; the pipeline stopped", journalErr)
+	}
+	if res.ExitCode != 0 {
+		return res, &outcome.Error{Code: "pipeline_" + res.Status, Msg: res.Message, Exit: res.ExitCode}
+	}
+	return res, nil
+}
+
+// result sums the phases up: the first phase in dependency order that did
+// not succeed decides the status and exit code.
+func (p *pipe) result(names []string) *record.PipelineResult {
+	res := &record.PipelineResult{
+		Envelope:   artifacts.NewEnvelope(record.TypePipelineResult, record.PipelineVersion),
+		PipelineID: p.manifest.PipelineID, Dir: p.dir, Status: "succeeded",
+		DurationMs: clock(p.common.Now)().Sub(p.start).Milliseconds(),
+		Phases:     []record.PhaseOutcome{},
+	}
+	for _, n := range names {
+		o := p.done[n].outcome
+		res.Phases = append(res.Phases, o)
+		res.Usage.PromptTokens += o.Usage.PromptTokens
+		res.Usage.CompletionTokens += o.Usage.CompletionTokens
+		res.Usage.CachedTokens += o.Usage.CachedTokens
+		res.Usage.ReasoningTokens += o.Usage.ReasoningTokens
+		res.Usage.TotalTokens += o.Usage.TotalTokens
+		if res.ExitCode == 0 && o.Status != "succeeded" && o.Status != statusSkipped {
+			res.Status, res.ExitCode = o.Status, o.ExitCode
+			if res.ExitCode == 0 {
+				res.ExitCode = outcome.ExitFailed
+			}
+			res.Message = fmt.Sprintf("phase %s: %s", n, o.Message)
+		}
+	}
+	if res.ExitCode != 0 {
+		res.Resumable = true
+		res.ResumeCommand = "harness pipeline resume " + p.dir
+	}
+	return res
+}
+
+func clock(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
+}
+
+func absOrEmpty(p string) string {
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}

@@ -1,0 +1,108 @@
+package record
+
+import (
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+)
+
+// File and directory names in a pipeline directory. Each phase's run
+// directory is phases/<name>/, a run directory like any other.
+const (
+	FilePipeline        = "pipeline.json"
+	FilePipelineJournal = "pipeline-journal.jsonl"
+	FilePipelineResult  = "pipeline-result.json"
+	DirPhases           = "phases"
+	// DirAnswers holds each finished phase's answer as a file
+	// (answers/<name>.md), for later phases to attach.
+	DirAnswers = "answers"
+)
+
+// Artifact types of a pipeline directory.
+const (
+	TypePipeline       = "harness.pipeline"
+	TypePipelineResult = "harness.pipeline-result"
+	PipelineVersion    = 1
+)
+
+// Pipeline journal events.
+const (
+	EventPipelineStarted  = "pipeline.started"
+	EventPipelineResumed  = "pipeline.resumed"
+	EventPipelineDrift    = "pipeline.drift"
+	EventPhaseStarted     = "phase.started"
+	EventPhaseFinished    = "phase.finished"
+	EventPhaseSkipped     = "phase.skipped"
+	EventPhaseReused      = "phase.reused"
+	EventPipelineFinished = "pipeline.finished"
+)
+
+// PipelineManifest is pipeline.json: what the pipeline was asked to do.
+type PipelineManifest struct {
+	artifacts.Envelope
+	PipelineID     string    `json:"pipelineId"`
+	CreatedAt      time.Time `json:"createdAt"`
+	HarnessVersion string    `json:"harnessVersion"`
+	// File is the pipeline file (absolute) and FileDigest its bytes'.
+	File       string            `json:"file"`
+	FileDigest artifacts.Digest  `json:"fileDigest"`
+	Vars       map[string]string `json:"vars"`
+	// VarOverrides are the --var values given on the command line (also
+	// in Vars); a resume applies them again over the file's own.
+	VarOverrides map[string]string `json:"varOverrides,omitempty"`
+	Jobs         int               `json:"jobs"`
+	// Workspace, Record and Replay are the command line's overrides ("" =
+	// none), kept so a resume runs the phases alike.
+	Workspace string          `json:"workspace,omitempty"`
+	BaseURL   string          `json:"baseUrl,omitempty"`
+	Record    string          `json:"record,omitempty"`
+	Replay    string          `json:"replay,omitempty"`
+	Phases    []PipelinePhase `json:"phases"`
+	// Digest covers the file, the vars and every phase's declaration.
+	Digest artifacts.Digest `json:"digest"`
+}
+
+// PipelinePhase is one phase as the pipeline declared it.
+type PipelinePhase struct {
+	Name  string   `json:"name"`
+	Needs []string `json:"needs"`
+	// Digest is the phase's declaration with the defaults applied: what it
+	// asks, before its prompt is filled in from earlier phases.
+	Digest artifacts.Digest `json:"digest"`
+	RunDir string           `json:"runDir"`
+}
+
+// PipelineResult is pipeline-result.json: how every phase ended.
+type PipelineResult struct {
+	artifacts.Envelope
+	PipelineID string `json:"pipelineId"`
+	Dir        string `json:"dir"`
+	// Status is succeeded when every phase succeeded; otherwise the status
+	// of the first phase in dependency order that did not.
+	Status        string         `json:"status"`
+	ExitCode      int            `json:"exitCode"`
+	Message       string         `json:"message,omitempty"`
+	DurationMs    int64          `json:"durationMs"`
+	Usage         ResultUsage    `json:"usage"`
+	Phases        []PhaseOutcome `json:"phases"`
+	Resumable     bool           `json:"resumable"`
+	ResumeCommand string         `json:"resumeCommand,omitempty"`
+}
+
+// PhaseOutcome is one phase's line of the pipeline result.
+type PhaseOutcome struct {
+	Name string `json:"name"`
+	// Status is the phase run's result status, or skipped (a phase it
+	// needs did not succeed) or not_started (the pipeline stopped first).
+	Status   string `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+	ExitCode int    `json:"exitCode"`
+	Message  string `json:"message,omitempty"`
+	// Reused marks a phase that succeeded in an earlier attempt and was
+	// not run again by a resume.
+	Reused       bool             `json:"reused,omitempty"`
+	RunDir       string           `json:"runDir,omitempty"`
+	ResultDigest artifacts.Digest `json:"resultDigest,omitempty"`
+	DurationMs   int64            `json:"durationMs"`
+	Usage        ResultUsage      `json:"usage"`
+}
