@@ -46,6 +46,8 @@ type File struct {
 	Defaults Defaults
 	Vars     map[string]string
 	Phases   []Phase // in file order
+
+	ast *ast.File // for the line of a problem
 }
 
 // Defaults are what every phase shares.
@@ -78,14 +80,18 @@ type Phase struct {
 	OutputSchema      string   `json:"output-schema,omitempty"`
 	Attach            []string `json:"attach,omitempty"`
 	Model             string   `json:"model,omitempty"`
+	PromptRole        string   `json:"prompt-role,omitempty"`
 	MaxTurns          *int     `json:"max-turns,omitempty"`
 	MaxTokens         int64    `json:"max-tokens,omitempty"`
 	Timeout           string   `json:"timeout,omitempty"`
 
-	// line is where the phase starts in the file, for messages.
-	line int
-	// prompt is the parsed template (from Prompt or PromptFile).
-	prompt *template.Template
+	// line is where the phase starts in the file and index its place in
+	// the phases list, for messages.
+	line, index int
+	// prompt is the parsed template (from Prompt or PromptFile);
+	// readsPhases says it mentions .phases, i.e. earlier model output.
+	prompt      *template.Template
+	readsPhases bool
 }
 
 // Load reads, validates and checks a pipeline file. Every problem found is
@@ -161,12 +167,13 @@ func parse(data []byte, name string) (*File, error) {
 	if err := yaml.UnmarshalWithOptions(data, &raw, yaml.UseJSONUnmarshaler()); err != nil {
 		return nil, outcome.Usage("pipeline_file_invalid", "%s: %s", name, yamlMessage(err))
 	}
-	f := &File{Defaults: raw.Defaults, Vars: map[string]string{}, Phases: raw.Phases}
+	f := &File{Defaults: raw.Defaults, Vars: map[string]string{}, Phases: raw.Phases, ast: astFile}
 	for k, v := range raw.Vars {
 		f.Vars[k] = fmt.Sprint(v)
 	}
 	for i := range f.Phases {
 		f.Phases[i].line = lineOf(astFile, []string{"phases", strconv.Itoa(i)})
+		f.Phases[i].index = i
 	}
 	return f, nil
 }
@@ -212,7 +219,12 @@ func schemaProblems(ve *jsonschema.ValidationError, f *ast.File, name string) []
 			return
 		}
 		msg := e.ErrorKind.LocalizedString(printer)
-		out = append(out, fmt.Sprintf("  %s:%d: %s: %s", name, lineOf(f, e.InstanceLocation), where, msg))
+		loc := e.InstanceLocation
+		if ap, ok := e.ErrorKind.(*kind.AdditionalProperties); ok && len(ap.Properties) > 0 {
+			// Point at the unknown key itself, not at its object.
+			loc = append(slices.Clone(loc), ap.Properties[0])
+		}
+		out = append(out, fmt.Sprintf("  %s:%d: %s: %s", name, lineOf(f, loc), where, msg))
 	}
 	walk(ve)
 	slices.Sort(out)
@@ -279,9 +291,16 @@ func jsonCompatible(v any) any {
 // check applies what the schema cannot say: unique names, needs that
 // exist and form no cycle, prompts that parse, durations, prompt files.
 func (f *File) check(name string) error {
-	var probs []string
+	type problem struct {
+		line int
+		msg  string
+	}
+	var probs []problem
 	add := func(line int, format string, args ...any) {
-		probs = append(probs, fmt.Sprintf("  %s:%d: %s", name, line, fmt.Sprintf(format, args...)))
+		probs = append(probs, problem{line, fmt.Sprintf("  %s:%d: %s", name, line, fmt.Sprintf(format, args...))})
+	}
+	at := func(p *Phase, field string) int {
+		return lineOf(f.ast, []string{"phases", strconv.Itoa(p.index), field})
 	}
 	seen := map[string]int{}
 	for _, p := range f.Phases {
@@ -294,28 +313,29 @@ func (f *File) check(name string) error {
 		p := &f.Phases[i]
 		for _, n := range p.Needs {
 			if _, ok := seen[n]; !ok {
-				add(p.line, "phase %q needs %q, which is not a phase of this file", p.Name, n)
+				add(at(p, "needs"), "phase %q needs %q, which is not a phase of this file", p.Name, n)
 			} else if n == p.Name {
-				add(p.line, "phase %q needs itself", p.Name)
+				add(at(p, "needs"), "phase %q needs itself", p.Name)
 			}
 		}
 		text, source := p.Prompt, "prompt"
 		if p.PromptFile != "" {
 			b, err := readBounded(f.abs(p.PromptFile))
 			if err != nil {
-				add(p.line, "phase %q: prompt-file %s: %v", p.Name, p.PromptFile, err)
+				add(at(p, "prompt-file"), "phase %q: prompt-file %s: %v", p.Name, p.PromptFile, err)
 				continue
 			}
 			text, source = string(b), "prompt-file "+p.PromptFile
 		}
 		t, err := template.New(p.Name).Option("missingkey=error").Parse(text)
 		if err != nil {
-			add(p.line, "phase %q: %s is not a valid template: %v", p.Name, source, err)
+			add(at(p, strings.Fields(source)[0]), "phase %q: %s is not a valid template: %v", p.Name, source, err)
 		}
 		p.prompt = t
+		p.readsPhases = strings.Contains(text, ".phases")
 		if p.Timeout != "" {
 			if _, err := time.ParseDuration(p.Timeout); err != nil {
-				add(p.line, "phase %q: timeout %q: %v", p.Name, p.Timeout, err)
+				add(at(p, "timeout"), "phase %q: timeout %q: %v", p.Name, p.Timeout, err)
 			}
 		}
 	}
@@ -325,7 +345,12 @@ func (f *File) check(name string) error {
 		}
 	}
 	if len(probs) > 0 {
-		return outcome.Usage("pipeline_file_invalid", "%s has problems:\n%s", name, strings.Join(probs, "\n"))
+		slices.SortStableFunc(probs, func(a, b problem) int { return a.line - b.line })
+		lines := make([]string, len(probs))
+		for i, p := range probs {
+			lines[i] = p.msg
+		}
+		return outcome.Usage("pipeline_file_invalid", "%s has problems:\n%s", name, strings.Join(lines, "\n"))
 	}
 	return nil
 }

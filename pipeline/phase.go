@@ -135,6 +135,18 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	if err != nil {
 		return run.Options{}, outcome.Usage("phase_prompt_invalid", "phase %s: the prompt cannot be filled in: %v (a phase reads only .vars and the phases in its needs)", ph.Name, err)
 	}
+	role, roleSource := d.PromptRole, "pipeline-file"
+	switch {
+	case ph.PromptRole == "" && !ph.readsPhases && role == "":
+		roleSource = "default"
+	case ph.PromptRole != "":
+		role = ph.PromptRole
+	case ph.readsPhases:
+		// Earlier phases' answers are model output, not the operator's
+		// words: they must not authorize write or side-effect tools
+		// unless the phase says so itself (prompt-role: direct-command).
+		role, roleSource = "context", "pipeline: the prompt reads earlier phases' output"
+	}
 	o := run.Options{
 		Workspace:         f.Dir,
 		Skills:            ph.Skills,
@@ -148,7 +160,8 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		AllowSkillScripts: ph.AllowSkillScripts,
 		Sandbox:           d.Sandbox,
 		CFCMode:           d.CFCMode,
-		PromptRole:        d.PromptRole,
+		PromptRole:        role,
+		Sources:           map[string]string{"prompt-role": roleSource},
 		FailOnDenial:      d.FailOnDenial,
 		NoSkillCatalog:    d.NoSkillCatalog,
 		CatalogBudget:     d.CatalogBudget,
