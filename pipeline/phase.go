@@ -153,7 +153,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		Prompt:            prompt,
 		PromptSource:      "pipeline:" + ph.Name,
 		Model:             firstOf(ph.Model, d.Model),
-		BaseURL:           firstOf(p.manifest.BaseURL, d.BaseURL),
+		BaseURL:           firstOf(p.endpoint, p.manifest.BaseURL, d.BaseURL),
 		APIKey:            p.common.APIKey,
 		RunKey:            p.common.RunKey,
 		AllowTools:        ph.AllowTools,

@@ -43,10 +43,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		return nil, err
 	}
 	p := newPipe(f, dir, o.Common)
-	p.manifest, p.maxTurns, p.baseURL = m, o.MaxTurns, o.BaseURL
-	if o.BaseURL != "" {
-		p.manifest.BaseURL = o.BaseURL
-	}
+	p.manifest, p.maxTurns, p.baseURL, p.endpoint = m, o.MaxTurns, o.BaseURL, o.BaseURL
 	if err := p.openJournal(int64(len(events))+1, head); err != nil {
 		return nil, err
 	}
@@ -61,7 +58,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		}
 		p.manifest.FileDigest, p.manifest.Vars = f.Digest, f.Vars
 		p.manifest.Phases, p.manifest.Digest = p.declare()
-		if err := artifacts.WriteJSON(filepath.Join(dir, record.FilePipeline), p.manifest); err != nil {
+		if err := p.redact().WriteJSON(filepath.Join(dir, record.FilePipeline), p.manifest); err != nil {
 			return nil, err
 		}
 	}

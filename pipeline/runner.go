@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,6 +91,9 @@ type pipe struct {
 	resumable map[string]bool
 	// maxTurns and baseURL are ResumeOptions', for those.
 	maxTurns, baseURL string
+	// endpoint is the base URL as given, credentials and all (the
+	// manifest keeps it without them).
+	endpoint string
 }
 
 type phaseDone struct {
@@ -139,12 +143,12 @@ func Run(ctx context.Context, o Options) (*record.PipelineResult, error) {
 		Envelope:   artifacts.NewEnvelope(record.TypePipeline, record.PipelineVersion),
 		PipelineID: id, CreatedAt: now().UTC(), HarnessVersion: o.Version,
 		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: jobs,
-		Workspace: absOrEmpty(o.Workspace), BaseURL: o.BaseURL, Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
+		Workspace: absOrEmpty(o.Workspace), BaseURL: withoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
 	}
 	p := newPipe(f, dir, o.Common)
-	p.manifest = m
+	p.manifest, p.endpoint = m, o.BaseURL
 	p.manifest.Phases, p.manifest.Digest = p.declare()
-	if err := artifacts.WriteJSON(filepath.Join(dir, record.FilePipeline), p.manifest); err != nil {
+	if err := p.redact().WriteJSON(filepath.Join(dir, record.FilePipeline), p.manifest); err != nil {
 		return nil, err
 	}
 	if err := p.openJournal(1, ""); err != nil {
@@ -192,6 +196,11 @@ func (p *pipe) declare() ([]record.PipelinePhase, artifacts.Digest) {
 	return out, h.Digest()
 }
 
+// redact keeps the key out of everything the pipeline writes.
+func (p *pipe) redact() *artifacts.Redactor {
+	return artifacts.NewRedactor(p.common.APIKey, string(p.common.RunKey))
+}
+
 func (p *pipe) runDir(name string) string { return filepath.Join(p.dir, record.DirPhases, name) }
 
 func (p *pipe) openJournal(next int64, head artifacts.Digest) error {
@@ -200,7 +209,7 @@ func (p *pipe) openJournal(next int64, head artifacts.Digest) error {
 		return err
 	}
 	j.SetClock(clock(p.common.Now))
-	j.SetRedactor(artifacts.NewRedactor(p.common.APIKey, string(p.common.RunKey)))
+	j.SetRedactor(p.redact())
 	if head != "" {
 		j.Continue(head, nil)
 	}
@@ -289,7 +298,7 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 	}
 	res := p.result(names)
 	note(record.EventPipelineFinished, map[string]any{"status": res.Status, "exitCode": res.ExitCode})
-	if err := artifacts.WriteJSON(filepath.Join(p.dir, record.FilePipelineResult), res); err != nil {
+	if err := p.redact().WriteJSON(filepath.Join(p.dir, record.FilePipelineResult), res); err != nil {
 		return res, err
 	}
 	if journalErr != nil {
@@ -331,6 +340,17 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 		res.ResumeCommand = "harness pipeline resume " + p.dir
 	}
 	return res
+}
+
+// withoutUserinfo drops credentials written into a URL: pipeline.json is
+// shared, the URL's password is not.
+func withoutUserinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
 }
 
 func clock(now func() time.Time) func() time.Time {
