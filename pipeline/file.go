@@ -46,6 +46,9 @@ type File struct {
 	Defaults Defaults
 	Vars     map[string]string
 	Phases   []Phase // in file order
+	// unit is what a phase is called in messages: "phase", or "task" in
+	// a batch.
+	unit string
 
 	ast *ast.File // for the line of a problem
 }
@@ -92,6 +95,9 @@ type Phase struct {
 	// readsPhases says it mentions .phases, i.e. earlier model output.
 	prompt      *template.Template
 	readsPhases bool
+	// vars are a batch task's own (its vars and matrix values), over the
+	// file's.
+	vars map[string]string
 }
 
 // Load reads, validates and checks a pipeline file. Every problem found is
@@ -140,9 +146,9 @@ func readBounded(path string) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// parse decodes YAML, validates it against Schema (naming the line of
-// each problem) and decodes it into File.
-func parse(data []byte, name string) (*File, error) {
+// decodeChecked decodes YAML, validates it against a schema (naming the
+// line of each problem) and decodes it into v.
+func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile string, v any) (*ast.File, error) {
 	astFile, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, outcome.Usage("pipeline_file_invalid", "%s: invalid YAML: %s", name, yamlMessage(err))
@@ -152,22 +158,31 @@ func parse(data []byte, name string) (*File, error) {
 		return nil, outcome.Usage("pipeline_file_invalid", "%s: invalid YAML: %s", name, yamlMessage(err))
 	}
 	doc = jsonCompatible(doc)
-	if err := schema().Validate(doc); err != nil {
+	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
 			return nil, outcome.Usage("pipeline_file_invalid", "%s: %v", name, err)
 		}
-		return nil, outcome.Usage("pipeline_file_invalid", "%s does not match the pipeline schema (pipeline/pipeline.schema.json):\n%s", name, strings.Join(schemaProblems(ve, astFile, name), "\n"))
+		return nil, outcome.Usage("pipeline_file_invalid", "%s does not match the schema (%s):\n%s", name, schemaFile, strings.Join(schemaProblems(ve, astFile, name), "\n"))
 	}
+	if err := yaml.UnmarshalWithOptions(data, v, yaml.UseJSONUnmarshaler()); err != nil {
+		return nil, outcome.Usage("pipeline_file_invalid", "%s: %s", name, yamlMessage(err))
+	}
+	return astFile, nil
+}
+
+// parse decodes a pipeline file into File.
+func parse(data []byte, name string) (*File, error) {
 	var raw struct {
 		Defaults Defaults       `json:"defaults"`
 		Vars     map[string]any `json:"vars"`
 		Phases   []Phase        `json:"phases"`
 	}
-	if err := yaml.UnmarshalWithOptions(data, &raw, yaml.UseJSONUnmarshaler()); err != nil {
-		return nil, outcome.Usage("pipeline_file_invalid", "%s: %s", name, yamlMessage(err))
+	astFile, err := decodeChecked(data, name, compile(Schema, "pipeline.schema.json"), "pipeline/pipeline.schema.json", &raw)
+	if err != nil {
+		return nil, err
 	}
-	f := &File{Defaults: raw.Defaults, Vars: map[string]string{}, Phases: raw.Phases, ast: astFile}
+	f := &File{Defaults: raw.Defaults, Vars: map[string]string{}, Phases: raw.Phases, ast: astFile, unit: "phase"}
 	for k, v := range raw.Vars {
 		f.Vars[k] = fmt.Sprint(v)
 	}
@@ -182,17 +197,18 @@ func yamlMessage(err error) string {
 	return strings.TrimSpace(yaml.FormatError(err, false, false))
 }
 
-// schema compiles Schema; it is part of the binary, so a failure is a bug.
-func schema() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
+// compile compiles an embedded schema; it is part of the binary, so a
+// failure is a bug.
+func compile(schema []byte, name string) *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		panic("pipeline.schema.json: " + err.Error())
+		panic(name + ": " + err.Error())
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("pipeline.schema.json", doc); err != nil {
-		panic("pipeline.schema.json: " + err.Error())
+	if err := c.AddResource(name, doc); err != nil {
+		panic(name + ": " + err.Error())
 	}
-	return c.MustCompile("pipeline.schema.json")
+	return c.MustCompile(name)
 }
 
 // schemaProblems flattens a validation error into one line per problem:
@@ -300,12 +316,12 @@ func (f *File) check(name string) error {
 		probs = append(probs, problem{line, fmt.Sprintf("  %s:%d: %s", name, line, fmt.Sprintf(format, args...))})
 	}
 	at := func(p *Phase, field string) int {
-		return lineOf(f.ast, []string{"phases", strconv.Itoa(p.index), field})
+		return lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), field})
 	}
 	seen := map[string]int{}
 	for _, p := range f.Phases {
 		if l, dup := seen[p.Name]; dup {
-			add(p.line, "phase %q is defined twice (first on line %d); phase names must be unique", p.Name, l)
+			add(p.line, "%s %q is defined twice (first on line %d); phase names must be unique", f.unit, p.Name, l)
 		}
 		seen[p.Name] = p.line
 	}
@@ -313,29 +329,32 @@ func (f *File) check(name string) error {
 		p := &f.Phases[i]
 		for _, n := range p.Needs {
 			if _, ok := seen[n]; !ok {
-				add(at(p, "needs"), "phase %q needs %q, which is not a phase of this file", p.Name, n)
+				add(at(p, "needs"), "%s %q needs %q, which is not a phase of this file", f.unit, p.Name, n)
 			} else if n == p.Name {
-				add(at(p, "needs"), "phase %q needs itself", p.Name)
+				add(at(p, "needs"), "%s %q needs itself", f.unit, p.Name)
 			}
 		}
 		text, source := p.Prompt, "prompt"
 		if p.PromptFile != "" {
 			b, err := readBounded(f.abs(p.PromptFile))
 			if err != nil {
-				add(at(p, "prompt-file"), "phase %q: prompt-file %s: %v", p.Name, p.PromptFile, err)
+				add(at(p, "prompt-file"), "%s %q: prompt-file %s: %v", f.unit, p.Name, p.PromptFile, err)
 				continue
 			}
 			text, source = string(b), "prompt-file "+p.PromptFile
 		}
 		t, err := template.New(p.Name).Option("missingkey=error").Parse(text)
 		if err != nil {
-			add(at(p, strings.Fields(source)[0]), "phase %q: %s is not a valid template: %v", p.Name, source, err)
+			add(at(p, strings.Fields(source)[0]), "%s %q: %s is not a valid template: %v", f.unit, p.Name, source, err)
+		}
+		if strings.TrimSpace(text) == "" {
+			add(p.line, "%s %q has no prompt: give prompt or prompt-file", f.unit, p.Name)
 		}
 		p.prompt = t
 		p.readsPhases = strings.Contains(text, ".phases")
 		if p.Timeout != "" {
 			if _, err := time.ParseDuration(p.Timeout); err != nil {
-				add(at(p, "timeout"), "phase %q: timeout %q: %v", p.Name, p.Timeout, err)
+				add(at(p, "timeout"), "%s %q: timeout %q: %v", f.unit, p.Name, p.Timeout, err)
 			}
 		}
 	}

@@ -47,7 +47,7 @@ func TestTemplateSeesOnlyNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPipe(f, dir, Common{})
+	p := newPipe(f, dir, pipelineLayout, Common{})
 	p.done["a"] = &phaseDone{}
 	p.done["b"] = &phaseDone{}
 	c := f.phase("c")
@@ -67,7 +67,7 @@ func TestVarsOverrideTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPipe(f, dir, Common{})
+	p := newPipe(f, dir, pipelineLayout, Common{})
 	o, err := p.options(f.phase("a"), p.templateData(f.phase("a")))
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,10 @@ func (p *pipe) templateData(ph *Phase) map[string]any {
 	for k, val := range p.file.Vars {
 		vars[k] = val
 	}
-	return map[string]any{"vars": vars, "phases": phases}
+	for k, val := range ph.vars {
+		vars[k] = val
+	}
+	return map[string]any{"vars": vars, "phases": phases, "task": map[string]any{"id": ph.Name}}
 }
 
 func (p *pipe) answerFile(name string) string {
@@ -119,10 +122,14 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 	return d
 }
 
-// cassette is a phase's cassette file in a cassette directory.
+// cassette is a phase's cassette file in a cassette directory; a
+// cassette given as a file is shared by every task (they ask alike).
 func (p *pipe) cassette(dir, phase string) string {
 	if dir == "" {
 		return ""
+	}
+	if st, err := os.Stat(dir); err == nil && st.Mode().IsRegular() {
+		return dir
 	}
 	return filepath.Join(dir, phase+".jsonl")
 }
@@ -169,7 +176,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		MaxTokens:         d.MaxTokens,
 		SchemaRetries:     run.DefaultSchemaRetries,
 		ScriptMemoryLimit: run.DefaultScriptMemoryLimit,
-		ArtifactsDir:      filepath.Join(p.dir, record.DirPhases),
+		ArtifactsDir:      filepath.Join(p.dir, p.layout.runs),
 		RunID:             ph.Name,
 		Record:            p.cassette(p.manifest.Record, ph.Name),
 		Replay:            p.cassette(p.manifest.Replay, ph.Name),

@@ -25,24 +25,33 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 	if err != nil {
 		return nil, outcome.Usage("pipeline_dir_invalid", "%s: %v", o.Dir, err)
 	}
+	l := pipelineLayout
+	if _, err := os.Stat(filepath.Join(dir, batchLayout.manifest)); err == nil {
+		l = batchLayout
+	}
 	var m record.PipelineManifest
-	if err := artifacts.ReadJSON(filepath.Join(dir, record.FilePipeline), record.TypePipeline, record.PipelineVersion, &m); err != nil {
-		return nil, outcome.Usage("pipeline_dir_invalid", "%s is not a pipeline directory (%v): give the directory `harness pipeline run` printed", o.Dir, err)
+	if err := artifacts.ReadJSON(filepath.Join(dir, l.manifest), l.manifestType, record.PipelineVersion, &m); err != nil {
+		return nil, outcome.Usage("pipeline_dir_invalid", "%s is not a pipeline or batch directory (%v): give the directory `harness pipeline run` or `harness batch run` printed", o.Dir, err)
 	}
 	unlock, err := lock(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	events, head, err := readJournal(filepath.Join(dir, record.FilePipelineJournal))
+	events, head, err := readJournal(filepath.Join(dir, l.journal))
 	if err != nil {
 		return nil, err
 	}
-	f, err := Load(m.File, m.VarOverrides)
+	var f *File
+	if l.kind == "batch" {
+		f, err = loadBatchFor(m)
+	} else {
+		f, err = Load(m.File, m.VarOverrides)
+	}
 	if err != nil {
 		return nil, err
 	}
-	p := newPipe(f, dir, o.Common)
+	p := newPipe(f, dir, l, o.Common)
 	p.manifest, p.maxTurns, p.baseURL, p.endpoint = m, o.MaxTurns, o.BaseURL, o.BaseURL
 	if err := p.openJournal(int64(len(events))+1, head); err != nil {
 		return nil, err
@@ -50,25 +59,25 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 	defer p.journal.Close()
 	if f.Digest != m.FileDigest {
 		drift := map[string]any{"file": m.File, "recorded": m.FileDigest, "current": f.Digest, "allowed": o.AllowDrift}
-		if err := p.event(record.EventPipelineDrift, drift); err != nil {
+		if err := p.event(p.layout.drift(), drift); err != nil {
 			return nil, err
 		}
 		if !o.AllowDrift {
 			return nil, outcome.Policy("pipeline_drift", "the pipeline file %s changed since the pipeline started (recorded %s, now %s); nothing was run. Undo the change, or resume with --allow-drift to run the remaining phases from the changed file", m.File, m.FileDigest, f.Digest)
 		}
 		p.manifest.FileDigest, p.manifest.Vars = f.Digest, f.Vars
-		p.manifest.Phases, p.manifest.Digest = p.declare()
-		if err := p.redact().WriteJSON(filepath.Join(dir, record.FilePipeline), p.manifest); err != nil {
+		p.setDeclared()
+		if err := p.redact().WriteJSON(filepath.Join(dir, p.layout.manifest), p.manifest); err != nil {
 			return nil, err
 		}
 	}
-	last := lastOutcomes(events)
+	last := lastOutcomes(events, l.unitFinished())
 	for _, ph := range f.Phases {
 		if err := p.takeOver(ph.Name, last[ph.Name]); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.event(record.EventPipelineResumed, map[string]any{"reused": len(p.done), "resuming": len(p.resumable)}); err != nil {
+	if err := p.event(p.layout.resumed(), map[string]any{"reused": len(p.done), "resuming": len(p.resumable)}); err != nil {
 		return nil, err
 	}
 	return p.execute(ctx)
@@ -90,7 +99,7 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 		reused := *prev
 		reused.Reused = true
 		p.done[name] = &phaseDone{outcome: reused, result: &r}
-		return p.event(record.EventPhaseReused, map[string]any{"phase": name, "resultDigest": prev.ResultDigest})
+		return p.event(p.layout.unitReused(), map[string]any{p.layout.unit: name, "resultDigest": prev.ResultDigest})
 	}
 	if _, err := os.Stat(filepath.Join(runDir, record.FileManifest)); err != nil {
 		// Never started, skipped, or refused before its run existed.
@@ -127,10 +136,10 @@ func (p *pipe) setAside(name string) error {
 }
 
 // lastOutcomes is each phase's last recorded end.
-func lastOutcomes(events []artifacts.Event) map[string]*record.PhaseOutcome {
+func lastOutcomes(events []artifacts.Event, finished string) map[string]*record.PhaseOutcome {
 	out := map[string]*record.PhaseOutcome{}
 	for _, ev := range events {
-		if ev.Type != record.EventPhaseFinished {
+		if ev.Type != finished {
 			continue
 		}
 		var o record.PhaseOutcome
@@ -177,7 +186,7 @@ func lock(dir string) (func(), error) {
 	}
 	if err := unix.Flock(int(fh.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		fh.Close()
-		return nil, outcome.Usage("pipeline_locked", "pipeline %s is being run or resumed by another harness process; wait for it to end", dir)
+		return nil, outcome.Usage("pipeline_locked", "%s is being run or resumed by another harness process; wait for it to end", dir)
 	}
 	return func() { fh.Close() }, nil
 }

@@ -70,6 +70,9 @@ type ResumeOptions struct {
 // DefaultArtifactsDir is where pipeline directories go by default.
 const DefaultArtifactsDir = ".harness/pipelines"
 
+// DefaultBatchDir is where batch directories go by default.
+const DefaultBatchDir = ".harness/batches"
+
 // Phase states during execution.
 const (
 	statusSkipped    = "skipped"
@@ -79,6 +82,7 @@ const (
 // pipe is one execution (a run or a resume) of a pipeline.
 type pipe struct {
 	file     *File
+	layout   layout
 	manifest record.PipelineManifest
 	dir      string
 	journal  *artifacts.Journal
@@ -107,19 +111,28 @@ func Run(ctx context.Context, o Options) (*record.PipelineResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	return start(ctx, f, pipelineLayout, o, nil)
+}
+
+// start creates the directory of a pipeline or a batch, records what it
+// was asked and executes it. shape, when set, adds to the manifest.
+func start(ctx context.Context, f *File, l layout, o Options, shape func(*record.PipelineManifest)) (*record.PipelineResult, error) {
 	now := clock(o.Now)
 	id := o.ID
 	if id == "" {
 		id = run.NewRunID(now())
 	}
 	if err := run.CheckRunID(id); err != nil {
-		return nil, outcome.Usage("pipeline_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+		return nil, outcome.Usage(l.kind+"_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
 	base := o.ArtifactsDir
 	if base == "" {
 		base = DefaultArtifactsDir
+		if l.kind == "batch" {
+			base = DefaultBatchDir
+		}
 	}
-	base, err = filepath.Abs(base)
+	base, err := filepath.Abs(base)
 	if err != nil {
 		return nil, outcome.Usage("artifacts_dir_invalid", "--artifacts-dir: %v", err)
 	}
@@ -129,7 +142,7 @@ func Run(ctx context.Context, o Options) (*record.PipelineResult, error) {
 	dir := filepath.Join(base, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return nil, outcome.Usage("pipeline_exists", "pipeline directory %s already exists: resume it with `harness pipeline resume %s`, or pass another --id", dir, dir)
+			return nil, outcome.Usage(l.kind+"_exists", "%s directory %s already exists: resume it with `harness %s resume %s`, or pass another --id", l.kind, dir, l.kind, dir)
 		}
 		return nil, outcome.Usage("artifacts_dir_invalid", "create %s: %v", dir, err)
 	}
@@ -140,34 +153,49 @@ func Run(ctx context.Context, o Options) (*record.PipelineResult, error) {
 	defer unlock()
 	jobs := max(o.Jobs, 1)
 	m := record.PipelineManifest{
-		Envelope:   artifacts.NewEnvelope(record.TypePipeline, record.PipelineVersion),
+		Envelope:   artifacts.NewEnvelope(l.manifestType, record.PipelineVersion),
 		PipelineID: id, CreatedAt: now().UTC(), HarnessVersion: o.Version,
 		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: jobs,
 		Workspace: absOrEmpty(o.Workspace), BaseURL: withoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
 	}
-	p := newPipe(f, dir, o.Common)
+	p := newPipe(f, dir, l, o.Common)
 	p.manifest, p.endpoint = m, o.BaseURL
-	p.manifest.Phases, p.manifest.Digest = p.declare()
-	if err := p.redact().WriteJSON(filepath.Join(dir, record.FilePipeline), p.manifest); err != nil {
+	p.setDeclared()
+	if shape != nil {
+		shape(&p.manifest)
+	}
+	if err := p.redact().WriteJSON(filepath.Join(dir, p.layout.manifest), p.manifest); err != nil {
 		return nil, err
 	}
 	if err := p.openJournal(1, ""); err != nil {
 		return nil, err
 	}
 	defer p.journal.Close()
-	if err := p.event(record.EventPipelineStarted, map[string]any{"pipelineId": id, "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
+	if err := p.event(p.layout.started(), map[string]any{"id": id, "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
 		return nil, err
 	}
 	return p.execute(ctx)
 }
 
-func newPipe(f *File, dir string, c Common) *pipe {
+func newPipe(f *File, dir string, l layout, c Common) *pipe {
 	var w io.Writer = io.Discard
 	if c.Stderr != nil {
 		w = c.Stderr
 	}
-	return &pipe{file: f, dir: dir, common: c, start: clock(c.Now)(), out: &syncWriter{w: w},
+	return &pipe{file: f, dir: dir, layout: l, common: c, start: clock(c.Now)(), out: &syncWriter{w: w},
 		done: map[string]*phaseDone{}, resumable: map[string]bool{}}
+}
+
+// setDeclared records the declarations in the manifest, as phases or as
+// tasks.
+func (p *pipe) setDeclared() {
+	units, d := p.declare()
+	p.manifest.Digest = d
+	if p.layout.kind == "batch" {
+		p.manifest.Phases, p.manifest.Tasks = nil, units
+	} else {
+		p.manifest.Phases, p.manifest.Tasks = units, nil
+	}
 }
 
 // declare digests each phase's declaration and the whole.
@@ -201,10 +229,10 @@ func (p *pipe) redact() *artifacts.Redactor {
 	return artifacts.NewRedactor(p.common.APIKey, string(p.common.RunKey))
 }
 
-func (p *pipe) runDir(name string) string { return filepath.Join(p.dir, record.DirPhases, name) }
+func (p *pipe) runDir(name string) string { return filepath.Join(p.dir, p.layout.runs, name) }
 
 func (p *pipe) openJournal(next int64, head artifacts.Digest) error {
-	j, err := artifacts.OpenJournal(filepath.Join(p.dir, record.FilePipelineJournal), next)
+	j, err := artifacts.OpenJournal(filepath.Join(p.dir, p.layout.journal), next)
 	if err != nil {
 		return err
 	}
@@ -267,7 +295,7 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 				state[n] = "done"
 				msg := fmt.Sprintf("not run: phase %s, which it needs, did not succeed (%s)", failedNeed, p.done[failedNeed].outcome.Status)
 				p.done[n] = &phaseDone{outcome: record.PhaseOutcome{Name: n, Status: statusSkipped, Reason: "dependency_failed", ExitCode: p.done[failedNeed].outcome.ExitCode, Message: msg}}
-				note(record.EventPhaseSkipped, map[string]any{"phase": n, "because": failedNeed})
+				note(p.layout.unitSkipped(), map[string]any{p.layout.unit: n, "because": failedNeed})
 				continue
 			}
 			if !ready || running >= p.manifest.Jobs || ctx.Err() != nil || journalErr != nil {
@@ -277,7 +305,7 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 			running++
 			resume := p.resumable[n]
 			data := p.templateData(ph)
-			note(record.EventPhaseStarted, map[string]any{"phase": n, "runDir": p.runDir(n), "resume": resume})
+			note(p.layout.unitStarted(), map[string]any{p.layout.unit: n, "runDir": p.runDir(n), "resume": resume})
 			go func() {
 				results <- finished{n, p.runPhase(ctx, ph, resume, data)}
 			}()
@@ -289,7 +317,7 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 		running--
 		state[f.name] = "done"
 		p.done[f.name] = f.done
-		note(record.EventPhaseFinished, f.done.outcome)
+		note(p.layout.unitFinished(), f.done.outcome)
 	}
 	for _, n := range names {
 		if _, ok := p.done[n]; !ok {
@@ -297,8 +325,8 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 		}
 	}
 	res := p.result(names)
-	note(record.EventPipelineFinished, map[string]any{"status": res.Status, "exitCode": res.ExitCode})
-	if err := p.redact().WriteJSON(filepath.Join(p.dir, record.FilePipelineResult), res); err != nil {
+	note(p.layout.finished(), map[string]any{"status": res.Status, "exitCode": res.ExitCode})
+	if err := p.redact().WriteJSON(filepath.Join(p.dir, p.layout.result), res); err != nil {
 		return res, err
 	}
 	if journalErr != nil {
@@ -314,14 +342,14 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 // not succeed decides the status and exit code.
 func (p *pipe) result(names []string) *record.PipelineResult {
 	res := &record.PipelineResult{
-		Envelope:   artifacts.NewEnvelope(record.TypePipelineResult, record.PipelineVersion),
+		Envelope:   artifacts.NewEnvelope(p.layout.resultType, record.PipelineVersion),
 		PipelineID: p.manifest.PipelineID, Dir: p.dir, Status: "succeeded",
 		DurationMs: clock(p.common.Now)().Sub(p.start).Milliseconds(),
-		Phases:     []record.PhaseOutcome{},
 	}
+	var units []record.PhaseOutcome
 	for _, n := range names {
 		o := p.done[n].outcome
-		res.Phases = append(res.Phases, o)
+		units = append(units, o)
 		res.Usage.PromptTokens += o.Usage.PromptTokens
 		res.Usage.CompletionTokens += o.Usage.CompletionTokens
 		res.Usage.CachedTokens += o.Usage.CachedTokens
@@ -332,12 +360,21 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 			if res.ExitCode == 0 {
 				res.ExitCode = outcome.ExitFailed
 			}
-			res.Message = fmt.Sprintf("phase %s: %s", n, o.Message)
+			res.Message = fmt.Sprintf("%s %s: %s", p.layout.unit, n, o.Message)
 		}
+	}
+	if p.layout.kind == "batch" {
+		res.Tasks = units
+		res.Counts = map[string]int{}
+		for _, u := range units {
+			res.Counts[u.Status]++
+		}
+	} else {
+		res.Phases = units
 	}
 	if res.ExitCode != 0 {
 		res.Resumable = true
-		res.ResumeCommand = "harness pipeline resume " + p.dir
+		res.ResumeCommand = "harness " + p.layout.kind + " resume " + p.dir
 	}
 	return res
 }
@@ -351,6 +388,13 @@ func withoutUserinfo(raw string) string {
 	}
 	u.User = nil
 	return u.String()
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }
 
 func clock(now func() time.Time) func() time.Time {

@@ -18,6 +18,17 @@ const (
 	DirAnswers = "answers"
 )
 
+// File and directory names in a batch directory: each task's run
+// directory is batch/<task-id>/.
+const (
+	FileBatch        = "batch.json"
+	FileBatchJournal = "batch-journal.jsonl"
+	FileBatchResult  = "batch-result.json"
+	DirBatchRuns     = "batch"
+	TypeBatch        = "harness.batch"
+	TypeBatchResult  = "harness.batch-result"
+)
+
 // Artifact types of a pipeline directory.
 const (
 	TypePipeline       = "harness.pipeline"
@@ -50,14 +61,22 @@ type PipelineManifest struct {
 	// VarOverrides are the --var values given on the command line (also
 	// in Vars); a resume applies them again over the file's own.
 	VarOverrides map[string]string `json:"varOverrides,omitempty"`
-	Jobs         int               `json:"jobs"`
+	// MatrixOverrides are a batch's --matrix values, applied again on resume.
+	MatrixOverrides map[string][]string `json:"matrixOverrides,omitempty"`
+	Jobs            int                 `json:"jobs"`
 	// Workspace, Record and Replay are the command line's overrides ("" =
 	// none), kept so a resume runs the phases alike.
-	Workspace string          `json:"workspace,omitempty"`
-	BaseURL   string          `json:"baseUrl,omitempty"`
-	Record    string          `json:"record,omitempty"`
-	Replay    string          `json:"replay,omitempty"`
-	Phases    []PipelinePhase `json:"phases"`
+	Workspace string `json:"workspace,omitempty"`
+	BaseURL   string `json:"baseUrl,omitempty"`
+	Record    string `json:"record,omitempty"`
+	Replay    string `json:"replay,omitempty"`
+	// Phases are a pipeline's phases, Tasks a batch's tasks (this shard's).
+	Phases []PipelinePhase `json:"phases,omitempty"`
+	Tasks  []PipelinePhase `json:"tasks,omitempty"`
+	// Shard is "I/N" when a batch runs one shard of its tasks; AllTasks
+	// are every task id of the file in file order, for merging shards.
+	Shard    string   `json:"shard,omitempty"`
+	AllTasks []string `json:"allTasks,omitempty"`
 	// Digest covers the file, the vars and every phase's declaration.
 	Digest artifacts.Digest `json:"digest"`
 }
@@ -79,14 +98,19 @@ type PipelineResult struct {
 	Dir        string `json:"dir"`
 	// Status is succeeded when every phase succeeded; otherwise the status
 	// of the first phase in dependency order that did not.
-	Status        string         `json:"status"`
-	ExitCode      int            `json:"exitCode"`
-	Message       string         `json:"message,omitempty"`
-	DurationMs    int64          `json:"durationMs"`
-	Usage         ResultUsage    `json:"usage"`
-	Phases        []PhaseOutcome `json:"phases"`
-	Resumable     bool           `json:"resumable"`
-	ResumeCommand string         `json:"resumeCommand,omitempty"`
+	Status     string         `json:"status"`
+	ExitCode   int            `json:"exitCode"`
+	Message    string         `json:"message,omitempty"`
+	DurationMs int64          `json:"durationMs"`
+	Usage      ResultUsage    `json:"usage"`
+	Phases     []PhaseOutcome `json:"phases,omitempty"`
+	// Tasks are a batch's tasks; Counts how many ended with each status.
+	Tasks  []PhaseOutcome `json:"tasks,omitempty"`
+	Counts map[string]int `json:"counts,omitempty"`
+	// Shards are the shard directories a merged batch result came from.
+	Shards        []string `json:"shards,omitempty"`
+	Resumable     bool     `json:"resumable"`
+	ResumeCommand string   `json:"resumeCommand,omitempty"`
 }
 
 // PhaseOutcome is one phase's line of the pipeline result.

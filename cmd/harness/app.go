@@ -41,6 +41,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			showCommand(),
 			skillsCommand(),
 			pipelineCommand(),
+			batchCommand(),
 		},
 	}
 	strictUsage(app)

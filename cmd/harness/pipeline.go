@@ -61,27 +61,15 @@ func pipelineRunCommand() *cli.Command {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline run needs exactly one pipeline FILE")
 			}
-			vars := map[string]string{}
-			for _, kv := range cmd.StringSlice("var") {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return usagef(fmt.Sprintf("--var %q: give NAME=VALUE", kv))
-				}
-				vars[k] = v
+			vars, err := keyValues(cmd.StringSlice("var"), "--var")
+			if err != nil {
+				return err
 			}
 			if cmd.Int("jobs") < 1 {
 				return usagef("--jobs must be at least 1")
 			}
-			if cmd.String("record") != "" && cmd.String("replay") != "" {
-				return usagef("--record and --replay cannot be used together")
-			}
-			for _, d := range []string{cmd.String("record"), cmd.String("replay")} {
-				if d == "" {
-					continue
-				}
-				if err := os.MkdirAll(d, 0o755); err != nil {
-					return usagef(fmt.Sprintf("cassette directory %s: %v", d, err))
-				}
+			if err := cassetteDirs(cmd); err != nil {
+				return err
 			}
 			out := newPipelineOutput(cmd)
 			res, err := pipeline.Run(ctx, pipeline.Options{
@@ -177,8 +165,14 @@ func (o *pipelineOutput) report(res *record.PipelineResult) {
 		return
 	}
 	tw := tabwriter.NewWriter(o.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PHASE\tSTATUS\tEXIT\tTOKENS\tRUN DIRECTORY")
-	for _, p := range res.Phases {
+	units, kind := res.Phases, "pipeline"
+	if res.Type == record.TypeBatchResult {
+		units, kind = res.Tasks, "batch"
+		fmt.Fprintln(tw, "TASK\tSTATUS\tEXIT\tTOKENS\tRUN DIRECTORY")
+	} else {
+		fmt.Fprintln(tw, "PHASE\tSTATUS\tEXIT\tTOKENS\tRUN DIRECTORY")
+	}
+	for _, p := range units {
 		status := p.Status
 		if p.Reused {
 			status += " (reused)"
@@ -187,7 +181,7 @@ func (o *pipelineOutput) report(res *record.PipelineResult) {
 	}
 	tw.Flush()
 	if !o.quiet {
-		fmt.Fprintf(o.stderr, "harness: pipeline %s %s (exit %d)\nharness: pipeline directory: %s\n", res.PipelineID, res.Status, res.ExitCode, res.Dir)
+		fmt.Fprintf(o.stderr, "harness: %s %s %s (exit %d)\nharness: %s directory: %s\n", kind, res.PipelineID, res.Status, res.ExitCode, kind, res.Dir)
 		if res.ResumeCommand != "" {
 			fmt.Fprintf(o.stderr, "harness: resume with: %s\n", res.ResumeCommand)
 		}

@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/harness-dev/harness/outcome"
+)
+
+// K8sOptions describe the Indexed Job that runs a batch on Kubernetes:
+// one pod per shard, each running `harness batch run FILE --shards N`,
+// which picks its shard from JOB_COMPLETION_INDEX.
+type K8sOptions struct {
+	File        string // the batch file's path inside the image, relative to WorkDir
+	Image       string
+	Shards      int
+	Parallelism int // 0 = Shards
+	Jobs        int // tasks at once inside a pod
+	ID          string
+	Namespace   string
+	WorkDir     string // where the image holds the workspace and the batch file
+	// RunsClaim is the PersistentVolumeClaim mounted at /runs for the run
+	// directories, so they outlive the pods and can be merged.
+	RunsClaim string
+	// Secret and SecretKey name the API key: referenced, never inline.
+	Secret    string
+	SecretKey string
+	BaseURL   string
+	// BackoffLimitPerIndex is the retries of one shard's pod.
+	BackoffLimitPerIndex int
+}
+
+var k8sName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// K8sManifest prints the Indexed Job as YAML.
+func K8sManifest(o K8sOptions) ([]byte, error) {
+	switch {
+	case o.Image == "":
+		return nil, outcome.Usage("k8s_image_missing", "--image IMG is required: an image that holds harness and the workspace")
+	case o.Shards < 1:
+		return nil, outcome.Usage("k8s_shards_invalid", "--shards must be at least 1")
+	case o.Secret == "":
+		return nil, outcome.Usage("k8s_secret_missing", "--secret NAME is required: the Secret that holds the API key (it is referenced, never written into the manifest)")
+	case !k8sName.MatchString(o.ID):
+		return nil, outcome.Usage("k8s_name_invalid", "--id %q: a Kubernetes name is at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", o.ID)
+	case o.RunsClaim != "" && !k8sName.MatchString(o.RunsClaim):
+		return nil, outcome.Usage("k8s_name_invalid", "--runs-claim %q is not a valid Kubernetes name", o.RunsClaim)
+	}
+	if o.Parallelism <= 0 || o.Parallelism > o.Shards {
+		o.Parallelism = o.Shards
+	}
+	if o.SecretKey == "" {
+		o.SecretKey = "api-key"
+	}
+	if o.WorkDir == "" {
+		o.WorkDir = "/work"
+	}
+	args := []string{"harness", "batch", "run", o.File, "--shards", strconv.Itoa(o.Shards), "--id", o.ID,
+		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1))}
+	var b bytes.Buffer
+	err := k8sTemplate.Execute(&b, map[string]any{"o": o, "args": args})
+	return b.Bytes(), err
+}
+
+// quote writes s as a YAML double-quoted scalar (JSON string syntax is a
+// subset YAML accepts).
+func quote(s string) string { return strconv.Quote(s) }
+
+var k8sTemplate = template.Must(template.New("job").Funcs(template.FuncMap{"q": quote, "join": strings.Join}).Parse(`# An Indexed Job that runs harness batch shards: pod I runs
+# "harness batch run ... --shards {{.o.Shards}}", which reads JOB_COMPLETION_INDEX
+# and runs the tasks of shard I/{{.o.Shards}} into /runs/{{.o.ID}}-shard-I.
+# Afterwards: harness batch merge /runs/{{.o.ID}}-shard-* --out /runs/{{.o.ID}}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{q .o.ID}}
+{{- if .o.Namespace}}
+  namespace: {{q .o.Namespace}}
+{{- end}}
+  labels:
+    app.kubernetes.io/name: harness-batch
+    app.kubernetes.io/instance: {{q .o.ID}}
+spec:
+  completionMode: Indexed
+  completions: {{.o.Shards}}
+  parallelism: {{.o.Parallelism}}
+  backoffLimitPerIndex: {{.o.BackoffLimitPerIndex}}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: harness-batch
+        app.kubernetes.io/instance: {{q .o.ID}}
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: harness
+          image: {{q .o.Image}}
+          workingDir: {{q .o.WorkDir}}
+          command:
+{{- range .args}}
+            - {{q .}}
+{{- end}}
+          env:
+            - name: HARNESS_API_KEY
+              valueFrom:
+                secretKeyRef:
+                  name: {{q .o.Secret}}
+                  key: {{q .o.SecretKey}}
+{{- if .o.BaseURL}}
+            - name: HARNESS_BASE_URL
+              value: {{q .o.BaseURL}}
+{{- end}}
+          volumeMounts:
+            - name: runs
+              mountPath: /runs
+      volumes:
+        - name: runs
+{{- if .o.RunsClaim}}
+          persistentVolumeClaim:
+            claimName: {{q .o.RunsClaim}}
+{{- else}}
+          # No --runs-claim: run directories vanish with the pod.
+          emptyDir: {}
+{{- end}}
+`))
+
+// shardID is the directory id of one shard's run of a batch.
+func shardID(id string, sh Shard) string {
+	return fmt.Sprintf("%s-shard-%d", id, sh.Index)
+}

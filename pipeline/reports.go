@@ -1,0 +1,228 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+)
+
+// JUnit XML, as CI systems read it: one testsuite, one testcase per task;
+// a task that did not succeed is a failure carrying its reason, message
+// and the start of its answer; a skipped or unstarted task is skipped.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// maxExcerpt bounds the answer quoted in a report.
+const maxExcerpt = 2000
+
+// WriteJUnit writes a batch result as JUnit XML, atomically.
+func WriteJUnit(path string, res *record.PipelineResult) error {
+	suite := junitSuite{Name: "harness.batch." + res.PipelineID, Time: seconds(res.DurationMs)}
+	for _, t := range res.Tasks {
+		c := junitCase{Name: t.Name, Classname: "harness.batch", Time: seconds(t.DurationMs), SystemOut: t.RunDir}
+		switch t.Status {
+		case "succeeded":
+		case statusSkipped, statusNotStarted:
+			c.Skipped = &junitSkipped{Message: t.Message}
+			suite.Skipped++
+		default:
+			text := t.Message
+			if a := answerOf(t); a != "" {
+				text += "\n\nanswer:\n" + a
+			}
+			c.Failure = &junitFailure{Message: fmt.Sprintf("%s (%s, exit %d)", t.Status, t.Reason, t.ExitCode), Type: t.Status, Text: clean(text)}
+			suite.Failures++
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	suite.Tests = len(suite.Cases)
+	doc := junitSuites{Name: suite.Name, Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	return artifacts.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// WriteSummary writes a batch result as a Markdown table, atomically.
+func WriteSummary(path string, res *record.PipelineResult) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## harness batch %s: %s\n\n", res.PipelineID, res.Status)
+	var counts []string
+	for _, s := range []string{"succeeded", "failed", "limit", "provider_error", "refused", "interrupted", statusSkipped, statusNotStarted} {
+		if n := res.Counts[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	fmt.Fprintf(&b, "%d tasks: %s; %d tokens; %.1f s.\n\n", len(res.Tasks), strings.Join(counts, ", "), res.Usage.TotalTokens, float64(res.DurationMs)/1000)
+	b.WriteString("| task | status | exit | tokens | message |\n| --- | --- | --- | --- | --- |\n")
+	for _, t := range res.Tasks {
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCell(t.Message))
+	}
+	return artifacts.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// answerOf is the start of a task's answer, read back from its result.
+func answerOf(t record.PhaseOutcome) string {
+	if t.RunDir == "" {
+		return ""
+	}
+	var r record.Result
+	if artifacts.ReadJSON(filepath.Join(t.RunDir, record.FileResult), record.TypeResult, 1, &r) != nil {
+		return ""
+	}
+	a := r.Answer
+	if len(a) > maxExcerpt {
+		a = a[:maxExcerpt]
+		for !utf8.ValidString(a) {
+			a = a[:len(a)-1]
+		}
+		a += " ..."
+	}
+	return a
+}
+
+// clean drops what XML 1.0 cannot carry (control characters).
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r != 0xFFFE && r != 0xFFFF {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+func mdCell(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", "\\|")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
+
+// Merge combines the results of a batch's shards into one, in the file's
+// task order, as if the batch had run unsharded. Every shard must come
+// from the same batch file (digest) and together they must hold every
+// task exactly once.
+func Merge(dirs []string) (*record.PipelineResult, error) {
+	var all []string
+	var fileDigest artifacts.Digest
+	byTask := map[string]record.PhaseOutcome{}
+	out := &record.PipelineResult{Envelope: artifacts.NewEnvelope(record.TypeBatchResult, record.PipelineVersion), Status: "succeeded", Counts: map[string]int{}}
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		var m record.PipelineManifest
+		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatch), record.TypeBatch, record.PipelineVersion, &m); err != nil {
+			return nil, outcome.Usage("batch_dir_invalid", "%s is not a batch directory: %v", d, err)
+		}
+		var r record.PipelineResult
+		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatchResult), record.TypeBatchResult, record.PipelineVersion, &r); err != nil {
+			return nil, outcome.Usage("batch_dir_invalid", "%s has no batch result (did it finish?): %v", d, err)
+		}
+		if fileDigest == "" {
+			fileDigest, all, out.PipelineID = m.FileDigest, m.AllTasks, m.PipelineID
+		} else if m.FileDigest != fileDigest {
+			return nil, outcome.Usage("batch_merge_mismatch", "%s ran another batch file (digest %s, not %s)", d, m.FileDigest, fileDigest)
+		}
+		for _, t := range r.Tasks {
+			if _, dup := byTask[t.Name]; dup {
+				return nil, outcome.Usage("batch_merge_mismatch", "task %s is in more than one shard (%s again)", t.Name, d)
+			}
+			byTask[t.Name] = t
+		}
+		out.Shards = append(out.Shards, abs)
+		out.DurationMs = max(out.DurationMs, r.DurationMs)
+	}
+	var missing []string
+	for _, id := range all {
+		t, ok := byTask[id]
+		if !ok {
+			missing = append(missing, id)
+			continue
+		}
+		out.Tasks = append(out.Tasks, t)
+		out.Counts[t.Status]++
+		out.Usage.PromptTokens += t.Usage.PromptTokens
+		out.Usage.CompletionTokens += t.Usage.CompletionTokens
+		out.Usage.CachedTokens += t.Usage.CachedTokens
+		out.Usage.ReasoningTokens += t.Usage.ReasoningTokens
+		out.Usage.TotalTokens += t.Usage.TotalTokens
+		if out.ExitCode == 0 && t.Status != "succeeded" && t.Status != statusSkipped {
+			out.Status, out.ExitCode = t.Status, max(t.ExitCode, 1)
+			out.Message = fmt.Sprintf("task %s: %s", t.Name, t.Message)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, outcome.Usage("batch_merge_incomplete", "the shards given hold %d of %d tasks; missing: %s", len(all)-len(missing), len(all), strings.Join(firstN(missing, 10), ", "))
+	}
+	return out, nil
+}
+
+func firstN(xs []string, n int) []string {
+	if len(xs) > n {
+		return append(xs[:n:n], fmt.Sprintf("... %d more", len(xs)-n))
+	}
+	return xs
+}
+
+// WriteMerged writes a merged result into dir (created if needed).
+func WriteMerged(dir string, res *record.PipelineResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	res.Dir, _ = filepath.Abs(dir)
+	return artifacts.WriteJSON(filepath.Join(dir, record.FileBatchResult), res)
+}
