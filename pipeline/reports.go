@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -55,6 +56,8 @@ type junitFailure struct {
 type junitSkipped struct {
 	Message string `xml:"message,attr"`
 }
+
+var shardSuffix = regexp.MustCompile(`-shard-[0-9]+$`)
 
 // maxExcerpt bounds the answer quoted in a report.
 const maxExcerpt = 2000
@@ -173,7 +176,8 @@ func Merge(dirs []string) (*record.PipelineResult, error) {
 			return nil, outcome.Usage("batch_dir_invalid", "%s has no batch result (did it finish?): %v", d, err)
 		}
 		if fileDigest == "" {
-			fileDigest, all, out.PipelineID = m.FileDigest, m.AllTasks, m.PipelineID
+			fileDigest, all = m.FileDigest, m.AllTasks
+			out.PipelineID = shardSuffix.ReplaceAllString(m.PipelineID, "")
 		} else if m.FileDigest != fileDigest {
 			return nil, outcome.Usage("batch_merge_mismatch", "%s ran another batch file (digest %s, not %s)", d, m.FileDigest, fileDigest)
 		}

@@ -64,13 +64,21 @@ func batchRunCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// The flag library splits values at commas, so "size=s,m"
+			// arrives as "size=s" and "m": a value without "=" continues
+			// the NAME before it.
 			matrix := map[string][]string{}
+			last := ""
 			for _, kv := range cmd.StringSlice("matrix") {
 				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" || v == "" {
+				switch {
+				case ok && k != "" && v != "":
+					matrix[k], last = strings.Split(v, ","), k
+				case !ok && last != "" && kv != "":
+					matrix[last] = append(matrix[last], kv)
+				default:
 					return usagef(fmt.Sprintf("--matrix %q: give NAME=A,B,...", kv))
 				}
-				matrix[k] = strings.Split(v, ",")
 			}
 			if cmd.Int("jobs") < 1 {
 				return usagef("--jobs must be at least 1")

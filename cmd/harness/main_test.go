@@ -41,6 +41,8 @@ func TestScripts(t *testing.T) {
 			"fakemodel-requests": cmdFakeModelRequests,
 			"fakemodel-wait":     cmdFakeModelWait,
 			"fakemodel-count":    cmdFakeModelCount,
+			"batch-tasks":        cmdBatchTasks,
+			"junit-parse":        cmdJUnitParse,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
