@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goccy/go-yaml/ast"
+
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -97,8 +99,11 @@ func LoadBatch(path string, vars map[string]string, matrix map[string][]string, 
 		Tasks     []Task           `json:"tasks"`
 		TasksFile string           `json:"tasks-file"`
 	}
-	astFile, err := decodeChecked(data, path, compile(BatchSchema, "batch.schema.json"), "pipeline/batch.schema.json", &raw)
-	if err != nil {
+	var astFile *ast.File
+	if strings.HasSuffix(abs, ".jsonl") {
+		// A bare JSONL file: every task says all it needs.
+		raw.TasksFile = abs
+	} else if astFile, err = decodeChecked(data, path, compile(BatchSchema, "batch.schema.json"), "pipeline/batch.schema.json", &raw); err != nil {
 		return nil, nil, err
 	}
 	f := &File{Path: abs, Dir: filepath.Dir(abs), Defaults: raw.Defaults, Vars: map[string]string{}, ast: astFile, unit: "task"}

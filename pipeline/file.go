@@ -250,6 +250,9 @@ func schemaProblems(ve *jsonschema.ValidationError, f *ast.File, name string) []
 // lineOf is the line of the YAML node at loc (JSON-pointer tokens), or of
 // its nearest ancestor that can be found; 1 when none can.
 func lineOf(f *ast.File, loc []string) int {
+	if f == nil {
+		return 1
+	}
 	for n := len(loc); n >= 0; n-- {
 		var b strings.Builder
 		b.WriteString("$")

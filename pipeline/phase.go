@@ -17,6 +17,8 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/workspace"
 )
 
 // phaseView is what a template sees of a finished phase it needs.
@@ -181,6 +183,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		Record:            p.cassette(p.manifest.Record, ph.Name),
 		Replay:            p.cassette(p.manifest.Replay, ph.Name),
 		Protect:           nonEmpty(p.dir, p.manifest.Record, p.manifest.Replay),
+		Previous:          p.previous,
 		Now:               p.common.Now,
 		Version:           p.common.Version,
 		ConfigFile:        f.Path,
@@ -237,6 +240,50 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		o.Attach = append(o.Attach, f.abs(a))
 	}
 	return o, nil
+}
+
+// snapshot scans the roots every unit shares, once, so that a batch of a
+// thousand tasks reads each skill file once rather than a thousand times.
+// Each run still takes and records its own snapshot: files whose inode,
+// size and modification and change times (nanoseconds) are unchanged keep
+// this scan's digest; any other file is read again. Nil when there are no
+// roots or they cannot be scanned (each run then reports why).
+func (p *pipe) snapshot(ctx context.Context) *skills.Registry {
+	d := p.file.Defaults
+	if len(d.SkillsRoot)+len(d.ExternalSkillsRoot) == 0 {
+		return nil
+	}
+	ws := p.file.Dir
+	if d.Workspace != "" {
+		ws = p.file.abs(d.Workspace)
+	}
+	if p.manifest.Workspace != "" {
+		ws = p.manifest.Workspace
+	}
+	ws, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return nil
+	}
+	var roots []string
+	for _, r := range d.SkillsRoot {
+		roots = append(roots, rootPath(p.file, r))
+	}
+	if roots, err = run.ExpandAutoRoots(ws, roots); err != nil {
+		return nil
+	}
+	for _, r := range d.ExternalSkillsRoot {
+		roots = append(roots, p.file.abs(r))
+	}
+	for i, r := range roots {
+		if real, err := filepath.EvalSymlinks(r); err == nil {
+			roots[i] = real
+		}
+	}
+	reg, err := skills.Scan(ctx, skills.ScanOptions{Roots: roots, Workspace: ws, SandboxWorkspace: workspace.DefaultSandbox})
+	if err != nil {
+		return nil
+	}
+	return reg
 }
 
 // rootPath keeps "auto" as it is; every other root is a path.

@@ -16,6 +16,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/skills"
 )
 
 // Options configure a new pipeline run.
@@ -95,6 +96,10 @@ type pipe struct {
 	resumable map[string]bool
 	// maxTurns and baseURL are ResumeOptions', for those.
 	maxTurns, baseURL string
+	// previous is one snapshot of the shared skill roots, taken before the
+	// first unit starts, whose digests every unit's own snapshot reuses
+	// for files whose stat fingerprint is unchanged.
+	previous *skills.Registry
 	// endpoint is the base URL as given, credentials and all (the
 	// manifest keeps it without them).
 	endpoint string
@@ -263,6 +268,7 @@ type finished struct {
 // at a time, and writes the pipeline result.
 func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 	names := order(p.file.Phases)
+	p.previous = p.snapshot(ctx)
 	state := map[string]string{} // "", running, done
 	for n := range p.done {
 		state[n] = "done"

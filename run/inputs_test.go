@@ -28,6 +28,7 @@ var notRecorded = map[string]string{
 	"Version":        "the harness binary: compared as identity drift, not restored",
 	"model":          "a child's shared model, handed in again by its parent",
 	"afterSnapshot":  "a test hook",
+	"Previous":       "a cache of digests: the run's own snapshot is recorded",
 }
 
 // TestOptionsRoundTripThroughRunJSON fills every field of Options with a

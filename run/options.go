@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/skills"
 )
 
 // Defaults of the options a caller other than the CLI (a pipeline phase)
@@ -38,6 +39,12 @@ type Options struct {
 	// ExternalSkillsRoots are read-only roots outside the workspace, after
 	// SkillsRoots in precedence; the model sees them at /skills/<label>.
 	ExternalSkillsRoots []string
+	// Previous is a snapshot of the same roots taken shortly before (a
+	// batch takes one for all its tasks): a file whose stat fingerprint
+	// (inode, size, modification and change time, in nanoseconds) is
+	// unchanged keeps its digest without being read again. Performance
+	// only: the run's own snapshot is still taken and recorded.
+	Previous *skills.Registry
 	// Protect are further host paths the tools never touch, besides the
 	// run directories and a cassette being recorded: a pipeline's own
 	// records, for example.

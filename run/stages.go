@@ -123,6 +123,7 @@ func (r *runner) registryStage(ctx context.Context) error {
 		Workspace:        r.res.workspace,
 		SandboxWorkspace: workspace.DefaultSandbox,
 		Now:              r.now,
+		Previous:         r.opts.Previous,
 	})
 	if err != nil {
 		return &outcome.Error{Code: "registry_scan_failed", Msg: fmt.Sprintf("scan skills: %v", err), Exit: outcome.ExitUsage, Err: err}
