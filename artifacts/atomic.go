@@ -59,7 +59,9 @@ func WriteStream(path string, perm os.FileMode, write func(io.Writer) error) err
 			os.Remove(tmpName)
 		}
 	}()
-	bw := bufio.NewWriterSize(tmp, 256<<10)
+	// Most artifacts are a few KiB and a run writes a dozen: a larger
+	// buffer costs more to allocate and clear than the writes it saves.
+	bw := bufio.NewWriterSize(tmp, 32<<10)
 	if err := write(bw); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

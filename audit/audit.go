@@ -6,6 +6,7 @@ package audit
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/record"
@@ -63,6 +64,43 @@ func scanSkill(rd *skills.Reader, s *skills.Skill) []record.Finding {
 // diagnostics (critical ones errors), and it returns all findings and, per
 // skill, the rules of its critical findings.
 func Registry(reg *skills.Registry) (findings []record.Finding, critical map[string][]string) {
+	var c *Cache
+	return c.Registry(reg)
+}
+
+// Cache remembers each skill's findings by its SKILL.md path and its
+// digests, for runs that snapshot the same roots one after another (the
+// tasks of a batch): content with the same digests has the same findings.
+// A nil *Cache scans every time. Safe for concurrent use.
+type Cache struct {
+	mu sync.Mutex
+	m  map[string][]record.Finding
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache { return &Cache{m: map[string][]record.Finding{}} }
+
+func (c *Cache) scan(rd *skills.Reader, s *skills.Skill) []record.Finding {
+	if c == nil {
+		return scanSkill(rd, s)
+	}
+	key := s.SkillPath + "\x00" + string(s.Digest) + "\x00" + string(s.TreeDigest)
+	c.mu.Lock()
+	fs, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return fs
+	}
+	fs = scanSkill(rd, s)
+	c.mu.Lock()
+	c.m[key] = fs
+	c.mu.Unlock()
+	return fs
+}
+
+// Registry is the package's Registry with findings taken from the cache
+// where a skill's digests were seen before.
+func (c *Cache) Registry(reg *skills.Registry) (findings []record.Finding, critical map[string][]string) {
 	critical = map[string][]string{}
 	rd := skills.NewReader()
 	defer rd.Close()
@@ -71,7 +109,7 @@ func Registry(reg *skills.Registry) (findings []record.Finding, critical map[str
 		if s.ShadowedBy != "" {
 			continue
 		}
-		for _, f := range scanSkill(rd, s) {
+		for _, f := range c.scan(rd, s) {
 			sev := skills.SeverityWarning
 			if f.Severity == cfc.SeverityCritical {
 				sev = skills.SeverityError

@@ -184,6 +184,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		Replay:            p.cassette(p.manifest.Replay, ph.Name),
 		Protect:           nonEmpty(p.dir, p.manifest.Record, p.manifest.Replay),
 		Previous:          p.previous,
+		Audits:            p.audits,
 		Now:               p.common.Now,
 		Version:           p.common.Version,
 		ConfigFile:        f.Path,

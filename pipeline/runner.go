@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
@@ -100,6 +101,7 @@ type pipe struct {
 	// first unit starts, whose digests every unit's own snapshot reuses
 	// for files whose stat fingerprint is unchanged.
 	previous *skills.Registry
+	audits   *audit.Cache
 	// endpoint is the base URL as given, credentials and all (the
 	// manifest keeps it without them).
 	endpoint string
@@ -268,7 +270,7 @@ type finished struct {
 // at a time, and writes the pipeline result.
 func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 	names := order(p.file.Phases)
-	p.previous = p.snapshot(ctx)
+	p.previous, p.audits = p.snapshot(ctx), audit.NewCache()
 	state := map[string]string{} // "", running, done
 	for n := range p.done {
 		state[n] = "done"

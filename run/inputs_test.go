@@ -29,6 +29,7 @@ var notRecorded = map[string]string{
 	"model":          "a child's shared model, handed in again by its parent",
 	"afterSnapshot":  "a test hook",
 	"Previous":       "a cache of digests: the run's own snapshot is recorded",
+	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 }
 
 // TestOptionsRoundTripThroughRunJSON fills every field of Options with a

@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/skills"
 )
@@ -45,6 +46,9 @@ type Options struct {
 	// unchanged keeps its digest without being read again. Performance
 	// only: the run's own snapshot is still taken and recorded.
 	Previous *skills.Registry
+	// Audits remembers content-scan findings by skill digests across runs
+	// of one batch (nil: scan every time). Performance only.
+	Audits *audit.Cache
 	// Protect are further host paths the tools never touch, besides the
 	// run directories and a cassette being recorded: a pipeline's own
 	// records, for example.

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
@@ -112,7 +111,7 @@ func (r *runner) registryStage(ctx context.Context) error {
 			return err
 		}
 		r.registry = reg
-		r.findings, r.critical = audit.Registry(reg)
+		r.findings, r.critical = r.opts.Audits.Registry(reg)
 		if !r.opts.NoSkillCatalog {
 			r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
 		}
@@ -133,7 +132,7 @@ func (r *runner) registryStage(ctx context.Context) error {
 		r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
 		reg.Diagnostics = append(reg.Diagnostics, r.catalog.Diagnostics()...)
 	}
-	r.findings, r.critical = audit.Registry(reg)
+	r.findings, r.critical = r.opts.Audits.Registry(reg)
 	fileDigest, err := r.redact.WriteJSONDigest(r.path(record.FileRegistry), reg)
 	if err != nil {
 		return err

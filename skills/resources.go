@@ -140,10 +140,15 @@ func (sc *scanner) startDigest(ctx context.Context) *digester {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			buf := make([]byte, 256<<10)
+			// Allocated on the first file that must be read: a scan
+			// whose digests all come from Previous reads nothing.
+			var buf []byte
 			h := blake3.New()
 			for j := range d.ch {
 				if ctx.Err() == nil && !d.reuse(j) {
+					if buf == nil {
+						buf = make([]byte, 256<<10)
+					}
 					digestResource(j, buf, h)
 				}
 			}
