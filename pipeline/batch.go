@@ -43,6 +43,9 @@ type BatchOptions struct {
 	Matrix map[string][]string
 	// Shard is "I/N": run only the tasks whose id digest is I mod N.
 	Shard string
+	// OrResume resumes the batch directory when it already exists (a
+	// retried pod of an Indexed Job) instead of refusing it; needs ID.
+	OrResume bool
 }
 
 // Shard is one of N slices of a batch's tasks, chosen by the digest of
@@ -305,6 +308,16 @@ func RunBatch(ctx context.Context, o BatchOptions) (*record.PipelineResult, erro
 	if sh.Count > 1 && o.ID != "" {
 		// Shards of one batch share its id; each has its own directory.
 		o.ID = shardID(o.ID, sh)
+	}
+	if o.OrResume && o.ID != "" {
+		base := o.ArtifactsDir
+		if base == "" {
+			base = DefaultBatchDir
+		}
+		dir := filepath.Join(base, o.ID)
+		if _, err := os.Stat(filepath.Join(dir, record.FileBatch)); err == nil {
+			return Resume(ctx, ResumeOptions{Dir: dir, BaseURL: o.BaseURL, Common: o.Common})
+		}
 	}
 	return start(ctx, f, batchLayout, o.Options, func(m *record.PipelineManifest) {
 		m.AllTasks, m.MatrixOverrides = all, o.Matrix

@@ -60,7 +60,7 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 		o.WorkDir = "/work"
 	}
 	args := []string{"harness", "batch", "run", o.File, "--shards", strconv.Itoa(o.Shards), "--id", o.ID,
-		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1))}
+		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1)), "--or-resume"}
 	var b bytes.Buffer
 	err := k8sTemplate.Execute(&b, map[string]any{"o": o, "args": args})
 	return b.Bytes(), err

@@ -39,7 +39,7 @@ func TestK8sManifestDecodesStrictly(t *testing.T) {
 		t.Errorf("spec = %+v", s)
 	}
 	c := s.Template.Spec.Containers[0]
-	if got := strings.Join(c.Command, " "); got != "harness batch run batches/review.yaml --shards 4 --id review-batch --artifacts-dir /runs --jobs 3" {
+	if got := strings.Join(c.Command, " "); got != "harness batch run batches/review.yaml --shards 4 --id review-batch --artifacts-dir /runs --jobs 3 --or-resume" {
 		t.Errorf("command = %s", got)
 	}
 	key := c.Env[0]

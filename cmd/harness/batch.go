@@ -55,6 +55,7 @@ func batchRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "replay", Usage: "replay each task from `PATH`/<task-id>.jsonl, or every task from PATH when it is one file: no network, no key"},
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `I/N` of the tasks"},
 			&cli.IntFlag{Name: "shards", Usage: "run shard JOB_COMPLETION_INDEX of `N` (Kubernetes Indexed Jobs)"},
+			&cli.BoolFlag{Name: "or-resume", Usage: "when the batch directory (--id) already exists, resume it instead of refusing: a retried pod continues its shard"},
 		}, batchReportFlags()...), pipelineOutputFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -83,6 +84,9 @@ func batchRunCommand() *cli.Command {
 			if cmd.Int("jobs") < 1 {
 				return usagef("--jobs must be at least 1")
 			}
+			if cmd.Bool("or-resume") && cmd.String("id") == "" {
+				return usagef("--or-resume needs --id: it names the directory to resume")
+			}
 			shard := cmd.String("shard")
 			if n := int(cmd.Int("shards")); n > 0 {
 				if shard != "" {
@@ -105,7 +109,7 @@ func batchRunCommand() *cli.Command {
 					ArtifactsDir: cmd.String("artifacts-dir"), Workspace: cmd.String("workspace"), BaseURL: cmd.String("base-url"),
 					Record: cmd.String("record"), Replay: cmd.String("replay"), Common: out.common(),
 				},
-				Matrix: matrix, Shard: shard,
+				Matrix: matrix, Shard: shard, OrResume: cmd.Bool("or-resume"),
 			})
 			if werr := writeBatchReports(cmd, res); werr != nil && err == nil {
 				err = werr
