@@ -43,6 +43,7 @@ const (
 	EventCatalogTruncated    = "catalog.truncated"
 	EventContentFlagged      = "content.flagged"
 	EventSkillActivated      = "skill.activated"
+	EventSkillsSearched      = "skills.searched"
 	EventSkillSkipped        = "skill.skipped"
 	EventPolicyDecision      = "policy.decision"
 	EventOutputWithheld      = "output.withheld"

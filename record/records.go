@@ -189,3 +189,19 @@ type ChildResult struct {
 	ChildRunID string     `json:"childRunId"`
 	Profile    string     `json:"profile"`
 }
+
+// SkillsSearched is one find_skills call: the query and what it returned,
+// with scores, so a reviewer sees why the model found what it loaded.
+type SkillsSearched struct {
+	CallID  string        `json:"callId"`
+	Query   string        `json:"query"`
+	K       int           `json:"k"`
+	Of      int           `json:"of"`
+	Results []SearchScore `json:"results"`
+}
+
+// SearchScore is one ranked skill.
+type SearchScore struct {
+	Name  string  `json:"name"`
+	Score float64 `json:"score"`
+}

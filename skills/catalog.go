@@ -122,6 +122,17 @@ func (c Catalog) Diagnostics() []Diagnostic {
 	return ds
 }
 
+// Omitted is how many skills the budget left out of the catalog.
+func (c Catalog) Omitted() int {
+	n := 0
+	for _, st := range c.Steps {
+		if st.Action == "dropped" {
+			n += len(st.Skills)
+		}
+	}
+	return n
+}
+
 // Names lists the catalog's skill names in order.
 func (c Catalog) Names() []string {
 	out := make([]string, len(c.Entries))
@@ -136,6 +147,9 @@ func (c Catalog) Text() string {
 	var b strings.Builder
 	for _, e := range c.Entries {
 		b.WriteString(catalogLine(e))
+	}
+	if n := c.Omitted(); n > 0 {
+		fmt.Fprintf(&b, "(%d more skills are available but not listed here: %d in all. Use find_skills with what the task needs to find them.)\n", n, n+len(c.Entries))
 	}
 	return b.String()
 }

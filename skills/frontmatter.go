@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -196,4 +197,45 @@ func kindOf(v any) string {
 	default:
 		return "scalar"
 	}
+}
+
+// Bounds of the headings kept per skill.
+const (
+	maxHeadings   = 32
+	maxHeadingLen = 120
+)
+
+// headings are the ATX headings of a Markdown body, outside fenced code,
+// without their '#' marks.
+func headings(body []byte) []string {
+	var out []string
+	fence := ""
+	for _, l := range strings.Split(string(body), "\n") {
+		t := strings.TrimSpace(l)
+		if fence != "" {
+			if strings.HasPrefix(t, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fence = t[:3]
+			continue
+		}
+		if !strings.HasPrefix(t, "#") {
+			continue
+		}
+		h := strings.TrimSpace(strings.TrimRight(strings.TrimLeft(t, "#"), "#"))
+		if h == "" || len(t)-len(strings.TrimLeft(t, "#")) > 6 {
+			continue
+		}
+		if utf8.RuneCountInString(h) > maxHeadingLen {
+			h = string([]rune(h)[:maxHeadingLen])
+		}
+		out = append(out, h)
+		if len(out) == maxHeadings {
+			break
+		}
+	}
+	return out
 }

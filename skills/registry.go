@@ -101,7 +101,10 @@ type Skill struct {
 	Digest      artifacts.Digest `json:"digest"`
 	TreeDigest  artifacts.Digest `json:"treeDigest"`
 	Frontmatter map[string]any   `json:"frontmatter"`
-	BodyOffset  int              `json:"bodyOffset"`
+	// Headings are the body's Markdown headings (at most maxHeadings), for
+	// finding the skill by what it covers (find_skills).
+	Headings   []string `json:"headings,omitempty"`
+	BodyOffset int      `json:"bodyOffset"`
 	// ShadowedBy is the SKILL.md path of the skill that won the name: a
 	// root earlier in the precedence order, or an earlier path in the same
 	// root. A shadowed skill is kept for the record and never loaded.

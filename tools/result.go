@@ -10,11 +10,11 @@ import (
 )
 
 // Names are the tool names --allow-tool accepts.
-var Names = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "skills", "write_file", "delegate_task"}
+var Names = []string{"find_skills", "list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "skills", "write_file", "delegate_task"}
 
 // ReadOnly are the read tools, always offered (a subagent profile may list
 // them without the parent's permission).
-var ReadOnly = []string{"list_files", "load_skill", "read_file", "read_skill_resource", "skills"}
+var ReadOnly = []string{"find_skills", "list_files", "load_skill", "read_file", "read_skill_resource", "skills"}
 
 // refusePath turns a workspace refusal into the result the model sees.
 func refusePath(err error, record map[string]any) loop.ToolResult {

@@ -33,6 +33,7 @@ func skillsCommand() *cli.Command {
 			skillsCheckCommand(),
 			skillsAuditCommand(),
 			skillsInstallCommand(),
+			skillsSearchCommand(),
 			skillsValidateCommand(),
 			skillsInitCommand(),
 			skillsSnapshotCommand(),
