@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
 
@@ -19,10 +20,10 @@ import (
 // three times and of the description twice, since those are written to
 // be matched; headings once.
 const (
-	k1           = 1.2
-	b            = 0.75
-	nameWeight   = 3
-	descWeight   = 2
+	k1            = 1.2
+	b             = 0.75
+	nameWeight    = 3
+	descWeight    = 2
 	headingWeight = 1
 )
 
@@ -49,7 +50,8 @@ type posting struct {
 // concurrent searches.
 type Index struct {
 	docs     []Doc
-	postings map[string][]posting
+	terms    map[string]int32 // stem -> term id
+	postings [][]posting      // by term id
 	lens     []float32
 	avgLen   float64
 }
@@ -69,30 +71,91 @@ func FromRegistry(reg *skills.Registry) *Index {
 	return Build(docs)
 }
 
+// builder turns words into term ids. Skills share most of their words and
+// stemming is the costly part, so each distinct word is stemmed once per
+// build (words maps a lower-cased word to its term id, -1 for a stop word).
+type builder struct {
+	ix    *Index
+	words map[string]int32
+	buf   []byte
+}
+
+func (bd *builder) term(word []byte) int32 {
+	if id, ok := bd.words[string(word)]; ok {
+		return id
+	}
+	w := string(word)
+	id := int32(-1)
+	if !english.IsStopWord(w) {
+		stem := english.Stem(w, false)
+		var ok bool
+		if id, ok = bd.ix.terms[stem]; !ok {
+			id = int32(len(bd.ix.postings))
+			bd.ix.terms[stem] = id
+			bd.ix.postings = append(bd.ix.postings, nil)
+		}
+	}
+	bd.words[w] = id
+	return id
+}
+
+// each calls f with every lower-cased word of text.
+func (bd *builder) each(text string, f func(word []byte)) {
+	bd.buf = bd.buf[:0]
+	flush := func() {
+		if len(bd.buf) > 0 {
+			f(bd.buf)
+			bd.buf = bd.buf[:0]
+		}
+	}
+	for _, r := range text {
+		switch {
+		case r < 0x80 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9'):
+			bd.buf = append(bd.buf, byte(r))
+		case r >= 'A' && r <= 'Z':
+			bd.buf = append(bd.buf, byte(r+'a'-'A'))
+		case r >= 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			bd.buf = utf8.AppendRune(bd.buf, unicode.ToLower(r))
+		default:
+			flush()
+		}
+	}
+	flush()
+}
+
 // Build indexes docs.
 func Build(docs []Doc) *Index {
-	ix := &Index{docs: docs, postings: map[string][]posting{}, lens: make([]float32, len(docs))}
+	ix := &Index{docs: docs, terms: map[string]int32{}, lens: make([]float32, len(docs))}
+	bd := &builder{ix: ix, words: map[string]int32{}}
 	var total float64
-	tf := map[string]float32{}
-	// Skills share most of their words; stemming is the costly part, so
-	// each distinct word is stemmed once per build.
-	stems := map[string]string{}
+	type hit struct {
+		id int32
+		w  float32
+	}
+	var hits []hit
 	for i, d := range docs {
-		clear(tf)
+		hits = hits[:0]
 		var n float32
 		add := func(text string, w float32) {
-			for _, t := range terms(text, stems) {
-				tf[t] += w
-				n += w
-			}
+			bd.each(text, func(word []byte) {
+				if id := bd.term(word); id >= 0 {
+					hits = append(hits, hit{id, w})
+					n += w
+				}
+			})
 		}
 		add(strings.NewReplacer("-", " ", "_", " ").Replace(d.Name), nameWeight)
 		add(d.Description, descWeight)
 		for _, h := range d.Headings {
 			add(h, headingWeight)
 		}
-		for t, f := range tf {
-			ix.postings[t] = append(ix.postings[t], posting{int32(i), f})
+		slices.SortFunc(hits, func(a, b hit) int { return int(a.id - b.id) })
+		for j := 0; j < len(hits); {
+			id, tf := hits[j].id, float32(0)
+			for ; j < len(hits) && hits[j].id == id; j++ {
+				tf += hits[j].w
+			}
+			ix.postings[id] = append(ix.postings[id], posting{int32(i), tf})
 		}
 		ix.lens[i] = n
 		total += float64(n)
@@ -120,10 +183,11 @@ func (ix *Index) Search(query string, k int) []Hit {
 			continue
 		}
 		seen[t] = true
-		ps := ix.postings[t]
-		if len(ps) == 0 {
+		id, ok := ix.terms[t]
+		if !ok {
 			continue
 		}
+		ps := ix.postings[id]
 		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
 		for _, p := range ps {
 			tf := float64(p.tf)
@@ -150,32 +214,17 @@ func (ix *Index) Search(query string, k int) []Hit {
 	return hits
 }
 
-// Terms tokenizes text for the index: lower case, split at anything that
-// is not a letter or digit, English stop words dropped, each word reduced
-// to its Porter2 (Snowball) stem.
-func Terms(text string) []string { return terms(text, nil) }
-
-func terms(text string, stems map[string]string) []string {
+// Terms tokenizes text as the index does: lower case, split at anything
+// that is not a letter or digit, English stop words dropped, each word
+// reduced to its Porter2 (Snowball) stem.
+func Terms(text string) []string {
+	bd := &builder{}
 	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}) {
-		if s, ok := stems[w]; ok {
-			if s != "" {
-				out = append(out, s)
-			}
-			continue
-		}
-		s := ""
+	bd.each(text, func(word []byte) {
+		w := string(word)
 		if !english.IsStopWord(w) {
-			s = english.Stem(w, false)
+			out = append(out, english.Stem(w, false))
 		}
-		if stems != nil {
-			stems[w] = s
-		}
-		if s != "" {
-			out = append(out, s)
-		}
-	}
+	})
 	return out
 }
