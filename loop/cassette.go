@@ -116,10 +116,11 @@ func (r *Recorder) Close() error { return r.f.Close() }
 // Cassette is a Model that serves recorded responses and never touches the
 // network.
 type Cassette struct {
-	mu      sync.Mutex
-	entries []CassetteEntry
-	used    []bool
-	served  int
+	mu         sync.Mutex
+	embeddings map[artifacts.Digest][][]float64
+	entries    []CassetteEntry
+	used       []bool
+	served     int
 }
 
 // OpenCassette reads a cassette written by a Recorder.
@@ -134,7 +135,7 @@ func OpenCassette(path string) (*Cassette, error) {
 
 // ReadCassette parses cassette lines from r.
 func ReadCassette(r io.Reader) (*Cassette, error) {
-	c := &Cassette{}
+	c := &Cassette{embeddings: map[artifacts.Digest][][]float64{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -145,6 +146,14 @@ func ReadCassette(r io.Reader) (*Cassette, error) {
 		var e CassetteEntry
 		if err := json.Unmarshal(line, &e); err != nil {
 			return nil, fmt.Errorf("cassette line %d: %w", n, err)
+		}
+		if e.Type == cassetteEmbeddingType && e.Version == 1 {
+			var em EmbeddingEntry
+			if err := json.Unmarshal(line, &em); err != nil {
+				return nil, fmt.Errorf("cassette line %d: %w", n, err)
+			}
+			c.embeddings[em.Key] = em.Vectors
+			continue
 		}
 		if e.Type != cassetteEntryType || e.Version != 1 {
 			return nil, fmt.Errorf("cassette line %d: type %q version %d, want %s version 1", n, e.Type, e.Version, cassetteEntryType)

@@ -40,6 +40,7 @@ type OpenAI struct {
 	base   string
 	stream bool
 	svc    openai.ChatCompletionService
+	emb    openai.EmbeddingService
 	retry  RetryPolicy
 	on     func(Attempt)
 }
@@ -76,6 +77,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 		// The service constructor, unlike NewClient, applies no
 		// environment defaults.
 		svc:   openai.NewChatCompletionService(opts...),
+		emb:   openai.NewEmbeddingService(opts...),
 		retry: cfg.Retry.withDefaults(),
 		on:    cfg.OnAttempt,
 	}

@@ -77,6 +77,7 @@ type Inputs struct {
 	// ExternalSkillsRoots lie outside the workspace and come after
 	// SkillsRoots in precedence; Sandbox is /skills/<label>.
 	ExternalSkillsRoots []PathPair `json:"externalSkillsRoots,omitempty"`
+	EmbeddingModel      string     `json:"embeddingModel,omitempty"`
 	// Protect are further paths the tools never touch (a pipeline's
 	// records).
 	Protect      []string `json:"protect,omitempty"`

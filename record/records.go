@@ -193,7 +193,9 @@ type ChildResult struct {
 // SkillsSearched is one find_skills call: the query and what it returned,
 // with scores, so a reviewer sees why the model found what it loaded.
 type SkillsSearched struct {
-	CallID  string        `json:"callId"`
+	CallID string `json:"callId"`
+	// Mode is bm25, or bm25+embeddings with --embedding-model.
+	Mode    string        `json:"mode"`
 	Query   string        `json:"query"`
 	K       int           `json:"k"`
 	Of      int           `json:"of"`
@@ -204,4 +206,12 @@ type SkillsSearched struct {
 type SearchScore struct {
 	Name  string  `json:"name"`
 	Score float64 `json:"score"`
+}
+
+// Embeddings is one use of the embeddings endpoint by find_skills: how
+// many texts needed vectors and how many of them were not in the cache.
+type Embeddings struct {
+	Model    string `json:"model"`
+	Inputs   int    `json:"inputs"`
+	Embedded int    `json:"embedded"`
 }

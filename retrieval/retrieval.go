@@ -228,3 +228,86 @@ func Terms(text string) []string {
 	})
 	return out
 }
+
+// Embed returns one vector per text, in order (a cache in front of an
+// embeddings endpoint).
+type Embed func(texts []string) ([][]float64, error)
+
+// DocText is what a skill's vector is computed from.
+func DocText(d Doc) string { return d.Name + ": " + d.Description }
+
+// rrfK is the constant of reciprocal rank fusion: large enough that the
+// first few ranks of either list do not swamp the other.
+const rrfK = 60
+
+// SearchFused ranks by BM25 and by cosine similarity of the query's vector
+// to each skill's, and fuses the two rankings by reciprocal rank fusion
+// (the sum of 1/(60+rank) over both lists). vecs are the skills' vectors
+// in the index's order.
+func (ix *Index) SearchFused(query string, qvec []float64, vecs [][]float64, k int) []Hit {
+	if k <= 0 || len(ix.docs) == 0 {
+		return nil
+	}
+	depth := max(4*k, 50)
+	fused := map[string]float64{}
+	for r, h := range ix.Search(query, depth) {
+		fused[h.Name] += 1 / float64(rrfK+r+1)
+	}
+	type sim struct {
+		i int
+		s float64
+	}
+	sims := make([]sim, 0, len(vecs))
+	for i, v := range vecs {
+		sims = append(sims, sim{i, cosine(qvec, v)})
+	}
+	slices.SortFunc(sims, func(a, b sim) int {
+		if a.s != b.s {
+			if a.s > b.s {
+				return -1
+			}
+			return 1
+		}
+		return a.i - b.i
+	})
+	for r, s := range sims[:min(depth, len(sims))] {
+		fused[ix.docs[s.i].Name] += 1 / float64(rrfK+r+1)
+	}
+	byName := make(map[string]Doc, len(ix.docs))
+	for _, d := range ix.docs {
+		byName[d.Name] = d
+	}
+	hits := make([]Hit, 0, len(fused))
+	for name, s := range fused {
+		hits = append(hits, Hit{Name: name, Description: byName[name].Description, Score: math.Round(s*1e5) / 1e5})
+	}
+	slices.SortFunc(hits, func(a, b Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return hits[:min(k, len(hits))]
+}
+
+// Docs are the indexed skills, in index order.
+func (ix *Index) Docs() []Doc { return ix.docs }
+
+func cosine(a, b []float64) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += a[i] * b[i]
+		na += a[i] * a[i]
+		nb += b[i] * b[i]
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}

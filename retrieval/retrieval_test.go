@@ -91,3 +91,29 @@ func synthetic(n int) []Doc {
 	}
 	return docs
 }
+
+// The semantic stage can bring up a skill that shares no word with the
+// query, and fusion keeps what both rankings agree on first.
+func TestSearchFused(t *testing.T) {
+	ix := Build(corpus)
+	// Vectors: one dimension per skill, the query closest to csv-clean.
+	vecs := make([][]float64, len(corpus))
+	for i := range vecs {
+		vecs[i] = make([]float64, len(corpus))
+		vecs[i][i] = 1
+	}
+	q := make([]float64, len(corpus))
+	q[4] = 1 // csv-clean
+	hits := ix.SearchFused("tidy up a comma separated export", q, vecs, 3)
+	if len(hits) == 0 || hits[0].Name != "csv-clean" {
+		t.Errorf("fused = %+v, want csv-clean first (BM25 alone finds nothing)", hits)
+	}
+	if bm := ix.Search("tidy up a comma separated export", 3); len(bm) != 0 {
+		t.Errorf("BM25 alone found %+v; the test wants a query only the vectors match", bm)
+	}
+	q2 := make([]float64, len(corpus))
+	q2[0] = 1 // pdf-forms, which BM25 also ranks first
+	if hits := ix.SearchFused("pdf form fields", q2, vecs, 2); hits[0].Name != "pdf-forms" {
+		t.Errorf("agreeing rankings fused to %+v", hits)
+	}
+}

@@ -76,6 +76,10 @@ func policyDigest(o Options) artifacts.Digest {
 		h.WriteField("script:" + s)
 	}
 	h.WriteField("sandbox:" + o.Sandbox)
+	if o.EmbeddingModel != "" {
+		// It decides what find_skills shows the model.
+		h.WriteField("embedding-model:" + o.EmbeddingModel)
+	}
 	h.WriteField(fmt.Sprint("script-memory:", o.ScriptMemoryLimit))
 	h.WriteField("cfc:" + o.CFCMode)
 	// The prompt's role decides what enforce-explicit allows: a run

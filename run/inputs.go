@@ -29,6 +29,7 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		SkillsRoots:         roots,
 		ExternalSkillsRoots: external,
 		Protect:             o.Protect,
+		EmbeddingModel:      o.EmbeddingModel,
 		Skills:              nonNil(o.Skills),
 		Model:               o.Model,
 		BaseURL:             artifacts.NewRedactor(o.APIKey).String(redactURL(o.BaseURL)),
@@ -77,7 +78,7 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 		external = append(external, p.Host)
 	}
 	o := Options{
-		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Protect: in.Protect, Skills: in.Skills,
+		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Protect: in.Protect, EmbeddingModel: in.EmbeddingModel, Skills: in.Skills,
 		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
 		Model: in.Model, BaseURL: in.BaseURL,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit,

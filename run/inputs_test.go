@@ -30,6 +30,7 @@ var notRecorded = map[string]string{
 	"afterSnapshot":  "a test hook",
 	"Previous":       "a cache of digests: the run's own snapshot is recorded",
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
+	"EmbeddingCache": "a cache of vectors: a resume uses its own",
 }
 
 // TestOptionsRoundTripThroughRunJSON fills every field of Options with a

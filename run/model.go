@@ -7,6 +7,7 @@ import (
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/store"
 )
 
 // fallback is the primary model until it fails with an outage after its
@@ -75,4 +76,66 @@ func (r *runner) model() (loop.Model, func(), error) {
 		return nil, nil, outcome.Usage("cassette_invalid", "--record %s: %v", r.opts.Record, err)
 	}
 	return rec, func() { rec.Close() }, nil
+}
+
+// Embed lets find_skills use a wrapped model's embeddings endpoint.
+func (f *fallback) Embed(ctx context.Context, model string, inputs []string) ([][]float64, error) {
+	e, ok := f.primary.(loop.Embedder)
+	if !ok {
+		return nil, errors.New("embeddings: the model cannot embed")
+	}
+	return e.Embed(ctx, model, inputs)
+}
+
+// embedder is find_skills' semantic stage: --embedding-model's vectors,
+// taken from the embedding cache where it has them, asked of the endpoint
+// otherwise, and recorded whole in a cassette being recorded, so that a
+// replay has every vector the run used (and needs no cache). nil without
+// --embedding-model.
+func (r *runner) embedder(m loop.Model) func(ctx context.Context, texts []string) ([][]float64, error) {
+	model := r.opts.EmbeddingModel
+	if model == "" {
+		return nil
+	}
+	if c, ok := m.(*loop.Cassette); ok {
+		return func(ctx context.Context, texts []string) ([][]float64, error) { return c.Embed(ctx, model, texts) }
+	}
+	rec, recording := m.(*loop.Recorder)
+	if recording {
+		m = rec.Unwrap()
+	}
+	cache := store.EmbeddingCache{Dir: r.opts.EmbeddingCache}
+	return func(ctx context.Context, texts []string) ([][]float64, error) {
+		e, ok := m.(loop.Embedder)
+		if !ok {
+			return nil, errors.New("embeddings: the model cannot embed")
+		}
+		out := make([][]float64, len(texts))
+		var miss []string
+		var at []int
+		for i, t := range texts {
+			if v, ok := cache.Get(model, t); ok {
+				out[i] = v
+			} else {
+				miss, at = append(miss, t), append(at, i)
+			}
+		}
+		if len(miss) > 0 {
+			vs, err := e.Embed(ctx, model, miss)
+			if err != nil {
+				return nil, err
+			}
+			for j, v := range vs {
+				out[at[j]] = v
+				cache.Put(model, miss[j], v) // a failed write is a later miss
+			}
+		}
+		r.event(record.EventEmbeddings, record.Embeddings{Model: model, Inputs: len(texts), Embedded: len(miss)})
+		if recording {
+			if err := rec.RecordEmbedding(model, texts, out); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
 }

@@ -49,6 +49,13 @@ type Options struct {
 	// Audits remembers content-scan findings by skill digests across runs
 	// of one batch (nil: scan every time). Performance only.
 	Audits *audit.Cache
+	// EmbeddingModel, when set, adds a semantic stage to find_skills:
+	// skill descriptions and the query are embedded with this model on the
+	// same endpoint, and the two rankings fused.
+	EmbeddingModel string
+	// EmbeddingCache is where skill vectors are kept between runs ("" = no
+	// cache). Performance only.
+	EmbeddingCache string
 	// Protect are further host paths the tools never touch, besides the
 	// run directories and a cassette being recorded: a pipeline's own
 	// records, for example.

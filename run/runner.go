@@ -78,6 +78,8 @@ type runner struct {
 	// redact keeps the API key (and Authorization header text) out of
 	// everything the run writes or prints.
 	redact *artifacts.Redactor
+	// embed is find_skills' semantic stage (nil: BM25 alone).
+	embed func(ctx context.Context, texts []string) ([][]float64, error)
 	// journalErr is the first failed append of an event nothing waits on;
 	// the run still ends failed because of it.
 	journalErr error

@@ -279,6 +279,7 @@ func (r *runner) modelAndTools(ctx context.Context) (loop.Model, []loop.Tool, fu
 		return nil, nil, nil, err
 	}
 	r.shared = model
+	r.embed = r.embedder(model)
 	toolset, closeTools, err := r.tools(ctx)
 	if err != nil {
 		closeModel()
@@ -304,7 +305,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	toolset = append(toolset, tools.SkillTools(&tools.Skills{
 		Registry: r.registry, Catalog: r.catalog, Active: r.acts, Token: r.token, RunID: r.res.runID, Now: r.now,
 		AllowDrift: r.opts.AllowDrift, Untrusted: r.untrusted, RunDir: r.res.runDir, Redact: r.redact,
-		Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
+		Embed: r.embed, Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
 	})...)
 	closers := []func(){func() { ws.Close() }}
 	if slices.Contains(r.opts.AllowTools, tools.DelegateToolName) && len(r.profiles) > 0 && r.opts.depth < r.opts.maxDepth {

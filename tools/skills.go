@@ -42,6 +42,8 @@ type Skills struct {
 	// RunDir receives skill-resource-reads.json, through Redact.
 	RunDir string
 	Redact *artifacts.Redactor
+	// Embed, when set, gives find_skills vectors for its semantic stage.
+	Embed func(ctx context.Context, texts []string) ([][]float64, error)
 	// Roots, Workspace and SandboxWorkspace let the skills tool re-scan
 	// for its reload action.
 	Roots            []string

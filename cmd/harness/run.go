@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/dustin/go-humanize"
@@ -19,6 +20,8 @@ var runOptions = []option{
 	{name: "cwd", usage: "working `DIR` for relative tool paths, relative to the workspace", def: ""},
 	{name: "skills-root", kind: kindStrings, usage: "skill root `DIR` (precedence in the order given); must lie inside the workspace; \"auto\" uses whichever of .agents/skills, .claude/skills, skills the workspace has"},
 	{name: "external-skills-root", kind: kindStrings, usage: "read-only skill root `DIR` outside the workspace (a team's shared skills), after every --skills-root in precedence; the model sees it at /skills/<label>"},
+	{name: "embedding-model", usage: "embeddings model `NAME` on the same endpoint: find_skills then fuses BM25 with semantic similarity (recorded in cassettes like any exchange)", def: ""},
+	{name: "embedding-cache", usage: "`DIR` keeping skill vectors between runs, by model and text digest (default: the user cache directory)", def: ""},
 	{name: "skill", kind: kindStrings, usage: "preload skill `NAME` for this run (needs --skills-root or --external-skills-root)"},
 	{name: "prompt", usage: "the task `TEXT`", def: ""},
 	{name: "prompt-file", usage: "read the task from `FILE` (- for standard input)", def: ""},
@@ -157,6 +160,8 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 		Cwd:                 ro.str("cwd"),
 		SkillsRoots:         ro.strs("skills-root"),
 		ExternalSkillsRoots: ro.strs("external-skills-root"),
+		EmbeddingModel:      ro.str("embedding-model"),
+		EmbeddingCache:      embeddingCache(ro.str("embedding-cache")),
 		Skills:              ro.strs("skill"),
 		Prompt:              prompt,
 		PromptSource:        promptSource,
@@ -289,4 +294,16 @@ func readPrompt(stdin io.Reader, ro *resolvedOptions, cmd *cli.Command) (string,
 		return string(b), "file:" + file, nil
 	}
 	return text, ro.sources["prompt"], nil
+}
+
+// embeddingCache is --embedding-cache, or harness's directory in the
+// user's cache directory (outside any workspace).
+func embeddingCache(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	if base, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(base, "harness", "embeddings")
+	}
+	return ""
 }

@@ -8,11 +8,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // Reply is one scripted response, served in order.
@@ -77,6 +79,8 @@ type Server struct {
 	replies  []Reply
 	next     int
 	requests []Request
+	// embedded counts the texts /embeddings was asked to embed.
+	embedded int
 }
 
 // New starts a server that answers /chat/completions with replies in order.
@@ -102,6 +106,10 @@ func (s *Server) Requests() []Request {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/embeddings" {
+		s.embed(w, r)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body})
@@ -271,4 +279,54 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// Embedded is how many texts the server has embedded so far.
+func (s *Server) Embedded() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.embedded
+}
+
+// embedDims is the size of the fake vectors.
+const embedDims = 64
+
+// embed answers /embeddings with a deterministic bag-of-words vector per
+// input (each lower-cased word hashed to one of 64 dimensions), so that
+// texts sharing words are similar, as with a real model, and a replay
+// can be checked against a recording.
+func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model string   `json:"model"`
+		Input []string `json:"input"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Input) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request", "fake server: embeddings want {model, input: [strings]}")
+		return
+	}
+	s.mu.Lock()
+	s.embedded += len(req.Input)
+	s.mu.Unlock()
+	type item struct {
+		Object    string    `json:"object"`
+		Index     int       `json:"index"`
+		Embedding []float64 `json:"embedding"`
+	}
+	out := struct {
+		Object string         `json:"object"`
+		Data   []item         `json:"data"`
+		Model  string         `json:"model"`
+		Usage  map[string]int `json:"usage"`
+	}{Object: "list", Model: req.Model, Usage: map[string]int{"prompt_tokens": 0, "total_tokens": 0}}
+	for i, text := range req.Input {
+		v := make([]float64, embedDims)
+		for _, word := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			h := fnv.New32a()
+			h.Write([]byte(word))
+			v[h.Sum32()%embedDims]++
+		}
+		out.Data = append(out.Data, item{Object: "embedding", Index: i, Embedding: v})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
 }

@@ -1,0 +1,112 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/harness-dev/harness/artifacts"
+)
+
+// Embedder turns texts into vectors through an OpenAI-compatible
+// /embeddings API. Models that can embed (OpenAI, Recorder, Cassette)
+// implement it besides Model.
+type Embedder interface {
+	Embed(ctx context.Context, model string, inputs []string) ([][]float64, error)
+}
+
+// Embed asks the endpoint for one vector per input, in input order.
+func (m *OpenAI) Embed(ctx context.Context, model string, inputs []string) ([][]float64, error) {
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	resp, err := m.emb.New(ctx, openai.EmbeddingNewParams{
+		Model: openai.EmbeddingModel(model),
+		Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: inputs},
+	})
+	if err != nil {
+		return nil, providerError(err, 1, false)
+	}
+	if len(resp.Data) != len(inputs) {
+		return nil, fmt.Errorf("embeddings: asked for %d vectors, got %d", len(inputs), len(resp.Data))
+	}
+	out := make([][]float64, len(inputs))
+	for _, d := range resp.Data {
+		if d.Index < 0 || int(d.Index) >= len(out) {
+			return nil, fmt.Errorf("embeddings: index %d out of range", d.Index)
+		}
+		out[d.Index] = d.Embedding
+	}
+	return out, nil
+}
+
+const cassetteEmbeddingType = "harness.cassette-embedding"
+
+// EmbeddingEntry is one embeddings exchange in a cassette.
+type EmbeddingEntry struct {
+	artifacts.Envelope
+	Key     artifacts.Digest `json:"key"`
+	Model   string           `json:"model"`
+	Inputs  []string         `json:"inputs"`
+	Vectors [][]float64      `json:"vectors"`
+}
+
+// EmbeddingKey digests what determines the vectors: the model and the
+// inputs in order.
+func EmbeddingKey(model string, inputs []string) artifacts.Digest {
+	b, _ := json.Marshal(struct {
+		M string   `json:"model"`
+		I []string `json:"inputs"`
+	}{model, inputs})
+	return artifacts.DigestBytes(b)
+}
+
+// Embed forwards to the recorded model and appends the exchange.
+func (r *Recorder) Embed(ctx context.Context, model string, inputs []string) ([][]float64, error) {
+	e, ok := r.inner.(Embedder)
+	if !ok {
+		return nil, fmt.Errorf("embeddings: the model behind the recorder cannot embed")
+	}
+	vs, err := e.Embed(ctx, model, inputs)
+	if err != nil {
+		return nil, err
+	}
+	return vs, r.RecordEmbedding(model, inputs, vs)
+}
+
+// Unwrap is the model the recorder forwards to.
+func (r *Recorder) Unwrap() Model { return r.inner }
+
+// RecordEmbedding appends an embeddings exchange served from elsewhere (a
+// cache), so that a replay of the run has every vector it used.
+func (r *Recorder) RecordEmbedding(model string, inputs []string, vs [][]float64) error {
+	line, err := json.Marshal(EmbeddingEntry{Envelope: artifacts.NewEnvelope(cassetteEmbeddingType, 1), Key: EmbeddingKey(model, inputs), Model: model, Inputs: inputs, Vectors: vs})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("record embeddings: %w", err)
+	}
+	return r.f.Sync()
+}
+
+// Embed serves recorded vectors; embeddings are deterministic, so one
+// recording answers the same request any number of times.
+func (c *Cassette) Embed(ctx context.Context, model string, inputs []string) ([][]float64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key := EmbeddingKey(model, inputs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if vs, ok := c.embeddings[key]; ok {
+		return vs, nil
+	}
+	return nil, fmt.Errorf("replay: the embeddings request (%s, %d inputs: %s) is not in the cassette; record it again", model, len(inputs), shorten(strings.Join(slices.Clip(inputs[:min(len(inputs), 3)]), " | ")))
+}
