@@ -7,6 +7,7 @@ package pipeline
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -165,8 +166,15 @@ func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile 
 		}
 		return nil, outcome.Usage("pipeline_file_invalid", "%s does not match the schema (%s):\n%s", name, schemaFile, strings.Join(schemaProblems(ve, astFile, name), "\n"))
 	}
-	if err := yaml.UnmarshalWithOptions(data, v, yaml.UseJSONUnmarshaler()); err != nil {
-		return nil, outcome.Usage("pipeline_file_invalid", "%s: %s", name, yamlMessage(err))
+	// The document the schema accepted is the one decoded, through
+	// encoding/json: the same reading as a JSONL task, and embedded
+	// structs (a Task's Phase) are filled as JSON fills them.
+	js, err := json.Marshal(doc)
+	if err == nil {
+		err = json.Unmarshal(js, v)
+	}
+	if err != nil {
+		return nil, outcome.Usage("pipeline_file_invalid", "%s: %v", name, err)
 	}
 	return astFile, nil
 }

@@ -98,3 +98,26 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// A task written inline in a batch file keeps every field it gives: its
+// own prompt and model override the shared task's (a Task embeds Phase,
+// which a YAML decoder that ignores embedding would leave empty).
+func TestInlineTasksKeepTheirFields(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "b.yaml")
+	os.WriteFile(file, []byte("defaults: {model: m}\ntask: {prompt: shared}\ntasks:\n  - id: own\n    prompt: mine\n    model: other\n    max-turns: 2\n  - id: plain\n"), 0o644)
+	f, _, err := LoadBatch(file, nil, nil, Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, plain := f.phase("own"), f.phase("plain")
+	if own == nil || plain == nil {
+		t.Fatalf("tasks = %+v", f.Phases)
+	}
+	if own.Prompt != "mine" || own.Model != "other" || own.MaxTurns == nil || *own.MaxTurns != 2 {
+		t.Errorf("own = prompt %q, model %q, max-turns %v", own.Prompt, own.Model, own.MaxTurns)
+	}
+	if plain.Prompt != "shared" {
+		t.Errorf("plain prompt = %q, want the shared one", plain.Prompt)
+	}
+}

@@ -48,6 +48,13 @@ type CallView struct {
 	Reasons   string `json:"reasons,omitempty"`
 	Status    string `json:"status,omitempty"`
 	Code      string `json:"code,omitempty"`
+	// Output is the tool-output file, relative to the run directory;
+	// DurationMs from the call's start to its end in the journal.
+	Output     string `json:"output,omitempty"`
+	DurationMs int64  `json:"durationMs,omitempty"`
+	// Label is the provenance label the policy gave the call.
+	Label   string `json:"label,omitempty"`
+	started time.Time
 }
 
 // Show reads a run directory into a RunView.
@@ -99,6 +106,13 @@ func readTurns(dir string, v *RunView) {
 	calls := map[string]*CallView{}
 	for _, ev := range c.Events {
 		switch ev.Type {
+		case record.EventToolStarted:
+			var d struct {
+				CallID string `json:"callId"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil && calls[d.CallID] != nil {
+				calls[d.CallID].started = ev.Time
+			}
 		case record.EventSkillActivated:
 			var a record.Activation
 			if json.Unmarshal(ev.Data, &a) == nil {
@@ -121,12 +135,20 @@ func readTurns(dir string, v *RunView) {
 		case record.EventPolicyDecision:
 			var d record.PolicyDecision
 			if json.Unmarshal(ev.Data, &d) == nil && calls[d.CallID] != nil {
-				calls[d.CallID].Decision, calls[d.CallID].Reasons = d.Decision.Decision, strings.Join(d.Reasons, ",")
+				c := calls[d.CallID]
+				c.Decision, c.Reasons = d.Decision.Decision, strings.Join(d.Reasons, ",")
+				if lb, err := json.Marshal(d.Label); err == nil && string(lb) != "null" {
+					c.Label = string(lb)
+				}
 			}
 		case record.EventToolFinished:
 			var d record.ToolFinished
 			if json.Unmarshal(ev.Data, &d) == nil && calls[d.CallID] != nil {
-				calls[d.CallID].Status, calls[d.CallID].Code = d.Status, d.Code
+				c := calls[d.CallID]
+				c.Status, c.Code, c.Output = d.Status, d.Code, d.Output
+				if !c.started.IsZero() {
+					c.DurationMs = ev.Time.Sub(c.started).Milliseconds()
+				}
 			}
 		}
 	}

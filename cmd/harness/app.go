@@ -39,6 +39,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			verifyCommand(),
 			runsCommand(),
 			showCommand(),
+			reportCommand(),
 			skillsCommand(),
 			pipelineCommand(),
 			batchCommand(),

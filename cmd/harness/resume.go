@@ -91,9 +91,10 @@ func resumeCommand() *cli.Command {
 				FallbackModel:    cmd.String("fallback-model"),
 				Stream:           cmd.Bool("stream"),
 				OnEvent:          ev.render,
-				Stderr:           progressWriter(stderr, quiet),
+				Stderr:           ev.stderr(),
 				Version:          version,
 			})
+			ev.Close()
 			reportResult(stdout, stderr, res, err, jsonOut, quiet)
 			return err
 		},

@@ -197,8 +197,9 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	jsonOut, quiet := ro.boolean("json"), ro.boolean("quiet")
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	ev := newEvents(cmd, jsonOut, quiet)
-	opts.OnEvent, opts.Stderr = ev.render, progressWriter(stderr, quiet)
+	opts.OnEvent, opts.Stderr = ev.render, ev.stderr()
 	res, err := run.Run(ctx, opts)
+	ev.Close()
 	reportResult(stdout, stderr, res, err, jsonOut, quiet)
 	if werr := writeOutputs(res, ro.str("output-last-message"), ro.str("result-file")); werr != nil && err == nil {
 		return werr

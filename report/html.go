@@ -1,0 +1,319 @@
+package report
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/record"
+)
+
+//go:embed report.html.tmpl
+var pageTemplate string
+
+// maxChildDepth bounds how deep child runs are drawn into one report.
+const maxChildDepth = 3
+
+// foldAt is the length over which a text is shown folded.
+const foldAt = 1200
+
+// Page is what a report shows: one run (with its children), or a pipeline
+// or batch with a run per unit.
+type Page struct {
+	Title     string
+	Generated time.Time
+	Kind      string // run, pipeline, batch
+	Run       *RunPage
+	Set       *SetPage
+}
+
+// RunPage is one run with what the report adds to `harness show`: tool
+// outputs, resource reads, script executions, identity and duration.
+type RunPage struct {
+	*RunView
+	Anchor     string
+	Identity   artifacts.Digest
+	Duration   string
+	Total      int64
+	Outputs    map[string]string // call id -> tool output content
+	Reads      []record.ResourceRead
+	Scripts    []record.ScriptExecution
+	Chart      template.HTML // inline SVG, built from numbers only
+	ChildPages []*RunPage
+	// ChildOf links a delegate_task call to its child's section: a child
+	// run is named by the id of the call that started it.
+	ChildOf map[string]string
+}
+
+// SetPage is a pipeline or a batch: its units, their runs and, for a
+// pipeline, the dependency graph.
+type SetPage struct {
+	ID       string
+	Status   string
+	ExitCode int
+	Message  string
+	Units    []UnitRow
+	Graph    template.HTML // inline SVG, built from names escaped here
+	Runs     []*RunPage
+}
+
+// UnitRow is one phase or task in the table.
+type UnitRow struct {
+	record.PhaseOutcome
+	Anchor string
+	Needs  []string
+}
+
+// RunReport reads a run directory into a page.
+func RunReport(dir string, now time.Time) (*Page, error) {
+	rp, err := runPage(dir, "run", 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Page{Title: "harness run " + rp.RunID, Generated: now.UTC(), Kind: "run", Run: rp}, nil
+}
+
+func runPage(dir, anchor string, depth int) (*RunPage, error) {
+	v, err := Show(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := readManifest(v.RunDir)
+	rp := &RunPage{RunView: v, Anchor: anchor, Identity: m.Identity.Digest, Total: m.Usage.Total.TotalTokens,
+		Outputs: map[string]string{}, ChildOf: map[string]string{}}
+	if m.FinishedAt != nil {
+		rp.Duration = m.FinishedAt.Sub(m.StartedAt).Round(time.Millisecond).String()
+	}
+	for _, t := range v.Turns {
+		for _, c := range t.Calls {
+			if c.Output == "" {
+				continue
+			}
+			data, err := artifacts.ReadBeneath(v.RunDir, c.Output)
+			if err != nil {
+				continue
+			}
+			var out struct {
+				Content string `json:"content"`
+			}
+			if json.Unmarshal(data, &out) == nil {
+				rp.Outputs[c.ID] = readable(out.Content)
+			}
+		}
+	}
+	var reads record.ResourceReads
+	if data, err := artifacts.ReadBeneath(v.RunDir, record.FileResourceReads); err == nil && json.Unmarshal(data, &reads) == nil {
+		rp.Reads = reads.Reads
+	}
+	var execs record.ScriptExecutions
+	if data, err := artifacts.ReadBeneath(v.RunDir, record.FileScriptExecutions); err == nil && json.Unmarshal(data, &execs) == nil {
+		rp.Scripts = execs.Executions
+	}
+	rp.Chart = usageChart(v.Turns)
+	if depth < maxChildDepth {
+		for i, c := range v.Children {
+			cp, err := runPage(c.RunDir, fmt.Sprintf("%s-child-%d", anchor, i+1), depth+1)
+			if err == nil {
+				rp.ChildPages = append(rp.ChildPages, cp)
+				rp.ChildOf[cp.RunID] = cp.Anchor
+			}
+		}
+	}
+	return rp, nil
+}
+
+// SetReport reads a pipeline or batch directory into a page.
+func SetReport(dir string, now time.Time) (*Page, error) {
+	kind, manifest, result := "pipeline", record.FilePipeline, record.FilePipelineResult
+	if _, err := os.Stat(filepath.Join(dir, record.FileBatch)); err == nil {
+		kind, manifest, result = "batch", record.FileBatch, record.FileBatchResult
+	}
+	var m record.PipelineManifest
+	mb, err := os.ReadFile(filepath.Join(dir, manifest))
+	if err != nil || json.Unmarshal(mb, &m) != nil {
+		return nil, fmt.Errorf("%s is not a run, pipeline or batch directory", dir)
+	}
+	var r record.PipelineResult
+	if rb, err := os.ReadFile(filepath.Join(dir, result)); err == nil {
+		json.Unmarshal(rb, &r)
+	}
+	sp := &SetPage{ID: m.PipelineID, Status: r.Status, ExitCode: r.ExitCode, Message: r.Message}
+	if sp.Status == "" {
+		sp.Status = "running or stopped (no result yet)"
+	}
+	needs := map[string][]string{}
+	for _, p := range append(m.Phases, m.Tasks...) {
+		needs[p.Name] = p.Needs
+	}
+	units := append(r.Phases, r.Tasks...)
+	if len(units) == 0 {
+		for _, p := range append(m.Phases, m.Tasks...) {
+			units = append(units, record.PhaseOutcome{Name: p.Name, Status: "not finished", RunDir: p.RunDir})
+		}
+	}
+	for i, u := range units {
+		row := UnitRow{PhaseOutcome: u, Needs: needs[u.Name]}
+		if u.RunDir != "" {
+			row.Anchor = fmt.Sprintf("unit-%d", i+1)
+			if rp, err := runPage(u.RunDir, row.Anchor, 1); err == nil {
+				sp.Runs = append(sp.Runs, rp)
+			} else {
+				row.Anchor = ""
+			}
+		}
+		sp.Units = append(sp.Units, row)
+	}
+	if kind == "pipeline" {
+		sp.Graph = dependencyGraph(sp.Units)
+	}
+	return &Page{Title: fmt.Sprintf("harness %s %s", kind, m.PipelineID), Generated: now.UTC(), Kind: kind, Set: sp}, nil
+}
+
+// Report reads any of the three kinds of directory.
+func Report(dir string, now time.Time) (*Page, error) {
+	if _, err := os.Stat(filepath.Join(dir, record.FileManifest)); err == nil {
+		return RunReport(dir, now)
+	}
+	return SetReport(dir, now)
+}
+
+// WriteHTML renders a page as one self-contained HTML file: styles inline,
+// no script, nothing loaded from anywhere. Every text from a model, a tool
+// or a file goes through html/template's escaping.
+func WriteHTML(w io.Writer, p *Page) error {
+	t, err := template.New("page").Funcs(template.FuncMap{
+		"long":  func(s string) bool { return len(s) > foldAt || strings.Count(s, "\n") > 20 },
+		"first": firstLines,
+		"join":  strings.Join,
+		"short": func(d artifacts.Digest) string { return shorten(strings.TrimPrefix(string(d), "blake3:"), 12) },
+		"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"deref": func(p *int) string {
+			if p == nil {
+				return "-"
+			}
+			return fmt.Sprint(*p)
+		},
+	}).Parse(pageTemplate)
+	if err != nil {
+		return err
+	}
+	return t.Execute(w, p)
+}
+
+// usageChart draws tokens per turn as bars. The SVG is built from numbers
+// alone, so it is safe to mark as HTML.
+func usageChart(turns []TurnView) template.HTML {
+	if len(turns) == 0 {
+		return ""
+	}
+	var top int64 = 1
+	for _, t := range turns {
+		top = max(top, t.Usage)
+	}
+	const h, bw, gap = 80, 14, 4
+	width := len(turns)*(bw+gap) + gap
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" role="img" aria-label="tokens per turn" width="%d" height="%d" viewBox="0 0 %d %d">`, width, h+16, width, h+16)
+	for i, t := range turns {
+		bh := int(float64(t.Usage) / float64(top) * h)
+		x := gap + i*(bw+gap)
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d"><title>turn %d: %d tokens</title></rect>`, x, h-bh, bw, bh, t.Turn, t.Usage)
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%d</text>`, x+bw/2, h+12, t.Turn)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// dependencyGraph draws a pipeline's phases in columns by depth, with an
+// arrow from each phase it needs. Names are escaped before they go in.
+func dependencyGraph(units []UnitRow) template.HTML {
+	depth := map[string]int{}
+	var level func(n string, seen map[string]bool) int
+	byName := map[string]UnitRow{}
+	for _, u := range units {
+		byName[u.Name] = u
+	}
+	level = func(n string, seen map[string]bool) int {
+		if d, ok := depth[n]; ok {
+			return d
+		}
+		if seen[n] {
+			return 0
+		}
+		seen[n] = true
+		d := 0
+		for _, m := range byName[n].Needs {
+			d = max(d, level(m, seen)+1)
+		}
+		depth[n] = d
+		return d
+	}
+	rows := map[int]int{}
+	pos := map[string][2]int{}
+	maxRow, maxCol := 0, 0
+	for _, u := range units {
+		c := level(u.Name, map[string]bool{})
+		pos[u.Name] = [2]int{c, rows[c]}
+		maxRow, maxCol = max(maxRow, rows[c]), max(maxCol, c)
+		rows[c]++
+	}
+	const bw, bh, gx, gy = 150, 34, 60, 18
+	W, H := (maxCol+1)*(bw+gx), (maxRow+1)*(bh+gy)+gy
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="graph" role="img" aria-label="phase dependencies" width="%d" height="%d" viewBox="0 0 %d %d">`, W, H, W, H)
+	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>`)
+	xy := func(n string) (int, int) { p := pos[n]; return p[0]*(bw+gx) + 10, p[1]*(bh+gy) + gy }
+	for _, u := range units {
+		x2, y2 := xy(u.Name)
+		for _, n := range u.Needs {
+			if _, ok := pos[n]; !ok {
+				continue
+			}
+			x1, y1 := xy(n)
+			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" marker-end="url(#arrow)"/>`, x1+bw, y1+bh/2, x2, y2+bh/2)
+		}
+	}
+	for _, u := range units {
+		x, y := xy(u.Name)
+		name := template.HTMLEscapeString(shorten(u.Name, 20))
+		fmt.Fprintf(&b, `<g class="node %s"><rect x="%d" y="%d" width="%d" height="%d" rx="6"/><text x="%d" y="%d">%s</text></g>`,
+			template.HTMLEscapeString(statusClass(u.Status)), x, y, bw, bh, x+bw/2, y+bh/2+5, name)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func statusClass(s string) string {
+	switch s {
+	case "succeeded":
+		return "ok"
+	case "skipped", "not_started", "not finished":
+		return "skip"
+	}
+	return "bad"
+}
+
+// readable indents a JSON tool result without escaping markup, so a
+// reviewer reads "<script>" where the model read it; the template escapes
+// it for the page. Anything that is not JSON is shown as it is.
+func readable(content string) string {
+	var v any
+	if json.Unmarshal([]byte(content), &v) != nil {
+		return content
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return content
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
