@@ -125,3 +125,34 @@ func (c *Cache) Registry(reg *skills.Registry) (findings []record.Finding, criti
 	}
 	return findings, critical
 }
+
+// Assessment is what an operator reviews before trusting a skill: its
+// manifest, its content findings and the risk tier both give it.
+type Assessment struct {
+	Permissions *skills.Permissions `json:"permissions,omitempty"`
+	// PermissionsError is set when the manifest is not the documented
+	// shape; the skill is then treated as critical.
+	PermissionsError string           `json:"permissionsError,omitempty"`
+	Findings         []record.Finding `json:"findings"`
+	Risk             skills.Risk      `json:"risk"`
+}
+
+// Assess scores one skill: manifest plus content scan (skills.RiskOf). A
+// manifest that does not parse is critical: it cannot be reviewed.
+func Assess(s *skills.Skill) Assessment {
+	a := Assessment{Findings: Skill(s)}
+	if a.Findings == nil {
+		a.Findings = []record.Finding{}
+	}
+	p, err := skills.PermissionsOf(s.Frontmatter)
+	if err != nil {
+		a.PermissionsError, a.Risk = err.Error(), skills.RiskCritical
+		return a
+	}
+	var sev []string
+	for _, f := range a.Findings {
+		sev = append(sev, f.Severity)
+	}
+	a.Permissions, a.Risk = p, skills.RiskOf(p, sev)
+	return a
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -32,6 +33,8 @@ type skillListEntry struct {
 	Eligible    bool             `json:"eligible"`
 	Resources   int              `json:"resources"`
 	Diagnostics int              `json:"diagnostics"`
+	// Risk is the tier from the skill's manifest and content scan.
+	Risk skills.Risk `json:"risk"`
 }
 
 func skillsListCommand() *cli.Command {
@@ -61,6 +64,7 @@ func skillsListCommand() *cli.Command {
 				e := skillListEntry{
 					Name: s.Name, Description: s.Description, Root: s.Root, SkillPath: s.SkillPath,
 					Digest: s.Digest, ShadowedBy: s.ShadowedBy, Eligible: s.IsEligible(), Resources: len(s.Resources), Diagnostics: len(s.Diagnostics),
+					Risk: audit.Assess(&s).Risk,
 				}
 				if s.LinkedFrom != nil {
 					e.Root, e.LinkedFrom = s.LinkedFrom.Root, s.LinkedFrom.Path
@@ -72,7 +76,7 @@ func skillsListCommand() *cli.Command {
 				return writeJSONTo(w, out)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tDESCRIPTION\tROOT\tDIAGNOSTICS")
+			fmt.Fprintln(tw, "NAME\tDESCRIPTION\tRISK\tROOT\tDIAGNOSTICS")
 			for _, s := range out.Skills {
 				name := s.Name
 				if s.ShadowedBy != "" {
@@ -81,7 +85,7 @@ func skillsListCommand() *cli.Command {
 				if !s.Eligible {
 					name += " (ineligible)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, shorten(s.Description, 60), s.Root, s.Diagnostics)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", name, shorten(s.Description, 60), s.Risk, s.Root, s.Diagnostics)
 			}
 			tw.Flush()
 			// A skill that was not found at all shows up only here: say why,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -41,6 +42,7 @@ func oneSkillCommand(verb, usage string, eligibility bool) *cli.Command {
 			printSkill(w, s)
 			if eligibility {
 				printEligibility(w, s)
+				printAssessment(w, audit.Assess(s))
 			}
 			return nil
 		},
@@ -133,5 +135,34 @@ func printEligibility(w io.Writer, s *skills.Skill) {
 	}
 	for _, h := range s.InstallHints {
 		fmt.Fprintf(w, "  fix: %s\n", h)
+	}
+}
+
+// printAssessment shows what the skill may touch by its manifest, what
+// the content scan found, and the risk tier of both.
+func printAssessment(w io.Writer, a audit.Assessment) {
+	fmt.Fprintf(w, "\nrisk: %s\n", a.Risk)
+	switch {
+	case a.PermissionsError != "":
+		fmt.Fprintf(w, "permissions: invalid: %s\n", a.PermissionsError)
+	case a.Permissions == nil || a.Permissions.Empty():
+		fmt.Fprintln(w, "permissions: none declared")
+	default:
+		p := a.Permissions
+		fmt.Fprintln(w, "permissions:")
+		for _, f := range []struct {
+			k  string
+			vs []string
+		}{{"read", p.Filesystem.Read}, {"write", p.Filesystem.Write}, {"network", p.Network}, {"env", p.Env}, {"exec", p.Exec}} {
+			if len(f.vs) > 0 {
+				fmt.Fprintf(w, "  %s: %s\n", f.k, strings.Join(f.vs, ", "))
+			}
+		}
+		if p.Credentials {
+			fmt.Fprintln(w, "  credentials: yes")
+		}
+	}
+	for _, f := range a.Findings {
+		fmt.Fprintf(w, "finding: %s %s (%s:%d)\n", f.Severity, f.Rule, f.Path, f.Line)
 	}
 }

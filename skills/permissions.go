@@ -1,0 +1,257 @@
+package skills
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Permissions is a skill's capability manifest, frontmatter
+// metadata.harness.permissions: what its scripts (and, later, its servers)
+// may touch. Absent fields grant nothing. The operator reviews it (skills
+// info), the risk tier is computed from it, and nothing in it widens what
+// the operator allowed.
+type Permissions struct {
+	Filesystem FilesystemPermissions `json:"filesystem"`
+	// Network is host[:port] entries.
+	Network []string `json:"network,omitempty"`
+	// Env is names of environment variables the skill needs passed.
+	Env []string `json:"env,omitempty"`
+	// Exec is binaries the skill runs (a shell, an interpreter, a tool).
+	Exec        []string `json:"exec,omitempty"`
+	Credentials bool     `json:"credentials,omitempty"`
+}
+
+// FilesystemPermissions are paths relative to the workspace.
+type FilesystemPermissions struct {
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+}
+
+// Empty reports whether the manifest grants nothing.
+func (p *Permissions) Empty() bool {
+	return p == nil || len(p.Filesystem.Read)+len(p.Filesystem.Write)+len(p.Network)+len(p.Env)+len(p.Exec) == 0 && !p.Credentials
+}
+
+var (
+	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	execName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+	hostName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+)
+
+// PermissionsOf reads the manifest from a skill's frontmatter: nil when
+// the skill declares none, an error naming the first field that is not
+// the documented shape. Unknown keys are errors: a manifest the operator
+// reviews must mean exactly what it says.
+func PermissionsOf(fm map[string]any) (*Permissions, error) {
+	meta, _ := fm["metadata"].(map[string]any)
+	h, _ := meta["harness"].(map[string]any)
+	raw, present := h["permissions"]
+	if !present {
+		return nil, nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("metadata.harness.permissions must be a mapping")
+	}
+	p := &Permissions{}
+	for k, v := range m {
+		var err error
+		switch k {
+		case "filesystem":
+			err = readFilesystem(v, &p.Filesystem)
+		case "network":
+			p.Network, err = list("network", v, checkHost)
+		case "env":
+			p.Env, err = list("env", v, func(s string) error {
+				if !envName.MatchString(s) {
+					return fmt.Errorf("%q is not an environment variable name", s)
+				}
+				return nil
+			})
+		case "exec":
+			p.Exec, err = list("exec", v, func(s string) error {
+				if !execName.MatchString(s) {
+					return fmt.Errorf("%q is not a binary name (no paths)", s)
+				}
+				return nil
+			})
+		case "credentials":
+			b, ok := v.(bool)
+			if !ok {
+				err = fmt.Errorf("credentials must be true or false")
+			}
+			p.Credentials = b
+		default:
+			err = fmt.Errorf("unknown field %q (known: filesystem, network, env, exec, credentials)", k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("metadata.harness.permissions: %w", err)
+		}
+	}
+	return p, nil
+}
+
+func readFilesystem(v any, fs *FilesystemPermissions) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("filesystem must be a mapping with read and write lists")
+	}
+	for k, paths := range m {
+		var err error
+		switch k {
+		case "read":
+			fs.Read, err = list("filesystem.read", paths, checkRelPath)
+		case "write":
+			fs.Write, err = list("filesystem.write", paths, checkRelPath)
+		default:
+			err = fmt.Errorf("filesystem: unknown field %q (known: read, write)", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func list(field string, v any, check func(string) error) ([]string, error) {
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s must be a list", field)
+	}
+	var out []string
+	for _, it := range items {
+		s, ok := it.(string)
+		if !ok || s == "" {
+			return nil, fmt.Errorf("%s: every entry must be a non-empty string", field)
+		}
+		if err := check(s); err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// checkRelPath accepts a clean path relative to the workspace that stays
+// inside it ("." is the whole workspace).
+func checkRelPath(s string) error {
+	if strings.HasPrefix(s, "/") || strings.Contains(s, "\\") {
+		return fmt.Errorf("%q must be relative to the workspace", s)
+	}
+	c := path.Clean(s)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return fmt.Errorf("%q leaves the workspace", s)
+	}
+	return nil
+}
+
+// checkHost accepts host or host:port, a DNS name or an IP address; no
+// wildcards and no schemes: an allowlist names hosts exactly.
+func checkHost(s string) error {
+	if strings.Contains(s, "/") {
+		return fmt.Errorf("%q is not host[:port] (no scheme or path)", s)
+	}
+	host, port := s, ""
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, port = h, p
+	}
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port must be 1-65535", s)
+		}
+	}
+	if net.ParseIP(host) == nil && !hostName.MatchString(host) {
+		return fmt.Errorf("%q is not host[:port]", s)
+	}
+	return nil
+}
+
+// Risk is a skill's tier, from its manifest and its content scan. The
+// order matters: approval compares tiers.
+type Risk int
+
+const (
+	RiskMinimal Risk = iota
+	RiskLow
+	RiskModerate
+	RiskHigh
+	RiskCritical
+)
+
+var riskNames = []string{"minimal", "low", "moderate", "high", "critical"}
+
+func (r Risk) String() string {
+	if r < RiskMinimal || r > RiskCritical {
+		return fmt.Sprintf("risk(%d)", int(r))
+	}
+	return riskNames[r]
+}
+
+// MarshalText writes the tier's name.
+func (r Risk) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a tier's name.
+func (r *Risk) UnmarshalText(b []byte) error {
+	v, err := ParseRisk(string(b))
+	*r = v
+	return err
+}
+
+// ParseRisk reads a tier's name.
+func ParseRisk(s string) (Risk, error) {
+	if i := slices.Index(riskNames, s); i >= 0 {
+		return Risk(i), nil
+	}
+	return 0, fmt.Errorf("unknown risk tier %q (minimal, low, moderate, high, critical)", s)
+}
+
+// RiskOf scores a manifest as the self-modification spec's table does:
+// nothing declared is minimal, reading files or environment variables
+// low, writing or network moderate,
+// running binaries or credentials high, more than one high category
+// critical; the highest applies. Content-scan findings raise it: a
+// critical finding makes the skill critical, a high one at least high, a
+// medium one at least moderate. Severities are the scan's names.
+func RiskOf(p *Permissions, findingSeverities []string) Risk {
+	r := RiskMinimal
+	if p != nil {
+		if len(p.Filesystem.Read) > 0 || len(p.Env) > 0 {
+			r = max(r, RiskLow)
+		}
+		if len(p.Filesystem.Write) > 0 || len(p.Network) > 0 {
+			r = max(r, RiskModerate)
+		}
+		high := 0
+		if len(p.Exec) > 0 {
+			high++
+		}
+		if p.Credentials {
+			high++
+		}
+		switch {
+		case high > 1:
+			r = RiskCritical
+		case high == 1:
+			r = max(r, RiskHigh)
+		}
+	}
+	for _, s := range findingSeverities {
+		switch s {
+		case "critical":
+			r = RiskCritical
+		case "high":
+			r = max(r, RiskHigh)
+		case "medium":
+			r = max(r, RiskModerate)
+		}
+	}
+	return r
+}
