@@ -37,6 +37,7 @@ type InstallOptions struct {
 	TrustedSources []string // path prefixes sources must lie under
 	Force          bool     // replace an installed skill of the same name
 	AllowRisky     bool     // install despite critical content findings
+	Store          *Store   // where every installed version is kept
 	Now            func() time.Time
 }
 
@@ -165,20 +166,17 @@ func Install(ctx context.Context, o InstallOptions) (*Installed, error) {
 	if _, err := os.Lstat(dest); err == nil && !o.Force {
 		return nil, outcome.Usage("install_exists", "a skill named %s is already installed at %s: pass --force to replace it", name, dest)
 	}
-	// Swap into place: the old copy moves aside first so that a failure
-	// between the renames can be undone, and nothing half-written is
-	// ever at the destination.
-	old := ""
-	if _, err := os.Lstat(dest); err == nil {
-		old = filepath.Join(stage, "previous")
-		if err := os.Rename(dest, old); err != nil {
-			return nil, err
-		}
+	// Into place through the store: kept as a version, then exchanged
+	// with the live copy atomically.
+	if o.Store == nil {
+		return nil, errors.New("install: no skill store")
 	}
-	if err := os.Rename(dir, dest); err != nil {
-		if old != "" {
-			os.Rename(old, dest)
-		}
+	assessed := audit.Assess(s)
+	if assessed.PermissionsError != "" {
+		return nil, outcome.Failed("install_invalid", "%s: %s; nothing was installed", o.Source, assessed.PermissionsError)
+	}
+	if _, err := o.Store.Put(ctx, PutRequest{Name: name, Dir: dir, Root: root, Actor: record.Actor{Kind: "operator", Command: "harness skills install"},
+		Risk: assessed.Risk, Findings: findings, Source: src, Event: record.SkillInstalled}); err != nil {
 		return nil, err
 	}
 	in := &Installed{Name: name, Dir: dest, Digest: s.TreeDigest, Findings: findings, InstallHints: s.InstallHints}

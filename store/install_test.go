@@ -53,7 +53,11 @@ func writeTarGz(t *testing.T, p string, es []entry) {
 
 func install(t *testing.T, src, root string, mutate func(o *InstallOptions)) (*Installed, error) {
 	t.Helper()
-	o := InstallOptions{Source: src, Root: root, TrustedSources: []string{filepath.Dir(src)}}
+	st, err := Open(filepath.Join(filepath.Dir(root), "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := InstallOptions{Source: src, Root: root, TrustedSources: []string{filepath.Dir(src)}, Store: st}
 	if mutate != nil {
 		mutate(&o)
 	}

@@ -37,6 +37,12 @@ func skillsCommand() *cli.Command {
 			skillsValidateCommand(),
 			skillsInitCommand(),
 			skillsSnapshotCommand(),
+			skillsVersionsCommand(),
+			skillsRollbackCommand(),
+			skillsRemoveCommand(),
+			skillsPendingCommand(),
+			skillsDecideCommand(true),
+			skillsDecideCommand(false),
 		},
 	}
 }

@@ -22,11 +22,13 @@ func skillsAuditCommand() *cli.Command {
 		UsageText: "harness skills audit NAME --skills-root DIR [--json]\n" +
 			"harness skills audit PATH [--json]      (a skill directory)\n\n" +
 			"Rules have stable ids naming their family, e.g. prompt-injection.override,\n" +
-			"exfiltration.webhook, obfuscation.base64-shell, hidden.unicode-tags.",
-		Flags: append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the findings as JSON"}),
+			"exfiltration.webhook, obfuscation.base64-shell, hidden.unicode-tags.\n\n" +
+			"harness skills audit verify checks the skill store's audit log instead.",
+		Flags:    append(scanFlags(), &cli.BoolFlag{Name: "json", Usage: "print the findings as JSON"}),
+		Commands: []*cli.Command{skillsAuditVerifyCommand()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
-				return usagef("harness skills audit takes exactly one skill NAME or directory PATH")
+				return usagef("harness skills audit takes exactly one skill NAME or directory PATH (or: harness skills audit verify)")
 			}
 			arg := cmd.Args().First()
 			var s *skills.Skill

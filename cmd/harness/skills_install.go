@@ -20,14 +20,16 @@ func skillsInstallCommand() *cli.Command {
 			"listed in the config file:\n\n" +
 			"    skills:\n      trustedSources: [/srv/skills, ./vendor/skills]\n\n" +
 			"The skill is unpacked into a staging directory in ROOT, validated (--strict rules), scanned\n" +
-			"(a critical finding refuses, exit 5, unless --allow-risky), then renamed into place and\n" +
-			"recorded in ROOT/skills.lock.json. Programs a skill needs are never installed: the hints\n" +
-			"are printed.",
+			"(a critical finding refuses, exit 5, unless --allow-risky), kept in the skill store as a\n" +
+			"version named by its digest (see harness skills versions, rollback), swapped into place\n" +
+			"atomically and recorded in ROOT/skills.lock.json and the store's audit log. Programs a\n" +
+			"skill needs are never installed: the hints are printed.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Usage: "skills root `DIR` to install into", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
 			&cli.BoolFlag{Name: "force", Usage: "replace an installed skill of the same name"},
 			&cli.BoolFlag{Name: "allow-risky", Usage: "install despite critical content findings"},
 			&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.trustedSources", Sources: cli.EnvVars("HARNESS_CONFIG")},
+			storeFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -40,9 +42,13 @@ func skillsInstallCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			st, err := openStore(cmd)
+			if err != nil {
+				return err
+			}
 			in, err := store.Install(ctx, store.InstallOptions{
 				Source: cmd.Args().First(), Root: cmd.String("to"), TrustedSources: trustedSources,
-				Force: cmd.Bool("force"), AllowRisky: cmd.Bool("allow-risky"),
+				Force: cmd.Bool("force"), AllowRisky: cmd.Bool("allow-risky"), Store: st,
 			})
 			if err != nil {
 				return err

@@ -1,0 +1,107 @@
+package record
+
+import (
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+)
+
+// Files of a skill store (.harness/skills-store by default): every version
+// of every skill that was ever promoted, installed or approved, kept
+// immutable under versions/<name>/<digest-hex>/, each skill's history in
+// versions/<name>/history.json, and one hash-chained audit log.
+const (
+	FileSkillsAudit     = "skills-audit.jsonl"
+	FileSkillsAuditHead = "skills-audit.head.json"
+	DirSkillVersions    = "versions"
+	FileSkillHistory    = "history.json"
+
+	TypeSkillHistory     = "harness.skill-history"
+	TypeSkillsAuditHead  = "harness.skills-audit-head"
+	SkillStoreVersion    = 1
+	TypeSkillForge       = "harness.skill-forge"
+	FileSkillForge       = "skill-forge.json"
+	SkillForgeVersion    = 1
+	DirSkillForgeDrafts  = "skill-forge"
+	MaxSkillForgeAttempt = 3
+)
+
+// Skill lifecycle steps: the audit log's event types.
+const (
+	SkillCreatedDraft = "skill.created-draft"
+	SkillTested       = "skill.tested"
+	SkillPromoted     = "skill.promoted"
+	SkillPending      = "skill.pending"
+	SkillApproved     = "skill.approved"
+	SkillRejected     = "skill.rejected"
+	SkillInstalled    = "skill.installed"
+	SkillRolledBack   = "skill.rolled-back"
+	SkillRemoved      = "skill.removed"
+)
+
+// States of a stored version.
+const (
+	VersionLive       = "live"
+	VersionSuperseded = "superseded"
+	VersionPending    = "pending"
+	VersionRejected   = "rejected"
+	VersionRemoved    = "removed"
+)
+
+// Actor is who or what made a change: an operator's command, or a run
+// (its id and the turn of the tool call).
+type Actor struct {
+	Kind    string `json:"kind"` // operator, run
+	Command string `json:"command,omitempty"`
+	RunID   string `json:"runId,omitempty"`
+	Turn    int    `json:"turn,omitempty"`
+	CallID  string `json:"callId,omitempty"`
+}
+
+// SkillHistory is versions/<name>/history.json.
+type SkillHistory struct {
+	artifacts.Envelope
+	Name string `json:"name"`
+	// Root is the live skills root the skill is promoted into.
+	Root string `json:"root"`
+	// Current is the live version, empty when the skill is removed or
+	// was never promoted.
+	Current  artifacts.Digest `json:"current,omitempty"`
+	Versions []SkillVersion   `json:"versions"`
+}
+
+// SkillVersion is one immutable version, named by its tree digest.
+type SkillVersion struct {
+	Version   artifacts.Digest `json:"version"`
+	Parent    artifacts.Digest `json:"parent,omitempty"`
+	State     string           `json:"state"`
+	MadeBy    Actor            `json:"madeBy"`
+	CreatedAt time.Time        `json:"createdAt"`
+	Source    string           `json:"source,omitempty"`
+	Risk      string           `json:"risk"`
+	Findings  []Finding        `json:"findings"`
+	// Decision is the approval or rejection of a pending version.
+	DecidedAt *time.Time `json:"decidedAt,omitempty"`
+	DecidedBy *Actor     `json:"decidedBy,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+}
+
+// SkillAuditEvent is the data of one line of skills-audit.jsonl.
+type SkillAuditEvent struct {
+	Skill   string           `json:"skill"`
+	Version artifacts.Digest `json:"version,omitempty"`
+	Parent  artifacts.Digest `json:"parent,omitempty"`
+	Actor   Actor            `json:"actor"`
+	Risk    string           `json:"risk,omitempty"`
+	Reason  string           `json:"reason,omitempty"`
+	Detail  string           `json:"detail,omitempty"`
+}
+
+// SkillsAuditHead is skills-audit.head.json: the sequence number and
+// digest of the last audit line, rewritten after every append, so that a
+// removed or edited last line is caught as well as any before it.
+type SkillsAuditHead struct {
+	artifacts.Envelope
+	Seq  int64            `json:"seq"`
+	Head artifacts.Digest `json:"head"`
+}
