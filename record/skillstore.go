@@ -105,3 +105,54 @@ type SkillsAuditHead struct {
 	Seq  int64            `json:"seq"`
 	Head artifacts.Digest `json:"head"`
 }
+
+// SkillForge is skill-forge.json in a run directory: every create_skill
+// and compose_skills attempt of the run, what was checked and what came
+// of it.
+type SkillForge struct {
+	artifacts.Envelope
+	Attempts []ForgeAttempt `json:"attempts"`
+}
+
+// Outcomes of a forge attempt.
+const (
+	ForgeRefused     = "refused"      // not even written: attempts exhausted, a name taken, a bad path
+	ForgeInvalid     = "invalid"      // written, but validation or the manifest failed
+	ForgeTestsFailed = "tests_failed" // valid, but a test did not pass
+	ForgePromoted    = "promoted"     // live in the forge root
+	ForgePending     = "pending"      // waits for harness skills approve
+)
+
+// ForgeAttempt is one call of create_skill or compose_skills.
+type ForgeAttempt struct {
+	Skill   string    `json:"skill"`
+	Attempt int       `json:"attempt"`
+	Tool    string    `json:"tool"`
+	CallID  string    `json:"callId,omitempty"`
+	Turn    int       `json:"turn,omitempty"`
+	Time    time.Time `json:"time"`
+	Outcome string    `json:"outcome"`
+	// Draft is the staged draft, relative to the run directory.
+	Draft       string            `json:"draft,omitempty"`
+	SkillDigest artifacts.Digest  `json:"skillDigest,omitempty"`
+	Version     artifacts.Digest  `json:"version,omitempty"`
+	Risk        string            `json:"risk,omitempty"`
+	Findings    []Finding         `json:"findings"`
+	Diagnostics []string          `json:"diagnostics"`
+	Tests       []ForgeTestResult `json:"tests"`
+	Composes    []string          `json:"composes,omitempty"`
+}
+
+// ForgeTestResult is one test of a draft, run in the sandbox.
+type ForgeTestResult struct {
+	Script     string   `json:"script"`
+	Args       []string `json:"args"`
+	Passed     bool     `json:"passed"`
+	Failure    string   `json:"failure,omitempty"`
+	ExitCode   int      `json:"exitCode"`
+	Stdout     string   `json:"stdout"`
+	Stderr     string   `json:"stderr"`
+	Truncated  bool     `json:"truncated,omitempty"`
+	Backend    string   `json:"sandboxBackend"`
+	DurationMs int64    `json:"durationMs"`
+}

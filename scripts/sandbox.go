@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +92,8 @@ type Spec struct {
 	Helper  string
 	Timeout time.Duration
 	Limits  Limits
+	// Stdin is what the script reads (nil: nothing).
+	Stdin []byte
 }
 
 // Result is what an execution did.
@@ -361,7 +364,10 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	if backend != BackendBwrap {
 		cmd.Dir = spec.Cwd
 	}
-	cmd.Stdin = nil // the script's own stdin is empty
+	cmd.Stdin = nil // the script's own stdin is empty unless the spec gives one
+	if spec.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(spec.Stdin)
+	}
 	cmd.ExtraFiles = extra
 	stdout := &capped{max: lim.OutputCap}
 	stderr := &capped{max: lim.OutputCap}
