@@ -67,6 +67,9 @@ type Config struct {
 	// composed skill may order.
 	Registry *skills.Registry
 	Now      func() time.Time
+	// OnStored is told of every draft the store took (promoted or
+	// pending) before the model is: the run journals it.
+	OnStored func(record.SkillCreated) error
 }
 
 // Forge runs create_skill and compose_skills for one run.
@@ -220,6 +223,9 @@ func (f *Forge) create(ctx context.Context, call Call, d Draft, a *record.ForgeA
 	a.Outcome = record.ForgePromoted
 	if pending {
 		a.Outcome = record.ForgePending
+	}
+	if f.cfg.OnStored != nil {
+		return f.cfg.OnStored(record.SkillCreated{Skill: d.Name, Version: v.Version, Root: f.cfg.Root, Outcome: a.Outcome, CallID: call.CallID})
 	}
 	return nil
 }

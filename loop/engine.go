@@ -360,7 +360,7 @@ func (e *engine) invoke(ctx context.Context, turn int, call ToolCall) (ToolResul
 			return *denied, code, nil
 		}
 	}
-	res, err := t.Call(WithUsage(ctx, e.out.Usage), call, args)
+	res, err := t.Call(WithTurn(WithUsage(ctx, e.out.Usage), turn), call, args)
 	if err != nil {
 		return res, "", err
 	}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -93,5 +94,23 @@ func TestEstimateUsage(t *testing.T) {
 	u := estimateUsage(Request{Messages: []Message{{Role: RoleUser, Content: strings.Repeat("x", 400)}}}, Message{Content: strings.Repeat("y", 40)})
 	if !u.Estimated || u.PromptTokens != 100 || u.CompletionTokens != 10 || u.TotalTokens != 110 {
 		t.Errorf("estimate %+v", u)
+	}
+}
+
+// A recorded schema is re-encoded ("->" becomes "-\u003e"); the mismatch
+// report must not blame a schema that is equal by value.
+func TestFirstDifferenceComparesSchemasByValue(t *testing.T) {
+	tool := func(params string) Request {
+		return Request{Model: "m", Tools: []ToolSpec{{Name: "t", Description: "d", Parameters: json.RawMessage(params)}},
+			Messages: []Message{{Role: "user", Content: "a"}}}
+	}
+	want := tool(`{"type":"object","description":"path -\u003e content"}`)
+	got := tool(`{"description": "path -> content", "type": "object"}`)
+	got.Messages[0].Content = "b"
+	if d := firstDifference(want, got); d != "messages[0].content differs" {
+		t.Errorf("firstDifference = %q", d)
+	}
+	if d := firstDifference(want, tool(`{"type":"string"}`)); d != "tools[0].parameters differs" {
+		t.Errorf("a real schema change: %q", d)
 	}
 }

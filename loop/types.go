@@ -156,6 +156,20 @@ func UsageSoFar(ctx context.Context) Usage {
 	return u
 }
 
+type turnKey struct{}
+
+// WithTurn is ctx carrying the turn a tool call belongs to.
+func WithTurn(ctx context.Context, turn int) context.Context {
+	return context.WithValue(ctx, turnKey{}, turn)
+}
+
+// TurnOf is the turn of the tool call ctx was given for (0 outside one),
+// for tools that record who did what when.
+func TurnOf(ctx context.Context) int {
+	t, _ := ctx.Value(turnKey{}).(int)
+	return t
+}
+
 // ErrorResult is the model-visible form of a refusal or tool failure: a
 // stable machine code and a sentence that says what to do instead.
 func ErrorResult(code, msg string, record any) ToolResult {

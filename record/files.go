@@ -44,6 +44,7 @@ const (
 	EventContentFlagged      = "content.flagged"
 	EventSkillActivated      = "skill.activated"
 	EventSkillsSearched      = "skills.searched"
+	EventSkillCreated        = "skill.created"
 	EventEmbeddings          = "embeddings"
 	EventSkillSkipped        = "skill.skipped"
 	EventPolicyDecision      = "policy.decision"

@@ -78,6 +78,8 @@ type Inputs struct {
 	// SkillsRoots in precedence; Sandbox is /skills/<label>.
 	ExternalSkillsRoots []PathPair `json:"externalSkillsRoots,omitempty"`
 	EmbeddingModel      string     `json:"embeddingModel,omitempty"`
+	// Forge is how create_skill and compose_skills promote, when allowed.
+	Forge *ForgeInputs `json:"forge,omitempty"`
 	// Protect are further paths the tools never touch (a pipeline's
 	// records).
 	Protect      []string `json:"protect,omitempty"`
@@ -135,6 +137,13 @@ type Attachment struct {
 type PathPair struct {
 	Host    string `json:"host"`
 	Sandbox string `json:"sandbox"`
+}
+
+// ForgeInputs are the SkillForge settings of a run.
+type ForgeInputs struct {
+	ApproveCreated string `json:"approveCreated"`
+	Root           string `json:"root"`
+	Store          string `json:"store"`
 }
 
 // Limits is loop.Limits in its written form.

@@ -156,3 +156,14 @@ type ForgeTestResult struct {
 	Backend    string   `json:"sandboxBackend"`
 	DurationMs int64    `json:"durationMs"`
 }
+
+// SkillCreated is the data of a run's skill.created event: a draft of
+// this run that passed and was stored, live or pending. Resume does not
+// count a skill the run itself promoted as drift.
+type SkillCreated struct {
+	Skill   string           `json:"skill"`
+	Version artifacts.Digest `json:"version"`
+	Root    string           `json:"root"`
+	Outcome string           `json:"outcome"`
+	CallID  string           `json:"callId,omitempty"`
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/store"
 	"github.com/harness-dev/harness/workspace"
 )
 
@@ -41,7 +42,9 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 			rep.Identity = append(rep.Identity, record.DriftItem{Field: "skillsRoots", Recorded: "scannable", Current: err.Error()})
 		} else {
 			rep.Skills, rep.Resources = skills.Compare(r.registry, now, r.watched())
-			add("registryDigest", string(r.registry.Digest), string(now.Digest))
+			if own := r.ownCreations(now, &rep.Skills); !own || len(rep.Skills.Added)+len(rep.Skills.Changed)+len(rep.Skills.Removed) > 0 {
+				add("registryDigest", string(r.registry.Digest), string(now.Digest))
+			}
 		}
 	}
 	rep.Drift, rep.Allowed = rep.Any(), r.acceptDrift || r.acceptModelChange && onlyModel(rep)
@@ -94,4 +97,36 @@ func (r *runner) watched() map[string]bool {
 		}
 	}
 	return w
+}
+
+// ownCreations takes out of the skill changes the skills this run itself
+// promoted (skill.created in its verified journal) whose live copy is
+// still exactly the version it promoted: they are the run's own work,
+// not drift. It reports whether any change was explained that way.
+func (r *runner) ownCreations(now *skills.Registry, ch *skills.Changes) bool {
+	if r.resumed == nil || len(r.resumed.createdSkills) == 0 {
+		return false
+	}
+	mine := map[string]artifacts.Digest{}
+	for _, c := range r.resumed.createdSkills {
+		if c.Outcome == record.ForgePromoted {
+			mine[c.Skill] = c.Version
+		}
+	}
+	explained := false
+	keep := func(names []string) []string {
+		out := []string{}
+		for _, n := range names {
+			if v, ok := mine[n]; ok {
+				if s, found := now.Lookup(n); found && store.VersionOf(s) == v {
+					explained = true
+					continue
+				}
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	ch.Added, ch.Changed = keep(ch.Added), keep(ch.Changed)
+	return explained
 }

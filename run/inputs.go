@@ -2,11 +2,13 @@ package run
 
 import (
 	"path/filepath"
+	"slices"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/tools"
 	"github.com/harness-dev/harness/workspace"
 )
 
@@ -30,6 +32,7 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		ExternalSkillsRoots: external,
 		Protect:             o.Protect,
 		EmbeddingModel:      o.EmbeddingModel,
+		Forge:               forgeInputs(o),
 		Skills:              nonNil(o.Skills),
 		Model:               o.Model,
 		BaseURL:             artifacts.NewRedactor(o.APIKey).String(redactURL(o.BaseURL)),
@@ -93,7 +96,10 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 		ArtifactsDir: in.ArtifactsDir,
 		Record:       in.Record, Replay: in.Replay,
 		Sources: sources.Values, ConfigFile: sources.ConfigFile,
-		Profiles: in.Profiles, depth: in.Depth, maxDepth: in.MaxDepth, activationSource: in.ActivationSource,
+		ApproveCreated: forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.ApproveCreated }),
+		ForgeRoot:      forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Root }),
+		SkillsStore:    forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Store }),
+		Profiles:       in.Profiles, depth: in.Depth, maxDepth: in.MaxDepth, activationSource: in.ActivationSource,
 	}
 	if in.Sandbox != nil {
 		o.Sandbox = in.Sandbox.Requested
@@ -128,4 +134,25 @@ func absOrEmpty(p string) string {
 		return ""
 	}
 	return abs
+}
+
+// forgeInputs records the SkillForge settings when its tools are allowed
+// (they were resolved to absolute paths by check).
+func forgeInputs(o Options) *record.ForgeInputs {
+	if !forgeAllowed(o.AllowTools) {
+		return nil
+	}
+	return &record.ForgeInputs{ApproveCreated: o.ApproveCreated, Root: o.ForgeRoot, Store: o.SkillsStore}
+}
+
+// forgeAllowed reports whether a SkillForge tool is allowed.
+func forgeAllowed(allow []string) bool {
+	return slices.Contains(allow, tools.CreateSkillName) || slices.Contains(allow, tools.ComposeSkillsName)
+}
+
+func forgeField(f *record.ForgeInputs, get func(*record.ForgeInputs) string) string {
+	if f == nil {
+		return ""
+	}
+	return get(f)
 }

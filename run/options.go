@@ -53,6 +53,15 @@ type Options struct {
 	// skill descriptions and the query are embedded with this model on the
 	// same endpoint, and the two rankings fused.
 	EmbeddingModel string
+	// Forge configures create_skill and compose_skills (allowed with
+	// --allow-tool like any side effect): the approval tier up to which a
+	// passing draft is promoted at once (minimal, low, moderate or none;
+	// "" = low), the root promoted skills go into ("" = the first skills
+	// root), and the skill store that keeps their versions ("" = the
+	// default store under the current directory).
+	ApproveCreated string
+	ForgeRoot      string
+	SkillsStore    string
 	// EmbeddingCache is where skill vectors are kept between runs ("" = no
 	// cache). Performance only.
 	EmbeddingCache string

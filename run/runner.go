@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/harness-dev/harness/forge"
+	"github.com/harness-dev/harness/store"
 	"io"
 	"net/url"
 	"path/filepath"
@@ -175,6 +177,9 @@ func checkOptions(o *Options) error {
 	if o.maxDepth == 0 && o.depth == 0 {
 		o.maxDepth = 1
 	}
+	if err := checkForge(o); err != nil {
+		return err
+	}
 	if slices.Contains(o.AllowTools, tools.DelegateToolName) && o.Profiles == "" {
 		return outcome.Usage("profiles_missing", "--allow-tool delegate_task needs --profiles FILE with the subagent profiles")
 	}
@@ -279,6 +284,11 @@ func (r *runner) resolve() error {
 		return err
 	}
 	r.res = resolved{workspace: ws, cwd: cwd, skillsRoots: roots, externalRoots: external, runID: id, attachments: atts}
+	if forgeAllowed(r.opts.AllowTools) && r.opts.ForgeRoot == "" && len(roots) > 0 {
+		// Settled here, once, so that a resume (which restores it from
+		// run.json) computes the same policy digest.
+		r.opts.ForgeRoot = roots[0]
+	}
 	return nil
 }
 
@@ -390,4 +400,35 @@ func redactURL(raw string) string {
 	u.RawQuery = ""
 	u.Fragment = ""
 	return u.String()
+}
+
+// checkForge settles the SkillForge options when its tools are allowed:
+// the approval tier, and absolute paths for the forge root and store.
+func checkForge(o *Options) error {
+	if !forgeAllowed(o.AllowTools) {
+		return nil
+	}
+	if o.ApproveCreated == "" {
+		o.ApproveCreated = "low"
+	}
+	if _, err := forge.ParseApproval(o.ApproveCreated); err != nil {
+		return err
+	}
+	if o.ForgeRoot == "" && len(o.SkillsRoots) == 0 {
+		return outcome.Usage("forge_root_missing", "--allow-tool create_skill needs a root for the skills it promotes: give --skills-root or --forge-root")
+	}
+	if o.SkillsStore == "" {
+		o.SkillsStore = store.DefaultStoreDir
+	}
+	for _, p := range []*string{&o.ForgeRoot, &o.SkillsStore} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return outcome.Usage("forge_path_invalid", "%s: %v", *p, err)
+		}
+		*p = abs
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/harness-dev/harness/forge"
+	"github.com/harness-dev/harness/store"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,6 +202,7 @@ func (r *runner) preload() ([]loop.Message, error) {
 		}
 		return nil, outcome.Usage("skill_not_found", "skill not found: %s; available skills: %s", strings.Join(missing, ", "), list)
 	}
+	chosen = withParts(r.registry, chosen)
 	contents := make([][]byte, len(chosen))
 	texts := []string{r.opts.Prompt}
 	for i, s := range chosen {
@@ -311,14 +314,39 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	if slices.Contains(r.opts.AllowTools, tools.DelegateToolName) && len(r.profiles) > 0 && r.opts.depth < r.opts.maxDepth {
 		toolset = append(toolset, &tools.Delegate{Profiles: r.profiles, Runner: &children{parent: r}})
 	}
-	if slices.Contains(r.opts.AllowTools, "run_skill_script") {
+	var backend scripts.Backend
+	var probe error
+	helper, _ := os.Executable()
+	if slices.Contains(r.opts.AllowTools, "run_skill_script") || forgeAllowed(r.opts.AllowTools) {
 		want := scripts.Backend(r.opts.Sandbox)
-		helper, _ := os.Executable()
-		backend, probe := scripts.Probe(ctx, want, helper)
+		backend, probe = scripts.Probe(ctx, want, helper)
 		r.manifest.Inputs.Sandbox = &record.SandboxRecord{Requested: string(want), Backend: string(backend)}
 		if probe != nil {
 			r.manifest.Inputs.Sandbox.Error = probe.Error()
 		}
+	}
+	if forgeAllowed(r.opts.AllowTools) {
+		st, err := store.Open(r.opts.SkillsStore, r.opts.RunKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		ap, err := forge.ParseApproval(r.opts.ApproveCreated)
+		if err != nil {
+			return nil, nil, err
+		}
+		f, err := forge.New(forge.Config{Store: st, Root: r.opts.ForgeRoot, RunDir: r.res.runDir, Redact: r.redact, Approve: ap, Workspace: ws,
+			Sandbox:  forge.Sandbox{Backend: backend, Probe: probe, Helper: helper, MemoryLimit: r.opts.ScriptMemoryLimit, RunID: r.res.runID},
+			Registry: r.registry, Now: r.now,
+			OnStored: func(c record.SkillCreated) error {
+				_, err := r.journal.Append(record.EventSkillCreated, c)
+				return err
+			}})
+		if err != nil {
+			return nil, nil, err
+		}
+		toolset = append(toolset, tools.ForgeTools(f, r.res.runID, r.opts.AllowTools)...)
+	}
+	if slices.Contains(r.opts.AllowTools, "run_skill_script") {
 		st := tools.NewScriptTool(tools.Scripts{
 			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
 			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
@@ -378,4 +406,30 @@ func (r *runner) conversationStage(history []loop.Message, toolset []loop.Tool) 
 		Token:    r.token,
 	})
 	return history, err
+}
+
+// withParts puts after each composed skill the skills it orders (depth
+// first, each once), so that preloading a composition preloads its parts
+// through the same checks. A part missing from the registry is left out
+// here; the composed skill's text still names it.
+func withParts(reg *skills.Registry, chosen []*skills.Skill) []*skills.Skill {
+	seen := map[string]bool{}
+	for _, s := range chosen {
+		seen[s.Name] = true
+	}
+	var out []*skills.Skill
+	var add func(s *skills.Skill)
+	add = func(s *skills.Skill) {
+		out = append(out, s)
+		for _, name := range forge.Composes(s) {
+			if p, ok := reg.Lookup(name); ok && !seen[name] {
+				seen[name] = true
+				add(p)
+			}
+		}
+	}
+	for _, s := range chosen {
+		add(s)
+	}
+	return out
 }

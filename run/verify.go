@@ -31,12 +31,14 @@ type journalState struct {
 	finished  map[string]bool
 	decisions []record.TraceRecord
 	activated []record.Activation
-	snapshot  *record.RegistrySnapshotted
-	lastSeq   int64
-	resumes   int
-	head      artifacts.Digest
-	tornBytes int
-	validSize int64
+	// createdSkills are drafts of this run the store took.
+	createdSkills []record.SkillCreated
+	snapshot      *record.RegistrySnapshotted
+	lastSeq       int64
+	resumes       int
+	head          artifacts.Digest
+	tornBytes     int
+	validSize     int64
 }
 
 // tampered is the refusal for a run directory that is not what the run
@@ -137,6 +139,12 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 			return bad(err)
 		}
 		st.activated = append(st.activated, a)
+	case record.EventSkillCreated:
+		var c record.SkillCreated
+		if err := json.Unmarshal(ev.Data, &c); err != nil {
+			return bad(err)
+		}
+		st.createdSkills = append(st.createdSkills, c)
 	case record.EventPolicyDecision:
 		var d record.PolicyDecision
 		if err := json.Unmarshal(ev.Data, &d); err != nil {

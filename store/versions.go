@@ -210,11 +210,7 @@ func treeDigest(ctx context.Context, root, name string) (artifacts.Digest, error
 	if !ok {
 		return "", outcome.Failed("store_invalid", "%s does not load as the skill %s", root, name)
 	}
-	h := artifacts.NewHasher()
-	h.WriteField("harness.skill-version/1")
-	h.WriteField(string(sk.Digest))
-	h.WriteField(string(sk.TreeDigest))
-	return h.Digest(), nil
+	return VersionOf(sk), nil
 }
 
 // makeLive replaces the live copy of a skill with a stored version. The
@@ -472,4 +468,14 @@ func short(d artifacts.Digest) string {
 		return h[:12]
 	}
 	return h
+}
+
+// VersionOf is the digest that names a version of a skill: SKILL.md and
+// every resource.
+func VersionOf(sk *skills.Skill) artifacts.Digest {
+	h := artifacts.NewHasher()
+	h.WriteField("harness.skill-version/1")
+	h.WriteField(string(sk.Digest))
+	h.WriteField(string(sk.TreeDigest))
+	return h.Digest()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/audit"
+	"github.com/harness-dev/harness/forge"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -140,12 +141,70 @@ func (t *loadSkillTool) Call(ctx context.Context, call loop.ToolCall, raw json.R
 		}
 		rec["status"], rec["digest"], rec["digestMatchesRegistry"] = "activated", artifacts.DigestBytes(content), matches
 		parts = append(parts, SkillContextBlock(st.Token, s, content, source))
+		// A composed skill brings its parts through the same path: the
+		// same snapshot checks, the same trust rule, one record each.
+		more, err := t.activateParts(s, map[string]bool{s.Name: true})
+		if err != nil {
+			return loop.ToolResult{}, err
+		}
+		if len(more) > 0 {
+			rec["composedParts"] = len(more)
+		}
+		parts = append(parts, more...)
 	}
 	if args.FilePath != "" {
 		res := t.st.readResource(call.ID, s.Name, args.FilePath, defaultResourceBytes)
 		parts = append(parts, "File "+args.FilePath+":\n"+res.Content)
 	}
 	return loop.ToolResult{Content: strings.Join(parts, "\n\n"), Status: loop.StatusOK, Record: rec}, nil
+}
+
+// activateParts activates the skills a composed skill orders (depth
+// first, each once), returning their context blocks; a part that cannot
+// be loaded is said in a line, not fatal.
+func (t *loadSkillTool) activateParts(s *skills.Skill, seen map[string]bool) ([]string, error) {
+	st := t.st
+	var out []string
+	for _, name := range forge.Composes(s) {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		p, ok := st.Registry.Lookup(name)
+		switch {
+		case !ok || !p.ModelInvocable() || !p.IsEligible():
+			out = append(out, fmt.Sprintf("Skill '%s' (a part of '%s') is not available in this run.", name, s.Name))
+			continue
+		case st.Active.IsActive(name):
+			continue
+		}
+		if rules, bad := st.untrusted(name); bad {
+			out = append(out, fmt.Sprintf("Skill '%s' (a part of '%s') has critical content findings (%s) and was not loaded.", name, s.Name, strings.Join(rules, ", ")))
+			continue
+		}
+		content, matches, err := t.read(p)
+		if err != nil {
+			out = append(out, fmt.Sprintf("Skill '%s' (a part of '%s') could not be loaded: %v", name, s.Name, err))
+			continue
+		}
+		source := "loaded as a part of the composed skill " + s.Name
+		if !matches {
+			source += "; DRIFTED: SKILL.md changed after the run-start snapshot and was allowed by --allow-drift"
+		}
+		if err := st.Active.Add(record.Activation{
+			Name: p.Name, Source: record.SourceModelTool, RunID: st.RunID, SkillPath: p.SkillPath, SandboxPath: p.SandboxSkillPath,
+			Digest: artifacts.DigestBytes(content), ActivatedAt: st.Now().UTC(), CFCPromptRole: "context",
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, SkillContextBlock(st.Token, p, content, source))
+		nested, err := t.activateParts(p, seen)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, nested...)
+	}
+	return out, nil
 }
 
 // read re-reads SKILL.md and holds it to the snapshot digest, unless the
