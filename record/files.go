@@ -45,6 +45,7 @@ const (
 	EventSkillActivated      = "skill.activated"
 	EventSkillsSearched      = "skills.searched"
 	EventSkillCreated        = "skill.created"
+	EventRegistryDelta       = "registry.delta"
 	EventEmbeddings          = "embeddings"
 	EventSkillSkipped        = "skill.skipped"
 	EventPolicyDecision      = "policy.decision"

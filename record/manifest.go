@@ -144,6 +144,7 @@ type ForgeInputs struct {
 	ApproveCreated string `json:"approveCreated"`
 	Root           string `json:"root"`
 	Store          string `json:"store"`
+	ReloadCreated  bool   `json:"reloadCreated,omitempty"`
 }
 
 // Limits is loop.Limits in its written form.

@@ -215,3 +215,12 @@ type Embeddings struct {
 	Inputs   int    `json:"inputs"`
 	Embedded int    `json:"embedded"`
 }
+
+// RegistryDelta is the data of registry.delta: a skill this run promoted
+// and, with --reload-created, added to its own registry. Resume applies
+// the deltas to the recorded snapshot in journal order.
+type RegistryDelta struct {
+	Skill   skills.Skill     `json:"skill"`
+	Version artifacts.Digest `json:"version"`
+	CallID  string           `json:"callId,omitempty"`
+}

@@ -102,7 +102,8 @@ func (r *runner) watched() map[string]bool {
 // ownCreations takes out of the skill changes the skills this run itself
 // promoted (skill.created in its verified journal) whose live copy is
 // still exactly the version it promoted: they are the run's own work,
-// not drift. It reports whether any change was explained that way.
+// not drift. It reports whether such skills exist, which also explains a
+// registry digest that differs only by them.
 func (r *runner) ownCreations(now *skills.Registry, ch *skills.Changes) bool {
 	if r.resumed == nil || len(r.resumed.createdSkills) == 0 {
 		return false
@@ -114,12 +115,16 @@ func (r *runner) ownCreations(now *skills.Registry, ch *skills.Changes) bool {
 		}
 	}
 	explained := false
+	for n, v := range mine {
+		if s, found := now.Lookup(n); found && store.VersionOf(s) == v {
+			explained = true
+		}
+	}
 	keep := func(names []string) []string {
 		out := []string{}
 		for _, n := range names {
 			if v, ok := mine[n]; ok {
 				if s, found := now.Lookup(n); found && store.VersionOf(s) == v {
-					explained = true
 					continue
 				}
 			}

@@ -83,7 +83,7 @@ func policyDigest(o Options) artifacts.Digest {
 	h.WriteField(fmt.Sprint("script-memory:", o.ScriptMemoryLimit))
 	if forgeAllowed(o.AllowTools) {
 		// Where created skills go and who must approve them.
-		h.WriteField("forge:" + o.ApproveCreated + "\x00" + o.ForgeRoot + "\x00" + o.SkillsStore)
+		h.WriteField(fmt.Sprint("forge:", o.ApproveCreated, "\x00", o.ForgeRoot, "\x00", o.SkillsStore, "\x00", o.ReloadCreated))
 	}
 	h.WriteField("cfc:" + o.CFCMode)
 	// The prompt's role decides what enforce-explicit allows: a run

@@ -99,6 +99,7 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 		ApproveCreated: forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.ApproveCreated }),
 		ForgeRoot:      forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Root }),
 		SkillsStore:    forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Store }),
+		ReloadCreated:  in.Forge != nil && in.Forge.ReloadCreated,
 		Profiles:       in.Profiles, depth: in.Depth, maxDepth: in.MaxDepth, activationSource: in.ActivationSource,
 	}
 	if in.Sandbox != nil {
@@ -142,7 +143,7 @@ func forgeInputs(o Options) *record.ForgeInputs {
 	if !forgeAllowed(o.AllowTools) {
 		return nil
 	}
-	return &record.ForgeInputs{ApproveCreated: o.ApproveCreated, Root: o.ForgeRoot, Store: o.SkillsStore}
+	return &record.ForgeInputs{ApproveCreated: o.ApproveCreated, Root: o.ForgeRoot, Store: o.SkillsStore, ReloadCreated: o.ReloadCreated}
 }
 
 // forgeAllowed reports whether a SkillForge tool is allowed.

@@ -54,6 +54,8 @@ func TestOptionsRoundTripThroughRunJSON(t *testing.T) {
 	o.Workspace, o.Cwd, o.SkillsRoots = "/ws", "sub", []string{"/ws/skills", "/ws/more"}
 	o.ExternalSkillsRoots = []string{"/shared/skills", "/team/skills"}
 	o.Sandbox, o.Profiles, o.ArtifactsDir = "landlock", "/profiles.yaml", "/runs"
+	// The SkillForge settings are recorded when its tools are allowed.
+	o.AllowTools = append(o.AllowTools, "create_skill")
 	res := resolved{workspace: o.Workspace, cwd: o.Cwd, skillsRoots: o.SkillsRoots, externalRoots: o.ExternalSkillsRoots, runDir: "/runs/r1", runID: "r1"}
 	for _, p := range o.Attach {
 		res.attachments = append(res.attachments, record.Attachment{Path: p})

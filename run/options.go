@@ -62,6 +62,10 @@ type Options struct {
 	ApproveCreated string
 	ForgeRoot      string
 	SkillsStore    string
+	// ReloadCreated adds a skill the run promoted to the run's own
+	// registry (a registry.delta event), so that it can load it later in
+	// the same run; without it the run keeps its start snapshot.
+	ReloadCreated bool
 	// EmbeddingCache is where skill vectors are kept between runs ("" = no
 	// cache). Performance only.
 	EmbeddingCache string

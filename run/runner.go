@@ -406,6 +406,9 @@ func redactURL(raw string) string {
 // the approval tier, and absolute paths for the forge root and store.
 func checkForge(o *Options) error {
 	if !forgeAllowed(o.AllowTools) {
+		if o.ReloadCreated {
+			return outcome.Usage("reload_created_unused", "--reload-created needs --allow-tool create_skill or compose_skills")
+		}
 		return nil
 	}
 	if o.ApproveCreated == "" {

@@ -117,6 +117,11 @@ func (r *runner) registryStage(ctx context.Context) error {
 		if !r.opts.NoSkillCatalog {
 			r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
 		}
+		// After the catalog: the catalog (and so the tools) stays what
+		// the run started with; the deltas only make the skills loadable.
+		for _, d := range r.resumed.deltas {
+			r.applyDelta(d.Skill)
+		}
 		return nil
 	}
 	reg, err := skills.Scan(ctx, skills.ScanOptions{
@@ -308,7 +313,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	toolset = append(toolset, tools.SkillTools(&tools.Skills{
 		Registry: r.registry, Catalog: r.catalog, Active: r.acts, Token: r.token, RunID: r.res.runID, Now: r.now,
 		AllowDrift: r.opts.AllowDrift, Untrusted: r.untrusted, RunDir: r.res.runDir, Redact: r.redact,
-		Embed: r.embed, Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
+		Embed: r.embed, AnyName: r.opts.ReloadCreated, Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
 	})...)
 	closers := []func(){func() { ws.Close() }}
 	if slices.Contains(r.opts.AllowTools, tools.DelegateToolName) && len(r.profiles) > 0 && r.opts.depth < r.opts.maxDepth {
@@ -338,8 +343,13 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			Sandbox:  forge.Sandbox{Backend: backend, Probe: probe, Helper: helper, MemoryLimit: r.opts.ScriptMemoryLimit, RunID: r.res.runID},
 			Registry: r.registry, Now: r.now,
 			OnStored: func(c record.SkillCreated) error {
-				_, err := r.journal.Append(record.EventSkillCreated, c)
-				return err
+				if _, err := r.journal.Append(record.EventSkillCreated, c); err != nil {
+					return err
+				}
+				if r.opts.ReloadCreated && c.Outcome == record.ForgePromoted {
+					return r.reloadCreated(ctx, c)
+				}
+				return nil
 			}})
 		if err != nil {
 			return nil, nil, err

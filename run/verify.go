@@ -33,6 +33,7 @@ type journalState struct {
 	activated []record.Activation
 	// createdSkills are drafts of this run the store took.
 	createdSkills []record.SkillCreated
+	deltas        []record.RegistryDelta
 	snapshot      *record.RegistrySnapshotted
 	lastSeq       int64
 	resumes       int
@@ -139,6 +140,12 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 			return bad(err)
 		}
 		st.activated = append(st.activated, a)
+	case record.EventRegistryDelta:
+		var d record.RegistryDelta
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		st.deltas = append(st.deltas, d)
 	case record.EventSkillCreated:
 		var c record.SkillCreated
 		if err := json.Unmarshal(ev.Data, &c); err != nil {

@@ -43,6 +43,9 @@ type Skills struct {
 	// RunDir receives skill-resource-reads.json, through Redact.
 	RunDir string
 	Redact *artifacts.Redactor
+	// AnyName lets load_skill take any name (no enum in its schema): the
+	// registry may grow during the run (--reload-created).
+	AnyName bool
 	// Embed, when set, gives find_skills vectors for its semantic stage.
 	Embed func(ctx context.Context, texts []string) ([][]float64, error)
 	// Roots, Workspace and SandboxWorkspace let the skills tool re-scan
@@ -87,8 +90,9 @@ func (t *loadSkillTool) Spec() loop.ToolSpec {
 	c := t.st.Catalog
 	names, _ := json.Marshal(c.Names())
 	name := `"name":{"type":"string","enum":` + string(names) + `,"description":"the skill to load"},`
-	if c.Omitted() > 0 {
-		// Skills found with find_skills are loadable too.
+	if c.Omitted() > 0 || t.st.AnyName {
+		// Skills found with find_skills (or created in this run, with
+		// --reload-created) are loadable too.
 		name = `"name":{"type":"string","description":"the skill to load: one listed here or found with find_skills"},`
 	}
 	return loop.ToolSpec{
