@@ -66,6 +66,21 @@ func (s *Store) begin() (func(), error) {
 	return unlock, nil
 }
 
+// edit begins a change to one skill: the store locked, the audit log
+// verified, the skill's history read.
+func (s *Store) edit(name string) (*record.SkillHistory, func(), error) {
+	unlock, err := s.begin()
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := s.History(name)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return h, unlock, nil
+}
+
 // lock serializes changes to the store across processes.
 func (s *Store) lock() (func(), error) {
 	f, err := os.OpenFile(filepath.Join(s.Dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
@@ -130,15 +145,11 @@ type PutRequest struct {
 // Put stores a version (once per digest) and, unless pending, makes it
 // the live copy atomically.
 func (s *Store) Put(ctx context.Context, r PutRequest) (record.SkillVersion, error) {
-	unlock, err := s.begin()
+	h, unlock, err := s.edit(r.Name)
 	if err != nil {
 		return record.SkillVersion{}, err
 	}
 	defer unlock()
-	h, err := s.History(r.Name)
-	if err != nil {
-		return record.SkillVersion{}, err
-	}
 	digest, err := s.keep(ctx, r.Name, r.Dir)
 	if err != nil {
 		return record.SkillVersion{}, err
@@ -303,15 +314,11 @@ func find(h *record.SkillHistory, version string, pick func(record.SkillVersion)
 // Decide approves or rejects a pending version (the newest pending one
 // when version is empty). An approved version becomes live.
 func (s *Store) Decide(ctx context.Context, name, version string, approve bool, reason string, actor record.Actor) (record.SkillVersion, error) {
-	unlock, err := s.begin()
+	h, unlock, err := s.edit(name)
 	if err != nil {
 		return record.SkillVersion{}, err
 	}
 	defer unlock()
-	h, err := s.History(name)
-	if err != nil {
-		return record.SkillVersion{}, err
-	}
 	i, err := find(h, version, func(v record.SkillVersion) bool { return v.State == record.VersionPending }, "pending")
 	if err != nil {
 		return record.SkillVersion{}, err
@@ -354,15 +361,11 @@ func (s *Store) supersede(h *record.SkillHistory, v artifacts.Digest) {
 // Rollback makes an earlier version live again: the one named, or by
 // default the one the current version replaced.
 func (s *Store) Rollback(ctx context.Context, name, version string, actor record.Actor) (record.SkillVersion, error) {
-	unlock, err := s.begin()
+	h, unlock, err := s.edit(name)
 	if err != nil {
 		return record.SkillVersion{}, err
 	}
 	defer unlock()
-	h, err := s.History(name)
-	if err != nil {
-		return record.SkillVersion{}, err
-	}
 	if version == "" {
 		cur := slices.IndexFunc(h.Versions, func(v record.SkillVersion) bool { return v.Version == h.Current && v.State == record.VersionLive })
 		if cur < 0 || h.Versions[cur].Parent == "" {
@@ -395,15 +398,11 @@ func (s *Store) Rollback(ctx context.Context, name, version string, actor record
 // Remove takes a skill out of its live root; its versions and history
 // stay, so it can be rolled back.
 func (s *Store) Remove(ctx context.Context, name string, actor record.Actor) error {
-	unlock, err := s.begin()
+	h, unlock, err := s.edit(name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	h, err := s.History(name)
-	if err != nil {
-		return err
-	}
 	if h.Current == "" {
 		return outcome.Usage("skill_not_live", "%s is not live in any root this store manages", name)
 	}
