@@ -81,7 +81,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 		res, err = run.Resume(ctx, run.ResumeOptions{
 			RunDir: p.runDir(ph.Name), APIKey: p.common.APIKey, RunKey: p.common.RunKey, MaxTurns: p.maxTurns, BaseURL: p.baseURL,
 			Record: p.cassette(p.manifest.Record, ph.Name), Replay: p.cassette(p.manifest.Replay, ph.Name),
-			Stderr: stderr, Now: p.common.Now, Version: p.common.Version,
+			Stderr: stderr, Now: p.common.Now, Version: p.common.Version, SnapshotCache: p.common.SnapshotCache,
 		})
 	} else {
 		var opts run.Options
@@ -187,6 +187,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		Audits:            p.audits,
 		Now:               p.common.Now,
 		Version:           p.common.Version,
+		SnapshotCache:     p.common.SnapshotCache,
 		ConfigFile:        f.Path,
 	}
 	retries := run.DefaultMaxRetries
@@ -280,7 +281,11 @@ func (p *pipe) snapshot(ctx context.Context) *skills.Registry {
 			roots[i] = real
 		}
 	}
-	reg, err := skills.Scan(ctx, skills.ScanOptions{Roots: roots, Workspace: ws, SandboxWorkspace: workspace.DefaultSandbox})
+	scan := skills.ScanOptions{Roots: roots, Workspace: ws, SandboxWorkspace: workspace.DefaultSandbox}
+	if p.common.SnapshotCache != "" {
+		scan.Cache, _ = skills.OpenSnapshotCache(p.common.SnapshotCache, scan)
+	}
+	reg, err := skills.Scan(ctx, scan)
 	if err != nil {
 		return nil
 	}

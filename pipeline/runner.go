@@ -52,6 +52,8 @@ type Common struct {
 	OnEvent func(line []byte)
 	Now     func() time.Time
 	Version string
+	// SnapshotCache is given to every run (see run.Options).
+	SnapshotCache string
 }
 
 // ResumeOptions configure a resume of a stopped pipeline.

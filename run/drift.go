@@ -37,7 +37,9 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	if r.registry != nil {
 		// Files whose stat fingerprint is unchanged keep their recorded
 		// digests: only what changed is read again.
-		now, err := skills.Scan(ctx, skills.ScanOptions{Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox, Limits: r.registry.Limits, Previous: r.registry})
+		scan := skills.ScanOptions{Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox, Limits: r.registry.Limits, Previous: r.registry}
+		scan.Cache = r.snapshotCache(scan)
+		now, err := skills.Scan(ctx, scan)
 		if err != nil {
 			rep.Identity = append(rep.Identity, record.DriftItem{Field: "skillsRoots", Recorded: "scannable", Current: err.Error()})
 		} else {
@@ -134,4 +136,19 @@ func (r *runner) ownCreations(now *skills.Registry, ch *skills.Changes) bool {
 	}
 	ch.Added, ch.Changed = keep(ch.Added), keep(ch.Changed)
 	return explained
+}
+
+// snapshotCache opens the persistent snapshot cache for a scan, or nil:
+// without --snapshot-cache, or when the directory cannot be used (said
+// once on stderr; the scan then reads every file, as without a cache).
+func (r *runner) snapshotCache(opts skills.ScanOptions) *skills.SnapshotCache {
+	if r.opts.SnapshotCache == "" {
+		return nil
+	}
+	c, err := skills.OpenSnapshotCache(r.opts.SnapshotCache, opts)
+	if err != nil {
+		r.progress("snapshot cache not used: %v", err)
+		return nil
+	}
+	return c
 }

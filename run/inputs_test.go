@@ -31,6 +31,7 @@ var notRecorded = map[string]string{
 	"Previous":       "a cache of digests: the run's own snapshot is recorded",
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",
+	"SnapshotCache":  "a cache of digests by stat fingerprint: a resume uses its own",
 }
 
 // TestOptionsRoundTripThroughRunJSON fills every field of Options with a

@@ -66,6 +66,11 @@ type Options struct {
 	// registry (a registry.delta event), so that it can load it later in
 	// the same run; without it the run keeps its start snapshot.
 	ReloadCreated bool
+	// SnapshotCache is a directory keeping resource digests by stat
+	// fingerprint between runs ("" = none): a file unchanged since the
+	// last snapshot of the same roots is not read again. Performance
+	// only: the snapshot is byte for byte what an uncached one is.
+	SnapshotCache string
 	// EmbeddingCache is where skill vectors are kept between runs ("" = no
 	// cache). Performance only.
 	EmbeddingCache string

@@ -33,6 +33,8 @@ type ResumeOptions struct {
 	RequestTimeout time.Duration
 	MaxRetries     *int
 	RetryMaxWait   time.Duration
+	// SnapshotCache is as in Options (the drift check's re-scan uses it).
+	SnapshotCache string
 	// RunKey is HARNESS_RUN_KEY: a sealed run resumes only with it.
 	RunKey []byte
 	// BaseURL moves the run to another endpoint: transport, not identity.
@@ -90,6 +92,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		}
 	}
 	r.opts.RunKey = ro.RunKey
+	r.opts.SnapshotCache = ro.SnapshotCache
 	// Everything below reads the run directory as input: verify it first.
 	st, err := verifyRun(dir, m, ro.RunKey)
 	if err != nil {

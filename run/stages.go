@@ -124,13 +124,15 @@ func (r *runner) registryStage(ctx context.Context) error {
 		}
 		return nil
 	}
-	reg, err := skills.Scan(ctx, skills.ScanOptions{
+	scan := skills.ScanOptions{
 		Roots:            r.res.allRoots(),
 		Workspace:        r.res.workspace,
 		SandboxWorkspace: workspace.DefaultSandbox,
 		Now:              r.now,
 		Previous:         r.opts.Previous,
-	})
+	}
+	scan.Cache = r.snapshotCache(scan)
+	reg, err := skills.Scan(ctx, scan)
 	if err != nil {
 		return &outcome.Error{Code: "registry_scan_failed", Msg: fmt.Sprintf("scan skills: %v", err), Exit: outcome.ExitUsage, Err: err}
 	}

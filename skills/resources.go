@@ -200,9 +200,10 @@ func previousDigests(reg *Registry) map[string]*Resource {
 	return m
 }
 
-// statKey is the fingerprint a file must keep for its digest to be reused.
+// statKey is the fingerprint a file must keep for its digest to be
+// reused: device, inode, size, modification and change time (ns).
 func statKey(st *unix.Stat_t) string {
-	return fmt.Sprintf("%d:%d:%d:%d", st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano())
+	return fmt.Sprintf("%d:%d:%d:%d:%d", st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano())
 }
 
 func (d *digester) wait() error {

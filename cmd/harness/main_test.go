@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,6 +51,8 @@ func TestScripts(t *testing.T) {
 				env.Setenv(k, "")
 			}
 			env.Values[fakeModelKey{}] = &fakeModelSlot{}
+			// The snapshot cache is on by default: each script gets its own.
+			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
 			return nil
 		},
 	})

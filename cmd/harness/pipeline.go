@@ -30,9 +30,18 @@ func pipelineCommand() *cli.Command {
 }
 
 func pipelineOutputFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "stream the pipeline journal's events (phase started, finished, skipped, reused) as JSONL on stdout"},
 		&cli.BoolFlag{Name: "quiet", Usage: "no progress on stderr"},
+	}, snapshotCacheFlags()...)
+}
+
+// snapshotCacheFlags are --snapshot-cache and --no-snapshot-cache, for the
+// commands that start or resume runs.
+func snapshotCacheFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "snapshot-cache", Usage: "`DIR` keeping skill file digests by stat fingerprint between runs (default: the user cache directory)", Sources: cli.EnvVars("HARNESS_SNAPSHOT_CACHE")},
+		&cli.BoolFlag{Name: "no-snapshot-cache", Usage: "read every skill file, without the snapshot cache"},
 	}
 }
 
@@ -135,15 +144,17 @@ func pipelineCheckCommand() *cli.Command {
 type pipelineOutput struct {
 	stdout, stderr io.Writer
 	json, quiet    bool
+	snapshotCache  string
 	mu             sync.Mutex
 }
 
 func newPipelineOutput(cmd *cli.Command) *pipelineOutput {
-	return &pipelineOutput{stdout: cmd.Root().Writer, stderr: cmd.Root().ErrWriter, json: cmd.Bool("json"), quiet: cmd.Bool("quiet")}
+	return &pipelineOutput{stdout: cmd.Root().Writer, stderr: cmd.Root().ErrWriter, json: cmd.Bool("json"), quiet: cmd.Bool("quiet"),
+		snapshotCache: snapshotCacheDir(cmd.String("snapshot-cache"), cmd.Bool("no-snapshot-cache"))}
 }
 
 func (o *pipelineOutput) common() pipeline.Common {
-	c := pipeline.Common{APIKey: apiKey(), RunKey: runKey(), Version: version}
+	c := pipeline.Common{APIKey: apiKey(), RunKey: runKey(), Version: version, SnapshotCache: o.snapshotCache}
 	if !o.quiet {
 		c.Stderr = o.stderr
 	}

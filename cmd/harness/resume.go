@@ -24,6 +24,7 @@ func resumeCommand() *cli.Command {
 		&cli.StringFlag{Name: "record", Usage: "record model exchanges into cassette `FILE`"},
 		&cli.StringFlag{Name: "replay", Usage: "serve model responses from cassette `FILE`: no network, no key"},
 		&cli.BoolFlag{Name: "quiet", Usage: "no progress on stderr"},
+		snapshotCacheFlags()[0], snapshotCacheFlags()[1],
 		&cli.StringFlag{Name: "base-url", Usage: "continue on another OpenAI-compatible endpoint `URL` (transport, not identity); the key goes only to this URL or the one the verified journal recorded [$HARNESS_BASE_URL, $OPENAI_BASE_URL]"},
 		&cli.DurationFlag{Name: "request-timeout", Usage: "bound on one model request `DUR` (default 5m)"},
 		&cli.IntFlag{Name: "max-retries", Usage: "retries of a transient provider failure (`N`)", Value: 3},
@@ -92,6 +93,7 @@ func resumeCommand() *cli.Command {
 				Stream:           cmd.Bool("stream"),
 				OnEvent:          ev.render,
 				Stderr:           ev.stderr(),
+				SnapshotCache:    snapshotCacheDir(cmd.String("snapshot-cache"), cmd.Bool("no-snapshot-cache")),
 				Version:          version,
 			})
 			ev.Close()

@@ -21,6 +21,8 @@ var runOptions = []option{
 	{name: "skills-root", kind: kindStrings, usage: "skill root `DIR` (precedence in the order given); must lie inside the workspace; \"auto\" uses whichever of .agents/skills, .claude/skills, skills the workspace has"},
 	{name: "external-skills-root", kind: kindStrings, usage: "read-only skill root `DIR` outside the workspace (a team's shared skills), after every --skills-root in precedence; the model sees it at /skills/<label>"},
 	{name: "embedding-model", usage: "embeddings model `NAME` on the same endpoint: find_skills then fuses BM25 with semantic similarity (recorded in cassettes like any exchange)", def: ""},
+	{name: "snapshot-cache", usage: "`DIR` keeping skill file digests by stat fingerprint between runs, so unchanged files are not read again (default: the user cache directory; the snapshot is the same as without)", def: ""},
+	{name: "no-snapshot-cache", kind: kindBool, usage: "read every skill file, without the snapshot cache"},
 	{name: "embedding-cache", usage: "`DIR` keeping skill vectors between runs, by model and text digest (default: the user cache directory)", def: ""},
 	{name: "skill", kind: kindStrings, usage: "preload skill `NAME` for this run (needs --skills-root or --external-skills-root)"},
 	{name: "prompt", usage: "the task `TEXT`", def: ""},
@@ -166,6 +168,7 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 		ExternalSkillsRoots: ro.strs("external-skills-root"),
 		EmbeddingModel:      ro.str("embedding-model"),
 		EmbeddingCache:      embeddingCache(ro.str("embedding-cache")),
+		SnapshotCache:       snapshotCacheDir(ro.str("snapshot-cache"), ro.boolean("no-snapshot-cache")),
 		Skills:              ro.strs("skill"),
 		Prompt:              prompt,
 		PromptSource:        promptSource,
@@ -307,6 +310,25 @@ func readPrompt(stdin io.Reader, ro *resolvedOptions, cmd *cli.Command) (string,
 
 // embeddingCache is --embedding-cache, or harness's directory in the
 // user's cache directory (outside any workspace).
+// snapshotCacheDir is --snapshot-cache, or harness's directory in the
+// user cache directory; "" with --no-snapshot-cache.
+func snapshotCacheDir(dir string, off bool) string {
+	if off {
+		return ""
+	}
+	if dir != "" {
+		return dir
+	}
+	// By default only where a user cache directory can exist: a CI job
+	// without a home directory runs without a cache, silently.
+	if base, err := os.UserCacheDir(); err == nil {
+		if _, err := os.Stat(filepath.Dir(base)); err == nil {
+			return filepath.Join(base, "harness", "snapshots")
+		}
+	}
+	return ""
+}
+
 func embeddingCache(dir string) string {
 	if dir != "" {
 		return dir

@@ -106,12 +106,19 @@ func scanRoots(ctx context.Context, cmd *cli.Command) (*skills.Registry, error) 
 	if err != nil {
 		return nil, err
 	}
-	return skills.Scan(ctx, skills.ScanOptions{
+	scan := skills.ScanOptions{
 		Roots:            resolved,
 		Workspace:        ws,
 		SandboxWorkspace: workspace.DefaultSandbox,
 		Limits:           limits,
-	})
+	}
+	// Only skills snapshot has the flag: the other listings read few files.
+	if cmd.String("snapshot-cache") != "" {
+		if scan.Cache, err = skills.OpenSnapshotCache(cmd.String("snapshot-cache"), scan); err != nil {
+			return nil, usagef(err.Error())
+		}
+	}
+	return skills.Scan(ctx, scan)
 }
 
 func realDir(p, flag string) (string, error) {

@@ -14,7 +14,8 @@ func skillsSnapshotCommand() *cli.Command {
 		Name:      "snapshot",
 		Usage:     "write the registry snapshot (skill-registry.json) a run would take",
 		UsageText: "harness skills snapshot --skills-root DIR [--skills-root DIR]... --out FILE",
-		Flags:     append(scanFlags(), &cli.StringFlag{Name: "out", Usage: "write the snapshot to `FILE` (- for standard output)"}),
+		Flags: append(scanFlags(), &cli.StringFlag{Name: "out", Usage: "write the snapshot to `FILE` (- for standard output)"},
+			&cli.StringFlag{Name: "snapshot-cache", Usage: "reuse digests of files unchanged (by stat fingerprint) since the last snapshot cached in `DIR`, and update it; the snapshot is the same as without"}),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
 				return usagef(fmt.Sprintf("unexpected argument %q: give roots with --skills-root", cmd.Args().First()))

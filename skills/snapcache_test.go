@@ -1,0 +1,241 @@
+package skills
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/testenv"
+)
+
+var fixedNow = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+// cacheTree is a small root whose files are made older than the next
+// stamp, so that the cache keeps them.
+func cacheTree(t *testing.T) (root, cacheDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	root, cacheDir = filepath.Join(dir, "skills"), filepath.Join(dir, "cache")
+	testenv.WriteTree(t, root, map[string]string{
+		"alpha/SKILL.md":           "---\nname: alpha\ndescription: Alpha. Use for alpha.\n---\nSee [r](references/r.md).\n",
+		"alpha/references/r.md":    "reference one\n",
+		"alpha/scripts/run.sh":     "#!/bin/bash\necho one\n",
+		"beta/SKILL.md":            "---\nname: beta\ndescription: Beta. Use for beta.\n---\nBeta.\n",
+		"beta/assets/data.txt":     "0123456789\n",
+		"beta/templates/t.md":      "template\n",
+		"beta/references/more.txt": "more\n",
+	})
+	os.Chmod(filepath.Join(root, "alpha/scripts/run.sh"), 0o755)
+	waitTick(t, cacheDir)
+	return root, cacheDir
+}
+
+// waitTick waits until the file system clock has moved on, so that what
+// was just written is strictly older than the next stamp. (A wait for a
+// condition, not a timing assertion.)
+func waitTick(t *testing.T, dir string) {
+	t.Helper()
+	os.MkdirAll(dir, 0o700)
+	start, err := fsStamp(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		now, err := fsStamp(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now > start {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func scanWith(t *testing.T, root, cacheDir string) (*Registry, []byte) {
+	t.Helper()
+	opts := ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace", Now: fixedNow}
+	if cacheDir != "" {
+		c, err := OpenSnapshotCache(cacheDir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Cache = c
+	}
+	reg, err := Scan(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := reg.StreamJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return reg, b.Bytes()
+}
+
+func digestOf(t *testing.T, reg *Registry, skill, rel string) artifacts.Digest {
+	t.Helper()
+	s, ok := reg.Lookup(skill)
+	if !ok {
+		t.Fatalf("no skill %s", skill)
+	}
+	r, ok := s.Resource(rel)
+	if !ok {
+		return ""
+	}
+	return r.Digest
+}
+
+func TestCachedSnapshotIsByteIdentical(t *testing.T) {
+	root, cacheDir := cacheTree(t)
+	_, plain := scanWith(t, root, "")
+	_, first := scanWith(t, root, cacheDir)
+	_, second := scanWith(t, root, cacheDir)
+	if !bytes.Equal(plain, first) || !bytes.Equal(plain, second) {
+		t.Fatal("a cached snapshot differs from an uncached one")
+	}
+	c, _ := OpenSnapshotCache(cacheDir, ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"})
+	if n := len(c.load()); n != 5 {
+		t.Errorf("the cache holds %d entries, want the 5 resources", n)
+	}
+}
+
+// TestCacheIsUsed proves a digest comes from the cache and not from the
+// file: a forged entry with the file's true fingerprint is believed. (The
+// cache is private to its owner for that reason, and every read of a
+// file still checks its bytes against the registry.)
+func TestCacheIsUsed(t *testing.T) {
+	root, cacheDir := cacheTree(t)
+	scanWith(t, root, cacheDir)
+	opts := ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"}
+	c, _ := OpenSnapshotCache(cacheDir, opts)
+	entries := c.load()
+	forged := artifacts.DigestString("not the content")
+	entries[filepath.Join(root, "beta/assets/data.txt")].Digest = forged
+	reg := &Registry{Skills: []Skill{{Name: "x"}}}
+	for _, r := range entries {
+		reg.Skills[0].Resources = append(reg.Skills[0].Resources, *r)
+	}
+	c.stamp = time.Now().Add(time.Hour).UnixNano()
+	if err := c.save(reg); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := scanWith(t, root, cacheDir)
+	if d := digestOf(t, got, "beta", "assets/data.txt"); d != forged {
+		t.Fatalf("the cache was not used: %s", d)
+	}
+}
+
+func TestCacheCatchesChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, root string)
+		skill  string
+		rel    string
+		check  func(t *testing.T, reg *Registry)
+	}{
+		{"same size, same second, mtime set back (touch -d)", func(t *testing.T, root string) {
+			p := filepath.Join(root, "beta/assets/data.txt")
+			fi, _ := os.Stat(p)
+			os.WriteFile(p, []byte("9876543210\n"), 0o644)
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		}, "beta", "assets/data.txt", nil},
+		{"replaced by another file of the same size", func(t *testing.T, root string) {
+			p := filepath.Join(root, "alpha/references/r.md")
+			fi, _ := os.Stat(p)
+			os.WriteFile(p+".new", []byte("reference two\n"), 0o644)
+			os.Rename(p+".new", p)
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		}, "alpha", "references/r.md", nil},
+		{"permissions changed", func(t *testing.T, root string) {
+			os.Chmod(filepath.Join(root, "alpha/scripts/run.sh"), 0o644)
+		}, "alpha", "scripts/run.sh", func(t *testing.T, reg *Registry) {
+			s, _ := reg.Lookup("alpha")
+			r, _ := s.Resource("scripts/run.sh")
+			if r.Executable == nil || *r.Executable {
+				t.Error("the script is still recorded executable")
+			}
+		}},
+		{"deleted", func(t *testing.T, root string) {
+			os.Remove(filepath.Join(root, "beta/templates/t.md"))
+		}, "beta", "templates/t.md", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, cacheDir := cacheTree(t)
+			scanWith(t, root, cacheDir)
+			tc.change(t, root)
+			cached, cachedJSON := scanWith(t, root, cacheDir)
+			_, plainJSON := scanWith(t, root, "")
+			if !bytes.Equal(cachedJSON, plainJSON) {
+				t.Fatalf("after the change the cached snapshot differs from an uncached one:\n%s", firstDiff(cachedJSON, plainJSON))
+			}
+			if tc.check != nil {
+				tc.check(t, cached)
+			}
+		})
+	}
+}
+
+// TestRacilyCleanEntriesAreNotKept: an entry whose file time is not
+// strictly older than the stamp is left out when saving and ignored when
+// loading, so a same-size change in the same clock tick cannot hide.
+func TestRacilyCleanEntriesAreNotKept(t *testing.T) {
+	dir := t.TempDir()
+	c := &SnapshotCache{path: filepath.Join(dir, "x.cache"), stamp: 1000}
+	res := func(p string, m, ct int64) Resource {
+		return Resource{HostPath: p, Stat: strings.Join([]string{"1", "2", "3", strconv.FormatInt(m, 10), strconv.FormatInt(ct, 10)}, ":"), Digest: artifacts.DigestString(p)}
+	}
+	reg := &Registry{Skills: []Skill{{Resources: []Resource{res("old", 999, 999), res("mtime-now", 1000, 999), res("ctime-now", 999, 1000), res("later", 1001, 1001)}}}}
+	if err := c.save(reg); err != nil {
+		t.Fatal(err)
+	}
+	got := c.load()
+	if len(got) != 1 || got["old"] == nil {
+		t.Errorf("kept %v, want only the strictly older entry", got)
+	}
+	// A corrupt or foreign cache is empty, never an error.
+	os.WriteFile(c.path, []byte("garbage"), 0o600)
+	if len(c.load()) != 0 {
+		t.Error("a corrupt cache was used")
+	}
+}
+
+func firstDiff(a, b []byte) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			lo := max(0, i-80)
+			return string(a[lo:min(len(a), i+80)]) + "\n---\n" + string(b[lo:min(len(b), i+80)])
+		}
+	}
+	return "(lengths differ)"
+}
+
+func TestCacheDirectoryIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	for i := range maxCacheFiles + 10 {
+		p := filepath.Join(dir, strconv.Itoa(i)+".cache")
+		os.WriteFile(p, []byte("x"), 0o600)
+		old := time.Now().Add(-time.Duration(maxCacheFiles+20-i) * time.Minute)
+		os.Chtimes(p, old, old)
+	}
+	c := &SnapshotCache{path: filepath.Join(dir, "new.cache"), stamp: 1}
+	if err := c.save(&Registry{}); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*.cache"))
+	if len(left) != maxCacheFiles {
+		t.Errorf("%d cache files left, want %d", len(left), maxCacheFiles)
+	}
+	if _, err := os.Stat(c.path); err != nil {
+		t.Error("the cache just written was pruned")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "0.cache")); err == nil {
+		t.Error("the oldest cache file was kept")
+	}
+}
