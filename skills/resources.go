@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/blake3"
 	"golang.org/x/sys/unix"
@@ -129,9 +130,11 @@ type digestJob struct {
 // depend on scheduling.
 type digester struct {
 	previous map[string]*Resource // host path -> earlier record, for reuse
-	ctx      context.Context
-	ch       chan digestJob
-	wg       sync.WaitGroup
+	// read counts the files actually read (not reused).
+	read atomic.Int64
+	ctx  context.Context
+	ch   chan digestJob
+	wg   sync.WaitGroup
 }
 
 func (sc *scanner) startDigest(ctx context.Context) *digester {
@@ -146,6 +149,7 @@ func (sc *scanner) startDigest(ctx context.Context) *digester {
 			h := blake3.New()
 			for j := range d.ch {
 				if ctx.Err() == nil && !d.reuse(j) {
+					d.read.Add(1)
 					if buf == nil {
 						buf = make([]byte, 256<<10)
 					}

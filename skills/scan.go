@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -70,6 +71,12 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		return nil, err
 	}
 	defer sc.close()
+	// The cache file is decoded while the roots are listed.
+	var loading chan map[string]*Resource
+	if opts.Cache != nil {
+		loading = make(chan map[string]*Resource, 1)
+		go func() { loading <- opts.Cache.load() }()
+	}
 	var cands []candidate
 	for _, r := range sc.roots {
 		cs, err := sc.discover(ctx, r)
@@ -79,16 +86,20 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		cands = append(cands, cs...)
 	}
 	cands = sc.dedupe(cands)
+	cached := map[string]*Resource{}
+	if opts.Cache != nil {
+		cached = <-loading
+	}
 	// Listing and digesting overlap: each skill's files are queued for the
 	// digest workers as soon as the skill is listed.
 	dg := sc.startDigest(ctx)
 	dg.previous = previousDigests(opts.Previous)
+	fromCache := len(cached)
 	if opts.Cache != nil {
-		cached := opts.Cache.load()
-		for p, r := range dg.previous {
-			cached[p] = r
-		}
-		dg.previous = cached
+		merged := make(map[string]*Resource, len(cached)+len(dg.previous))
+		maps.Copy(merged, cached)
+		maps.Copy(merged, dg.previous)
+		dg.previous = merged
 	}
 	var loaded []*Skill
 	for res := range sc.loadAll(ctx, cands) {
@@ -131,8 +142,11 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	})
 	reg.Diagnostics = sortDiagnostics(sc.diags)
 	reg.Digest = registryDigest(reg.Limits, reg.Skills)
-	if opts.Cache != nil {
-		// A cache that cannot be written only costs the next scan time.
+	if opts.Cache != nil && (dg.read.Load() > 0 || opts.Cache.entries(reg) != fromCache) {
+		// Rewritten only when this scan learned something: nothing read
+		// and as many entries as loaded means the file already holds
+		// exactly these. A cache that cannot be written only costs the
+		// next scan time.
 		opts.Cache.save(reg)
 	}
 	return reg, nil

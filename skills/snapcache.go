@@ -120,6 +120,20 @@ func (c *SnapshotCache) load() map[string]*Resource {
 	return out
 }
 
+// entries counts the resources of reg that save would keep.
+func (c *SnapshotCache) entries(reg *Registry) int {
+	n := 0
+	for i := range reg.Skills {
+		for j := range reg.Skills[i].Resources {
+			r := &reg.Skills[i].Resources[j]
+			if r.Stat != "" && len(r.Diagnostics) == 0 && olderThan(r.Stat, c.stamp) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // save writes what the scan digested, leaving out racily clean entries,
 // atomically (a torn cache would only be ignored, but is never written).
 func (c *SnapshotCache) save(reg *Registry) error {
