@@ -81,10 +81,12 @@ func WriteStream(path string, perm os.FileMode, write func(io.Writer) error) err
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	committed = true
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
-func syncDir(dir string) error {
+// SyncDir makes a directory's entries durable (a rename or a new file
+// in it), as an atomic write does after its rename.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)

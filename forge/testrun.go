@@ -55,7 +55,7 @@ func runTests(ctx context.Context, sb Sandbox, ws *workspace.Workspace, s *skill
 	if err != nil {
 		return nil, err
 	}
-	defer removeAll(base)
+	defer scripts.RemoveSealed(base)
 	if err := os.Chmod(base, 0o755); err != nil {
 		return nil, err
 	}
@@ -219,37 +219,16 @@ func copyTree(src, dst string, skip []string) error {
 // readOnly makes a copied draft read-only for everyone, so a test cannot
 // change the skill it tests.
 func readOnly(dir string) {
-	var dirs []string
-	defer func() {
-		for _, d := range dirs {
-			os.Chmod(d, 0o555)
-		}
-	}()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		info, _ := d.Info()
-		if d.IsDir() {
-			dirs = append(dirs, p)
+		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}
 		mode := os.FileMode(0o444)
-		if info != nil && info.Mode()&0o111 != 0 {
+		if info, err := d.Info(); err == nil && info.Mode()&0o111 != 0 {
 			mode = 0o555
 		}
 		os.Chmod(p, mode)
 		return nil
 	})
-}
-
-// removeAll removes a tree made read-only.
-func removeAll(dir string) {
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o755)
-		}
-		return nil
-	})
-	os.RemoveAll(dir)
+	scripts.SealDirs(dir)
 }

@@ -2,6 +2,8 @@ package run
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -110,32 +112,20 @@ func (r *runner) ownCreations(now *skills.Registry, ch *skills.Changes) bool {
 	if r.resumed == nil || len(r.resumed.createdSkills) == 0 {
 		return false
 	}
-	mine := map[string]artifacts.Digest{}
+	// The run's promotions whose live copy is still that version.
+	intact := map[string]bool{}
 	for _, c := range r.resumed.createdSkills {
-		if c.Outcome == record.ForgePromoted {
-			mine[c.Skill] = c.Version
+		if c.Outcome != record.ForgePromoted {
+			continue
 		}
-	}
-	explained := false
-	for n, v := range mine {
-		if s, found := now.Lookup(n); found && store.VersionOf(s) == v {
-			explained = true
-		}
+		s, found := now.Lookup(c.Skill)
+		intact[c.Skill] = found && store.VersionOf(s) == c.Version
 	}
 	keep := func(names []string) []string {
-		out := []string{}
-		for _, n := range names {
-			if v, ok := mine[n]; ok {
-				if s, found := now.Lookup(n); found && store.VersionOf(s) == v {
-					continue
-				}
-			}
-			out = append(out, n)
-		}
-		return out
+		return slices.DeleteFunc(names, func(n string) bool { return intact[n] })
 	}
 	ch.Added, ch.Changed = keep(ch.Added), keep(ch.Changed)
-	return explained
+	return slices.Contains(slices.Collect(maps.Values(intact)), true)
 }
 
 // snapshotCache opens the persistent snapshot cache for a scan, or nil:

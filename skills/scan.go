@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"iter"
 	"maps"
 	"os"
@@ -229,17 +228,6 @@ type scanner struct {
 	validating bool
 }
 
-// candidate is a directory holding SKILL.md, found by discovery.
-type candidate struct {
-	root *scanRoot // the root its files are read through
-	// index is the precedence of the root it was found in: root's own,
-	// except for a linked skill read through another root.
-	index int
-	dir   string // host path as found under the root (not resolved)
-	rel   string // where it was found, relative to that root, slash-separated
-	link  *SkillLink
-}
-
 func newScanner(roots []string, workspace, sandboxWS string, limits Limits) (*scanner, error) {
 	sc := &scanner{workspace: workspace, sandboxWS: sandboxWS, limits: limits}
 	for _, r := range roots {
@@ -321,122 +309,6 @@ func within(base, p string) bool {
 
 func (sc *scanner) diag(sev, code, p, format string, args ...any) {
 	sc.diags = append(sc.diags, Diagnostic{Severity: sev, Code: code, Detail: fmt.Sprintf(format, args...), Path: p})
-}
-
-// discover walks one root breadth-first in byte-wise order and returns
-// the directories holding SKILL.md. A skill's subtree is not searched:
-// everything below a skill belongs to it.
-func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, error) {
-	type item struct {
-		dir, rel string
-		depth    int
-	}
-	var out []candidate
-	queue := []item{{dir: r.path, rel: "."}}
-	visited := map[string]bool{r.path: true}
-	// Only directories whose entries are listed count against the limit:
-	// a skill directory is recognised, not searched.
-	listed, limited := 0, false
-	for len(queue) > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		it := queue[0]
-		queue = queue[1:]
-		if sc.isSkillDir(it.dir) {
-			out = append(out, candidate{root: r, index: r.index, dir: it.dir, rel: it.rel})
-			continue
-		}
-		if listed == sc.limits.DiscoveryDirs {
-			sc.diag(SeverityWarning, CodeScanLimitReached, it.dir, "discovery directory limit (%d) reached; %d directories are not searched (raise --max-dirs)", sc.limits.DiscoveryDirs, len(queue)+1)
-			for _, rest := range queue {
-				if sc.isSkillDir(rest.dir) {
-					out = append(out, candidate{root: r, index: r.index, dir: rest.dir, rel: rest.rel})
-				}
-			}
-			return out, nil
-		}
-		listed++
-		entries, err := os.ReadDir(it.dir)
-		if err != nil {
-			sc.diag(SeverityWarning, CodeSkillFileUnreadable, it.dir, "cannot list directory: %v", err)
-			continue
-		}
-		for _, e := range entries {
-			name := e.Name()
-			if strings.HasPrefix(name, ".") || name == "node_modules" {
-				continue
-			}
-			p := filepath.Join(it.dir, name)
-			rel := name
-			if it.rel != "." {
-				rel = it.rel + "/" + name
-			}
-			if e.Type()&fs.ModeSymlink != 0 {
-				if c, ok := sc.linkedSkill(r, p, rel); ok {
-					out = append(out, c)
-					continue
-				}
-			}
-			isDir, d := followDir(r, visited, p, e, CodeSkillOutsideRoot)
-			if d != nil {
-				sc.diags = append(sc.diags, *d)
-			}
-			if !isDir {
-				continue
-			}
-			if it.depth+1 > sc.limits.DiscoveryDepth {
-				if !limited {
-					sc.diag(SeverityWarning, CodeScanLimitReached, p, "discovery depth limit (%d) reached; skills deeper than this are not found (raise --max-depth)", sc.limits.DiscoveryDepth)
-					limited = true
-				}
-				continue
-			}
-			queue = append(queue, item{dir: p, rel: rel, depth: it.depth + 1})
-		}
-	}
-	return out, nil
-}
-
-func (sc *scanner) isSkillDir(dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, "SKILL.md"))
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// followDir decides whether entry p (inside root r) is a directory to
-// descend into. A symlink is followed only when it resolves inside the
-// same root and to a directory not in visited, so escapes and cycles are
-// impossible; outsideCode names the diagnostic for an escape. visited
-// belongs to one walk (discovery, or one skill's resources), which keeps
-// the outcome independent of the order skills are loaded in.
-func followDir(r *scanRoot, visited map[string]bool, p string, e fs.DirEntry, outsideCode string) (isDir bool, d *Diagnostic) {
-	if e.Type()&fs.ModeSymlink == 0 {
-		// A real directory has a unique path; cycles need symlinks.
-		return e.IsDir(), nil
-	}
-	diag := func(sev, code, format string, args ...any) *Diagnostic {
-		return &Diagnostic{Severity: sev, Code: code, Detail: fmt.Sprintf(format, args...), Path: p}
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return false, diag(SeverityWarning, outsideCode, "symbolic link does not resolve: %v", err)
-	}
-	if !within(r.path, real) {
-		hint := ""
-		if outsideCode == CodeSkillOutsideRoot {
-			hint = " (to use a skill kept there, declare its root: --skills-root inside the workspace, --external-skills-root outside it)"
-		}
-		return false, diag(SeverityWarning, outsideCode, "symbolic link resolves to %s, outside the skills root %s; it is ignored%s", real, r.path, hint)
-	}
-	fi, err := os.Stat(real)
-	if err != nil || !fi.IsDir() {
-		return false, nil
-	}
-	if visited[real] || within(real, filepath.Dir(p)) {
-		return false, diag(SeverityInfo, CodeSymlinkCycle, "symbolic link to %s, which is already scanned (or contains this link); not followed again", real)
-	}
-	visited[real] = true
-	return true, nil
 }
 
 // load reads and checks one candidate's SKILL.md and lists its resources.

@@ -136,6 +136,9 @@ func (c *SnapshotCache) entries(reg *Registry) int {
 
 // save writes what the scan digested, leaving out racily clean entries,
 // atomically (a torn cache would only be ignored, but is never written).
+// Unlike an artifact it is not fsynced: a cache lost in a crash only
+// costs the next scan time, and an fsync of megabytes would cost every
+// scan that learned something.
 func (c *SnapshotCache) save(reg *Registry) error {
 	cf := cacheFile{Format: cacheFormat, Stamp: c.stamp}
 	for i := range reg.Skills {

@@ -205,7 +205,7 @@ func (s *Store) keep(ctx context.Context, name, dir string) (artifacts.Digest, e
 	if err := os.Rename(tmp, dest); err != nil {
 		return "", err
 	}
-	return digest, syncDir(filepath.Dir(dest))
+	return digest, artifacts.SyncDir(filepath.Dir(dest))
 }
 
 // treeDigest scans root (which must hold exactly the skill name) and
@@ -271,16 +271,7 @@ func swapInto(dir, dest string) error {
 	if err != nil {
 		return fmt.Errorf("put %s in place: %w", dest, err)
 	}
-	return syncDir(filepath.Dir(dest))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return artifacts.SyncDir(filepath.Dir(dest))
 }
 
 // find returns the index of a version in the history: the one named
@@ -414,7 +405,7 @@ func (s *Store) Remove(ctx context.Context, name string, actor record.Actor) err
 	if err := os.Rename(filepath.Join(h.Root, name), filepath.Join(stage, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := syncDir(h.Root); err != nil {
+	if err := artifacts.SyncDir(h.Root); err != nil {
 		return err
 	}
 	from := h.Current

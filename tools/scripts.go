@@ -85,14 +85,7 @@ func (t *ScriptTool) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, st := range t.staged {
-		d := st.dir
-		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.IsDir() {
-				os.Chmod(p, 0o755)
-			}
-			return nil
-		})
-		os.RemoveAll(d)
+		scripts.RemoveSealed(st.dir)
 	}
 }
 
@@ -343,11 +336,6 @@ func stageSkill(s *skills.Skill) (*staging, error) {
 		}
 		os.Chmod(dst, mode)
 	}
-	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			os.Chmod(p, 0o555)
-		}
-		return nil
-	})
+	scripts.SealDirs(dir)
 	return st, nil
 }

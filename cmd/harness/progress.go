@@ -89,7 +89,7 @@ func (p *progress) Write(b []byte) (int, error) {
 		if r == '\n' || r == '\t' {
 			return r
 		}
-		return []rune(printable(string(r)))[0]
+		return printableRune(r)
 	}, string(b)))
 	p.draw()
 	return len(b), err
@@ -183,11 +183,11 @@ func (s status) text(now time.Time) string {
 // printable replaces control characters (escape sequences, carriage
 // returns, newlines) so that a text can never move the cursor or forge a
 // line.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return '?'
-		}
-		return r
-	}, s)
+func printable(s string) string { return strings.Map(printableRune, s) }
+
+func printableRune(r rune) rune {
+	if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+		return '?'
+	}
+	return r
 }
