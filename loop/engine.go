@@ -60,6 +60,10 @@ type Config struct {
 	ModelName string
 	Params    Params
 	Tools     []Tool
+	// MoreTools, when set, is asked before every model request for tools
+	// that became available during the run (a server started by a later
+	// activation); tools with names already offered are ignored.
+	MoreTools func(context.Context) []Tool
 	Limits    Limits
 	// Journal receives the events of every turn.
 	Journal *artifacts.Journal
@@ -123,15 +127,13 @@ func Run(ctx context.Context, cfg Config, history []Message) Outcome {
 	e.out.Turns, e.out.Usage = cfg.Start.Turns, cfg.Start.Usage
 	e.out.TurnUsage = append([]Usage{}, cfg.Start.TurnUsage...)
 	e.out.Rejections = cfg.Start.Rejections
-	for _, t := range cfg.Tools {
-		spec := t.Spec()
-		s, err := compileSchema(spec.Name, spec.Parameters)
-		if err != nil {
-			return e.fail(fmt.Errorf("tool %s: %w", spec.Name, err))
+	if err := e.addTools(cfg.Tools); err != nil {
+		return e.fail(err)
+	}
+	if cfg.MoreTools != nil {
+		if err := e.addTools(cfg.MoreTools(ctx)); err != nil {
+			return e.fail(err)
 		}
-		e.tools[spec.Name], e.schemas[spec.Name] = t, s
-		e.names = append(e.names, spec.Name)
-		e.specs = append(e.specs, spec)
 	}
 	if cfg.ToolOutputDir != "" {
 		if err := os.MkdirAll(cfg.ToolOutputDir, 0o755); err != nil {
@@ -144,6 +146,23 @@ func Run(ctx context.Context, cfg Config, history []Message) Outcome {
 	}
 	defer cancel()
 	return e.loop(ctx, runCtx)
+}
+
+func (e *engine) addTools(tools []Tool) error {
+	for _, t := range tools {
+		spec := t.Spec()
+		if _, ok := e.tools[spec.Name]; ok {
+			continue
+		}
+		s, err := compileSchema(spec.Name, spec.Parameters)
+		if err != nil {
+			return fmt.Errorf("tool %s: %w", spec.Name, err)
+		}
+		e.tools[spec.Name], e.schemas[spec.Name] = t, s
+		e.names = append(e.names, spec.Name)
+		e.specs = append(e.specs, spec)
+	}
+	return nil
 }
 
 func (e *engine) loop(parent, ctx context.Context) Outcome {
@@ -173,6 +192,11 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		}
 		if m := e.cfg.Limits.MaxTokens; m > 0 && e.out.Usage.TotalTokens >= m {
 			return e.limit(ReasonLimitTokens, "tokens", fmt.Sprint(m))
+		}
+		if e.cfg.MoreTools != nil {
+			if err := e.addTools(e.cfg.MoreTools(ctx)); err != nil {
+				return e.fail(err)
+			}
 		}
 		turn := e.out.Turns + 1
 		req := Request{Model: e.cfg.ModelName, Messages: e.out.Messages, Tools: e.specs, Params: e.cfg.Params}

@@ -11,6 +11,7 @@ const (
 	FilePolicySnapshot   = "policy-snapshot.json"
 	FilePolicyTrace      = "policy-trace.json"
 	FileDrift            = "drift-report.json"
+	FileMCPServers       = "mcp-servers.json"
 	FileLock             = "lock"
 	DirToolOutputs       = "tool-outputs"
 	DirChildren          = "children"
@@ -29,6 +30,8 @@ const (
 	TypeDrift            = "harness.drift-report"
 	TypeToolOutput       = "harness.tool-output"
 	TypeSubagentResult   = "harness.subagent-result"
+	TypeMCPServers       = "harness.mcp-servers"
+	TypeMCPCall          = "harness.mcp-call"
 
 	Version = 1
 )
@@ -60,4 +63,6 @@ const (
 	EventToolFinished        = "tool.finished"
 	EventLimitReached        = "limit.reached"
 	EventAnswerRejected      = "answer.rejected"
+	EventMCPServerStarted    = "mcp.server.started"
+	EventMCPServerFailed     = "mcp.server.failed"
 )

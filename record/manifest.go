@@ -109,6 +109,15 @@ type Inputs struct {
 	Sandbox          *SandboxRecord `json:"sandbox,omitempty"`
 	// ScriptMemoryLimit caps each skill script's memory, in bytes.
 	ScriptMemoryLimit uint64 `json:"scriptMemoryLimit,omitempty"`
+	// WasmMemoryLimit caps each WebAssembly script's linear memory, in bytes.
+	WasmMemoryLimit uint64 `json:"wasmMemoryLimit,omitempty"`
+	// MCPConfig is the operator's MCP server file and MCPConfigDigest its
+	// digest when the run was created; PassEnv the names passed to
+	// servers (never values); MCPToolEffects the operator's effect choices.
+	MCPConfig       string           `json:"mcpConfig,omitempty"`
+	MCPConfigDigest artifacts.Digest `json:"mcpConfigDigest,omitempty"`
+	PassEnv         []string         `json:"passEnv,omitempty"`
+	MCPToolEffects  []string         `json:"mcpToolEffects,omitempty"`
 	// Params are the generation parameters sent with every request.
 	Params loop.Params `json:"params"`
 	// OutputSchema is the JSON Schema the final answer must match, with

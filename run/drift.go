@@ -34,6 +34,7 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 		add("toolsDigest", string(id.ToolsDigest), string(td))
 	}
 	add("policyDigest", string(id.PolicyDigest), string(policyDigest(r.opts)))
+	rep.Identity = append(rep.Identity, r.mcpDrift(ctx)...)
 	add("promptRole", id.PromptRole, r.opts.PromptRole)
 	add("model", id.Model, r.opts.Model)
 	if r.registry != nil {

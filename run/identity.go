@@ -81,6 +81,21 @@ func policyDigest(o Options) artifacts.Digest {
 		h.WriteField("embedding-model:" + o.EmbeddingModel)
 	}
 	h.WriteField(fmt.Sprint("script-memory:", o.ScriptMemoryLimit))
+	if o.MCPConfig != "" || len(o.PassEnv)+len(o.MCPToolEffects) > 0 {
+		// What servers start, with which of the operator's variables, and
+		// how their tools are policed. The file's content counts, not its
+		// name: mcpConfigDigest reads it.
+		h.WriteField("mcp-config:" + string(mcpConfigDigest(o.MCPConfig)))
+		for _, n := range o.PassEnv {
+			h.WriteField("pass-env:" + n)
+		}
+		for _, e := range o.MCPToolEffects {
+			h.WriteField("mcp-effect:" + e)
+		}
+	}
+	if o.WasmMemoryLimit != 0 {
+		h.WriteField(fmt.Sprint("wasm-memory:", o.WasmMemoryLimit))
+	}
 	if forgeAllowed(o.AllowTools) {
 		// Where created skills go and who must approve them.
 		h.WriteField(fmt.Sprint("forge:", o.ApproveCreated, "\x00", o.ForgeRoot, "\x00", o.SkillsStore, "\x00", o.ReloadCreated))

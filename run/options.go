@@ -112,6 +112,18 @@ type Options struct {
 	// ScriptMemoryLimit caps the memory of one script call in bytes
 	// (0 = scripts.DefaultMemory).
 	ScriptMemoryLimit uint64
+	// WasmMemoryLimit caps a WebAssembly script's linear memory in bytes
+	// (0 = scripts.DefaultWasmMemory).
+	WasmMemoryLimit uint64
+	// MCPConfig is the operator's MCP server file (mcpServers shape), its
+	// servers started as the operator's own programs. PassEnv are
+	// environment names a server may take from harness's environment;
+	// MCPToolEffects are key__tool=effect choices (every MCP tool is a
+	// side effect otherwise). An MCP tool is offered only when AllowTools
+	// names it (key__tool or key__*).
+	MCPConfig      string
+	PassEnv        []string
+	MCPToolEffects []string
 	// CFCMode is disabled, observe, enforce-explicit or enforce-strict
 	// ("" = enforce-explicit). PromptRole is the operator prompt's role:
 	// direct-command, context or quote ("" = direct-command).

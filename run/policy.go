@@ -112,6 +112,11 @@ func (g *policyGate) Before(ctx context.Context, turn int, call loop.ToolCall, e
 	if g.r.opts.HonorAllowedTools {
 		p.Narrowing = g.r.narrowing()
 	}
+	if strings.Contains(call.Name, tools.MCPSeparator) && tools.MCPAllowed(g.r.opts.AllowTools, call.Name) {
+		// An MCP tool allowed by its server's KEY__* is allowed by name:
+		// the operator allowed every tool that server lists.
+		p.AllowedTools = append(slices.Clone(p.AllowedTools), call.Name)
+	}
 	d := cfc.Decide(p, cfc.Call{
 		Tool: call.Name, Effect: cfc.Effect(effect), Args: stringArgs(call.Arguments),
 		Context: cfc.JoinAll(g.labels...), Operator: g.r.opts.Prompt, Untrusted: g.untrusted,

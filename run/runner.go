@@ -39,6 +39,8 @@ type Result struct {
 // Resume build it differently (from options, from a run directory) and
 // then walk the same stages (stages.go).
 type runner struct {
+	// mcp starts MCP servers and offers their tools (nil: none wanted).
+	mcp *tools.MCPHub
 	opts     Options
 	now      func() time.Time
 	stderr   io.Writer
@@ -228,8 +230,27 @@ func checkOptions(o *Options) error {
 	o.Skills = dedupe(o.Skills)
 	o.AllowTools = dedupe(o.AllowTools)
 	for _, t := range o.AllowTools {
+		if strings.Contains(t, tools.MCPSeparator) {
+			continue // an MCP server's tool: known once the server lists it
+		}
 		if !slices.Contains(tools.Names, t) {
-			return outcome.Usage("tool_unknown", "--allow-tool %s: unknown tool; known tools: %s", t, strings.Join(tools.Names, ", "))
+			return outcome.Usage("tool_unknown", "--allow-tool %s: unknown tool; known tools: %s, and MCP tools as KEY__TOOL or KEY__*", t, strings.Join(tools.Names, ", "))
+		}
+	}
+	if _, err := tools.ParseToolEffects(o.MCPToolEffects); err != nil {
+		return err
+	}
+	for _, n := range o.PassEnv {
+		if !envNameRE.MatchString(n) {
+			return outcome.Usage("pass_env_invalid", "--pass-env %q: give an environment variable name", n)
+		}
+		if n == "HARNESS_API_KEY" || n == "OPENAI_API_KEY" || n == "HARNESS_RUN_KEY" {
+			return outcome.Usage("pass_env_refused", "--pass-env %s: harness's own secrets are never passed to a server", n)
+		}
+	}
+	if o.MCPConfig != "" {
+		if _, err := readMCPConfig(o.MCPConfig); err != nil {
+			return err
 		}
 	}
 	if o.RunID != "" {

@@ -87,6 +87,9 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		AllowEmptyAnswer: r.opts.AllowEmptyAnswer,
 		AnswerRetries:    r.opts.SchemaRetries,
 	}
+	if r.mcp != nil {
+		cfg.MoreTools = r.mcp.Tools
+	}
 	if r.schema != nil {
 		cfg.Answer = r.schema
 	}
@@ -358,11 +361,36 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		}
 		toolset = append(toolset, tools.ForgeTools(f, r.res.runID, r.opts.AllowTools)...)
 	}
+	stager := tools.NewStager()
+	closers = append(closers, stager.Close)
+	if mcpWanted(r.opts) {
+		if backend == "" && probe == nil {
+			backend, probe = scripts.Probe(ctx, scripts.Backend(r.opts.Sandbox), helper)
+		}
+		var op *tools.OperatorServers
+		if r.opts.MCPConfig != "" {
+			if op, err = readMCPConfig(r.opts.MCPConfig); err != nil {
+				return nil, nil, err
+			}
+		}
+		effects, err := tools.ParseToolEffects(r.opts.MCPToolEffects)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.mcp = tools.NewMCPHub(tools.MCP{
+			Registry: r.registry, Active: r.acts, Workspace: ws, Stager: stager, Backend: backend, Probe: probe, Helper: helper,
+			MemoryLimit: r.opts.ScriptMemoryLimit, Operator: op, PassEnv: r.opts.PassEnv, Allowed: r.opts.AllowTools, Effects: effects,
+			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, Journal: r.journal,
+			Progress: r.progress,
+		})
+		closers = append(closers, r.mcp.Close)
+	}
 	if slices.Contains(r.opts.AllowTools, "run_skill_script") {
 		st := tools.NewScriptTool(tools.Scripts{
+			Stager: stager,
 			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
 			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
-			MemoryLimit: r.opts.ScriptMemoryLimit, Redact: r.redact,
+			MemoryLimit: r.opts.ScriptMemoryLimit, WasmMemoryLimit: r.opts.WasmMemoryLimit, Redact: r.redact,
 		})
 		toolset = append(toolset, st)
 		closers = append(closers, st.Close)

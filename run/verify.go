@@ -34,6 +34,8 @@ type journalState struct {
 	// createdSkills are drafts of this run the store took.
 	createdSkills []record.SkillCreated
 	deltas        []record.RegistryDelta
+	// mcpServers are the last start of each MCP server, by key.
+	mcpServers map[string]record.MCPServerEvent
 	snapshot      *record.RegistrySnapshotted
 	lastSeq       int64
 	resumes       int
@@ -146,6 +148,15 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 			return bad(err)
 		}
 		st.deltas = append(st.deltas, d)
+	case record.EventMCPServerStarted:
+		var d record.MCPServerEvent
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		if st.mcpServers == nil {
+			st.mcpServers = map[string]record.MCPServerEvent{}
+		}
+		st.mcpServers[d.Key] = d
 	case record.EventSkillCreated:
 		var c record.SkillCreated
 		if err := json.Unmarshal(ev.Data, &c); err != nil {

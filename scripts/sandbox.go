@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -217,9 +220,35 @@ func bwrapSeal() []string {
 	return []string{"--remount-ro", "/"}
 }
 
-// Run executes spec under backend.
-func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
-	lim := spec.Limits.withDefaults()
+// prepared is an execution made ready: the host command line with its
+// sandbox wrapper, rlimits and cgroups, and what must be undone after it.
+type prepared struct {
+	backend Backend
+	lim     Limits
+	cmdline []string
+	env     []string
+	dir     string
+	extra   []*os.File // inherited from fd 3 on
+	cg      *callCgroups
+	drop    bool
+	undo    []func()
+}
+
+func (p *prepared) cleanup() {
+	for _, f := range slices.Backward(p.undo) {
+		f()
+	}
+}
+
+// prepare builds the command for spec under backend; the caller runs
+// cleanup once the process is gone, on every path.
+func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
+	p := &prepared{backend: backend, lim: spec.Limits.withDefaults()}
+	defer func() {
+		if err != nil {
+			p.cleanup()
+		}
+	}()
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty command")
 	}
@@ -227,8 +256,8 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, &Refusal{Code: "script_runtime_missing", Msg: fmt.Sprintf("runtime %s is not installed on this machine: %v", spec.Argv[0], err)}
 	}
-	drop := dropsPrivileges(backend)
-	if drop {
+	p.drop = dropsPrivileges(backend)
+	if p.drop {
 		if reachableByOthers(bin) != nil {
 			// A runtime under a private directory (a repository's tools
 			// under /root, a temporary checkout): give the sandbox user
@@ -237,11 +266,13 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 			if err != nil {
 				return nil, &Refusal{Code: "script_runtime_unreachable", Msg: fmt.Sprintf("scripts run as an unprivileged user (uid %d) when harness runs as root, and it cannot reach %s (%v); install the runtime where other users can run it (e.g. /usr/local/bin), or run harness as an ordinary user", sandboxUID, bin, err)}
 			}
-			defer cleanup()
+			p.undo = append(p.undo, cleanup)
 			bin = linked
 		}
 		// Writable mounts are shown to the sandbox user as its own through
 		// idmapped mounts; paths the script sees on the host move with them.
+		spec.Mounts = slices.Clone(spec.Mounts)
+		spec.HideHost = slices.Clone(spec.HideHost)
 		for i, m := range spec.Mounts {
 			if !m.Writable {
 				continue
@@ -250,7 +281,7 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 			if err != nil {
 				return nil, &Refusal{Code: "sandbox_unavailable", Msg: fmt.Sprintf("harness runs as root, so scripts run as an unprivileged user, which needs an idmapped mount of %s to write it: %v; nothing was run. Run harness as an ordinary user instead", m.Host, err)}
 			}
-			defer im.remove()
+			p.undo = append(p.undo, im.remove)
 			spec.Cwd = rebase(spec.Cwd, m.Host, im.target)
 			for k, h := range spec.HideHost {
 				spec.HideHost[k] = rebase(h, m.Host, im.target)
@@ -260,7 +291,7 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	}
 	inner := append([]string{bin}, spec.Argv[1:]...)
 	var argv []string
-	var extra []*os.File // inherited from fd 3 on
+	p.env = spec.Env
 	switch backend {
 	case BackendBwrap:
 		bw, err := exec.LookPath("bwrap")
@@ -289,12 +320,12 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer filter.Close()
-		extra = append(extra, filter)
+		p.undo = append(p.undo, func() { filter.Close() })
+		p.extra = append(p.extra, filter)
 		argv = append(argv, "--seccomp", "3")
 		argv = append(argv, "--chdir", spec.Cwd, "--")
 		argv = append(argv, inner...)
-		if drop {
+		if p.drop {
 			argv = append(setprivArgs(), argv...)
 		}
 	case BackendLandlock:
@@ -305,9 +336,9 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(tmp)
+		p.undo = append(p.undo, func() { os.RemoveAll(tmp) })
 		uid := -1
-		if drop {
+		if p.drop {
 			uid = sandboxUID
 			if err := os.Chown(tmp, sandboxUID, sandboxGID); err != nil {
 				return nil, err
@@ -321,9 +352,11 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 				env = append(env, kv)
 			}
 		}
-		spec.Env = append(env, "TMPDIR="+tmp, "HOME="+tmp)
+		p.env = append(env, "TMPDIR="+tmp, "HOME="+tmp)
+		p.dir = spec.Cwd
 	case BackendNone:
 		argv = inner
+		p.dir = spec.Cwd
 	default:
 		return nil, fmt.Errorf("sandbox backend %q cannot run scripts", backend)
 	}
@@ -333,99 +366,122 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	}
 	// Process and memory limits that bind root too: per-call cgroups where
 	// they can be made (the process joins them before anything else runs).
-	var cg *callCgroups
 	if os.Geteuid() == 0 {
-		cg = newCallCgroups(lim.Processes, lim.Memory)
+		p.cg = newCallCgroups(p.lim.Processes, p.lim.Memory)
 	}
 	// rlimits are set by prlimit before it execs the sandbox, so they hold
 	// from the first instruction of the script and for all its children.
 	// RLIMIT_NPROC counts every process of the user, across calls: it is
 	// the process limit only where no pids cgroup holds this call alone.
 	rl := []string{prl,
-		"--cpu=" + strconv.FormatUint(lim.CPUSeconds, 10),
-		"--fsize=" + strconv.FormatUint(lim.FileSize, 10),
-		"--nofile=" + strconv.FormatUint(lim.OpenFiles, 10)}
-	if cg == nil || cg.pids == "" {
-		rl = append(rl, "--nproc="+strconv.FormatUint(lim.Processes, 10))
+		"--cpu=" + strconv.FormatUint(p.lim.CPUSeconds, 10),
+		"--fsize=" + strconv.FormatUint(p.lim.FileSize, 10),
+		"--nofile=" + strconv.FormatUint(p.lim.OpenFiles, 10)}
+	if p.cg == nil || p.cg.pids == "" {
+		rl = append(rl, "--nproc="+strconv.FormatUint(p.lim.Processes, 10))
 	}
-	cmdline := append(append(rl, "--"), argv...)
-	if cg != nil {
-		defer cg.remove()
-		cmdline = cg.wrap(cmdline)
+	p.cmdline = append(append(rl, "--"), argv...)
+	if p.cg != nil {
+		p.undo = append(p.undo, p.cg.remove)
+		p.cmdline = p.cg.wrap(p.cmdline)
 	}
+	return p, nil
+}
+
+// command makes the process of p, not yet started.
+func (p *prepared) command(ctx context.Context) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, p.cmdline[0], p.cmdline[1:]...)
+	cmd.Env = p.env
+	cmd.Dir = p.dir
+	cmd.ExtraFiles = p.extra
+	// A new session: the script has no controlling terminal (it cannot
+	// write to the operator's /dev/tty), and its session's process group
+	// is what the timeout kills.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Cancel = func() error { p.killTree(cmd); return nil }
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
+}
+
+// killTree ends everything the process started.
+func (p *prepared) killTree(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	if p.backend == BackendLandlock {
+		// The helper is the subreaper of the script's tree: told to
+		// stop, it kills every descendant, setsid escapees included.
+		syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if p.cg != nil {
+		p.cg.killAll() // children that left the process group
+	}
+}
+
+// watch starts the memory watchdog where no memory cgroup holds the call.
+func (p *prepared) watch(cmd *exec.Cmd) *memoryWatchdog {
+	if p.cg != nil && p.cg.memory != "" {
+		return nil
+	}
+	var procs func() []int
+	if p.cg != nil {
+		procs = p.cg.procs
+	}
+	return watchMemory(cmd.Process.Pid, p.lim.Memory, procs, func() { p.killTree(cmd) })
+}
+
+// Run executes spec under backend.
+func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
+	p, err := prepare(backend, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer p.cleanup()
 	timeout := spec.Timeout
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, cmdline[0], cmdline[1:]...)
-	cmd.Env = spec.Env
-	if backend != BackendBwrap {
-		cmd.Dir = spec.Cwd
-	}
+	cmd := p.command(runCtx)
 	cmd.Stdin = nil // the script's own stdin is empty unless the spec gives one
 	if spec.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(spec.Stdin)
 	}
-	cmd.ExtraFiles = extra
-	stdout := &capped{max: lim.OutputCap}
-	stderr := &capped{max: lim.OutputCap}
+	stdout := &capped{max: p.lim.OutputCap}
+	stderr := &capped{max: p.lim.OutputCap}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// A new session: the script has no controlling terminal (it cannot
-	// write to the operator's /dev/tty), and its session's process group
-	// is what the timeout kills.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	killTree := func() {
-		if backend == BackendLandlock {
-			// The helper is the subreaper of the script's tree: told to
-			// stop, it kills every descendant, setsid escapees included.
-			syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-		}
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if cg != nil {
-			cg.killAll() // children that left the process group
-		}
-	}
-	cmd.Cancel = func() error { killTree(); return nil }
-	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("run %s: %w", filepath.Base(spec.Argv[0]), err)
 	}
-	var wd *memoryWatchdog
-	if cg == nil || cg.memory == "" {
-		var procs func() []int
-		if cg != nil {
-			procs = cg.procs
-		}
-		wd = watchMemory(cmd.Process.Pid, lim.Memory, procs, killTree)
-	}
+	wd := p.watch(cmd)
 	err = cmd.Wait()
 	if wd != nil {
 		wd.halt()
 	}
 	res := &Result{
-		Backend: backend, Argv: cmdline, Duration: time.Since(start),
+		Backend: backend, Argv: p.cmdline, Duration: time.Since(start),
 		Stdout: stdout.buf, Stderr: stderr.buf, StdoutLen: stdout.n, StderrLen: stderr.n,
 		Truncated: stdout.n > int64(len(stdout.buf)) || stderr.n > int64(len(stderr.buf)),
 		RunAs:     "caller",
 	}
-	if drop {
+	if p.drop {
 		res.RunAs = fmt.Sprintf("uid:%d", sandboxUID)
 	}
 	// Whatever is left of the tree dies now, even after a clean exit: a
 	// daemonised child must not outlive its call.
-	killTree()
+	p.killTree(cmd)
 	res.TimedOut = runCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	res.ProcessLimit = "rlimit"
-	if cg != nil && cg.pids != "" {
-		res.ProcessLimit, res.ForkRefusals = "pids-cgroup", cg.forkRefusals()
+	if p.cg != nil && p.cg.pids != "" {
+		res.ProcessLimit, res.ForkRefusals = "pids-cgroup", p.cg.forkRefusals()
 	}
 	if wd != nil {
 		res.MemoryLimit, res.MemoryExceeded = "rss-watchdog", wd.exceeded.Load()
 	} else {
-		res.MemoryLimit, res.MemoryExceeded = "memory-cgroup", cg.oomKilled()
+		res.MemoryLimit, res.MemoryExceeded = "memory-cgroup", p.cg.oomKilled()
 	}
 	var ee *exec.ExitError
 	switch {
@@ -444,6 +500,96 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 		return res, fmt.Errorf("run %s: %w", filepath.Base(spec.Argv[0]), err)
 	}
 	return res, nil
+}
+
+// Process is a long-lived sandboxed process (an MCP server) talking over
+// its standard input and output.
+type Process struct {
+	Stdin  io.WriteCloser
+	Stdout io.ReadCloser
+	// Argv is the command as executed on the host, wrapper included.
+	Argv []string
+	// RunAs is as for Result.
+	RunAs string
+
+	p      *prepared
+	cmd    *exec.Cmd
+	wd     *memoryWatchdog
+	stderr *capped
+	done   chan struct{}
+	err    error
+	once   sync.Once
+}
+
+// Start runs spec under backend as a process that lives until Stop (or
+// ctx's end). spec.Timeout is ignored: a server has no natural end.
+func Start(ctx context.Context, backend Backend, spec Spec) (*Process, error) {
+	p, err := prepare(backend, spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd := p.command(ctx)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		p.cleanup()
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		p.cleanup()
+		return nil, err
+	}
+	stderr := &capped{max: 64 << 10}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		p.cleanup()
+		return nil, fmt.Errorf("start %s: %w", filepath.Base(spec.Argv[0]), err)
+	}
+	pr := &Process{Stdin: stdin, Stdout: stdout, Argv: p.cmdline, RunAs: "caller", p: p, cmd: cmd, stderr: stderr, done: make(chan struct{})}
+	if p.drop {
+		pr.RunAs = fmt.Sprintf("uid:%d", sandboxUID)
+	}
+	pr.wd = p.watch(cmd)
+	go func() {
+		pr.err = cmd.Wait()
+		close(pr.done)
+	}()
+	return pr, nil
+}
+
+// Done is closed when the process has exited.
+func (pr *Process) Done() <-chan struct{} { return pr.done }
+
+// Stop kills the process and everything it started, waits for it, and
+// removes what was set up for it. It is safe to call more than once.
+func (pr *Process) Stop() {
+	pr.once.Do(func() {
+		pr.Stdin.Close()
+		pr.p.killTree(pr.cmd)
+		<-pr.done
+		if pr.wd != nil {
+			pr.wd.halt()
+		}
+		pr.p.cleanup()
+	})
+}
+
+// Exit describes how the process ended (after Done): the exit code or
+// signal, whether the memory cap killed it, and the end of its stderr.
+func (pr *Process) Exit() (code int, signal string, memoryExceeded bool, stderr []byte) {
+	var ee *exec.ExitError
+	if errors.As(pr.err, &ee) {
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code, signal = -1, ws.Signal().String()
+		}
+	}
+	if pr.wd != nil {
+		memoryExceeded = pr.wd.exceeded.Load()
+	} else if pr.p.cg != nil {
+		memoryExceeded = pr.p.cg.oomKilled()
+	}
+	return code, signal, memoryExceeded, pr.stderr.buf
 }
 
 // capped keeps the first max bytes written and counts the rest.

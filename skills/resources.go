@@ -337,6 +337,8 @@ func runtimeOf(shebang, rel string) string {
 		return "bash"
 	case ".py":
 		return "python"
+	case ".wasm":
+		return "wasm"
 	}
 	return "unknown"
 }

@@ -34,7 +34,7 @@ import (
 
 // cacheFormat changes whenever the entry layout does; an older file is
 // ignored.
-const cacheFormat = 1
+const cacheFormat = 2
 
 type cacheFile struct {
 	Format  int

@@ -56,6 +56,12 @@ type Scripts struct {
 	Redact *artifacts.Redactor
 	// MemoryLimit caps one call's memory in bytes (0 = scripts.DefaultMemory).
 	MemoryLimit uint64
+	// Stager holds the verified copies of skills, shared with the MCP
+	// servers (nil: the tool keeps its own).
+	Stager *Stager
+	// WasmMemoryLimit caps a WebAssembly module's linear memory in bytes
+	// (0 = scripts.DefaultWasmMemory).
+	WasmMemoryLimit uint64
 }
 
 func (s Scripts) memoryLimit() uint64 {
@@ -69,14 +75,19 @@ func (s Scripts) memoryLimit() uint64 {
 type ScriptTool struct {
 	cfg Scripts
 
-	mu     sync.Mutex
-	rec    record.ScriptExecutions
-	staged map[string]*staging // by skill name
+	mu    sync.Mutex
+	rec   record.ScriptExecutions
+	stage *Stager
+	wasm  *scripts.WasmEngine // made on the first module call
 }
 
 // NewScriptTool builds run_skill_script; Close removes what it staged.
 func NewScriptTool(cfg Scripts) *ScriptTool {
-	return &ScriptTool{cfg: cfg, staged: map[string]*staging{},
+	st := cfg.Stager
+	if st == nil {
+		st = NewStager()
+	}
+	return &ScriptTool{cfg: cfg, stage: st,
 		rec: record.ScriptExecutions{Envelope: artifacts.NewEnvelope(record.TypeScriptExecutions, record.Version), Executions: []record.ScriptExecution{}}}
 }
 
@@ -84,9 +95,26 @@ func NewScriptTool(cfg Scripts) *ScriptTool {
 func (t *ScriptTool) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, st := range t.staged {
-		scripts.RemoveSealed(st.dir)
+	if t.cfg.Stager == nil {
+		t.stage.Close()
 	}
+	if t.wasm != nil {
+		t.wasm.Close(context.Background())
+	}
+}
+
+// wasmEngine is the run's one engine: modules compile once per run.
+func (t *ScriptTool) wasmEngine(ctx context.Context) (*scripts.WasmEngine, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.wasm == nil {
+		e, err := scripts.NewWasmEngine(ctx, t.cfg.WasmMemoryLimit)
+		if err != nil {
+			return nil, err
+		}
+		t.wasm = e
+	}
+	return t.wasm, nil
 }
 
 func (t *ScriptTool) Effect() loop.Effect { return loop.EffectSideEffect }
@@ -94,7 +122,7 @@ func (t *ScriptTool) Effect() loop.Effect { return loop.EffectSideEffect }
 func (t *ScriptTool) Spec() loop.ToolSpec {
 	return loop.ToolSpec{
 		Name:        "run_skill_script",
-		Description: "Run a script of an active skill in a sandbox (no network, the workspace at /workspace). Only scripts the operator allowed by name can run, and only unchanged since the run started. Returns exit code, stdout and stderr (each capped).",
+		Description: "Run a script of an active skill in a sandbox (no network, the workspace at /workspace; a .wasm module runs under WebAssembly with the workspace read-only). Only scripts the operator allowed by name can run, and only unchanged since the run started. Returns exit code, stdout and stderr (each capped).",
 		Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["skill","path"],"properties":{` +
 			`"skill":{"type":"string","description":"name of an active skill"},` +
 			`"path":{"type":"string","description":"script path relative to the skill directory, under scripts/"},` +
@@ -164,15 +192,19 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	if timeout < 1 || timeout > maxScriptTimeout {
 		return fail("timeout_invalid", fmt.Sprintf("timeoutMs must be between 1 and %d", maxScriptTimeout))
 	}
-	if cfg.Probe != nil {
+	isWasm := res.Runtime == scripts.RuntimeWasm
+	if cfg.Probe != nil && !isWasm {
 		return fail("sandbox_unavailable", fmt.Sprintf("no sandbox can run scripts on this machine (%v); nothing was run. Install bubblewrap, or pass --sandbox none to run on the host", cfg.Probe))
 	}
 	rec.SandboxBackend = string(cfg.Backend)
 	rec.ExecutionTarget = "sandbox"
-	if cfg.Backend == scripts.BackendNone {
+	switch {
+	case isWasm:
+		rec.SandboxBackend = string(scripts.BackendWasm)
+	case cfg.Backend == scripts.BackendNone:
 		rec.ExecutionTarget = "host"
 	}
-	stage, observed, err := t.stage(s, rel)
+	stage, observed, err := t.stage.Stage(s, rel)
 	if observed != "" {
 		m := observed == res.Digest
 		rec.ObservedDigest, rec.DigestMatchesRegistry = observed, &m
@@ -195,15 +227,9 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	// Paths as the script sees them: sandbox paths, or the staged copy on
 	// the host when the operator chose no sandbox.
 	skillDir, scriptPath, cwdPath := s.SandboxSkillDir, s.SandboxSkillDir+"/"+rel, ws.SandboxPath(cwdRel)
-	if cfg.Backend != scripts.BackendBwrap {
+	if cfg.Backend != scripts.BackendBwrap && !isWasm {
 		// Without a mount namespace the script sees host paths.
 		skillDir, scriptPath, cwdPath = stage, filepath.Join(stage, rel), filepath.Join(ws.Host, cwdRel)
-	}
-	cmd, err := scripts.Command(res.Runtime, res.Shebang, scriptPath, argv)
-	if err != nil {
-		var ref *scripts.Refusal
-		errors.As(err, &ref)
-		return fail(ref.Code, ref.Msg)
 	}
 	rec.Cwd = ws.SandboxPath(cwdRel)
 	env := []string{
@@ -218,18 +244,29 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 			hideHost = append(hideHost, p)
 		}
 	}
-	out, err := scripts.Run(ctx, cfg.Backend, scripts.Spec{
-		Argv: cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
-		Mounts: []scripts.Mount{
-			{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
-			{Host: stage, Sandbox: s.SandboxSkillDir},
-		},
-		Hide:     hide,
-		HideHost: hideHost,
-		Helper:   cfg.Helper,
-		Timeout:  time.Duration(timeout) * time.Millisecond,
-		Limits:   scripts.Limits{Memory: cfg.MemoryLimit},
-	})
+	var out *scripts.Result
+	if isWasm {
+		rec.MemoryLimitBytes = cfg.WasmMemoryLimit
+		out, err = t.runWasm(ctx, stage, rel, res.Digest, append([]string{scriptPath}, argv...), append(env, "PWD="+cwdPath), s.SandboxSkillDir, time.Duration(timeout)*time.Millisecond)
+	} else {
+		rec.MemoryLimitBytes = cfg.memoryLimit()
+		var cmd []string
+		cmd, err = scripts.Command(res.Runtime, res.Shebang, scriptPath, argv)
+		if err == nil {
+			out, err = scripts.Run(ctx, cfg.Backend, scripts.Spec{
+				Argv: cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
+				Mounts: []scripts.Mount{
+					{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
+					{Host: stage, Sandbox: s.SandboxSkillDir},
+				},
+				Hide:     hide,
+				HideHost: hideHost,
+				Helper:   cfg.Helper,
+				Timeout:  time.Duration(timeout) * time.Millisecond,
+				Limits:   scripts.Limits{Memory: cfg.MemoryLimit},
+			})
+		}
+	}
 	if err != nil {
 		var ref *scripts.Refusal
 		if errors.As(err, &ref) {
@@ -243,7 +280,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	rec.Argv, rec.DurationMs = out.Argv, out.Duration.Milliseconds()
 	rec.StdoutBytes, rec.StderrBytes, rec.Truncated, rec.Signal = out.StdoutLen, out.StderrLen, out.Truncated, out.Signal
 	rec.ProcessLimit, rec.ForkRefusals = out.ProcessLimit, out.ForkRefusals
-	rec.MemoryLimit, rec.MemoryLimitBytes, rec.RunAs = out.MemoryLimit, cfg.memoryLimit(), out.RunAs
+	rec.MemoryLimit, rec.RunAs = out.MemoryLimit, out.RunAs
 	code := out.ExitCode
 	rec.ExitCode = &code
 	rec.Status = "executed"
@@ -267,6 +304,34 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
 }
 
+// runWasm runs a verified module from the staged copy under WebAssembly:
+// the skill's staged files and the workspace are visible read-only, each
+// through an os.Root so that no link leads out, and nothing else.
+func (t *ScriptTool) runWasm(ctx context.Context, stage, rel string, digest artifacts.Digest, argv, env []string, skillDir string, timeout time.Duration) (*scripts.Result, error) {
+	e, err := t.wasmEngine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(stage)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	module, err := root.ReadFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	if artifacts.DigestBytes(module) != digest {
+		return nil, &scripts.Refusal{Code: "script_snapshot_mismatch", Msg: fmt.Sprintf("%s changed in the staged copy; nothing was run", rel)}
+	}
+	ws := t.cfg.Workspace
+	return e.Run(ctx, scripts.WasmSpec{
+		Module: module, Key: string(digest), Args: argv, Env: env,
+		Mounts:  []scripts.WasmMount{{FS: ws.FS(), Guest: ws.Sandbox}, {FS: root.FS(), Guest: skillDir}},
+		Timeout: timeout,
+	})
+}
+
 // staging is a skill's verified copy: the files whose bytes equalled the
 // snapshot when copied, and what was observed for the others.
 type staging struct {
@@ -276,29 +341,68 @@ type staging struct {
 	refusal  map[string]error            // path -> why it could not be read
 }
 
-// stage copies the skill's files whose bytes equal the snapshot into a
-// run-private directory, read-only, once per skill. Scripts run from
-// there: what was checked is what runs, and relative imports resolve
-// among verified files only. The script itself must have been verified.
-func (t *ScriptTool) stage(s *skills.Skill, script string) (string, artifacts.Digest, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, ok := t.staged[s.Name]
-	if !ok {
-		var err error
-		if st, err = stageSkill(s); err != nil {
-			return "", "", err
-		}
-		t.staged[s.Name] = st
+// Stager copies the skill files whose bytes equal the snapshot into a
+// run-private directory, read-only, once per skill. Scripts and MCP
+// servers run from there: what was checked is what runs, and relative
+// imports resolve among verified files only.
+type Stager struct {
+	mu     sync.Mutex
+	staged map[string]*staging // by skill name
+}
+
+// NewStager makes an empty stager; Close removes what it staged.
+func NewStager() *Stager { return &Stager{staged: map[string]*staging{}} }
+
+// Close removes the staged copies.
+func (g *Stager) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, st := range g.staged {
+		scripts.RemoveSealed(st.dir)
 	}
-	res, _ := s.Resource(script)
-	if err := st.refusal[script]; err != nil {
-		return "", st.observed[script], err
+	g.staged = map[string]*staging{}
+}
+
+// Dir returns the staged copy of s, staging it on first use.
+func (g *Stager) Dir(s *skills.Skill) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st, err := g.staging(s)
+	if err != nil {
+		return "", err
 	}
-	if !st.verified[script] {
-		return "", st.observed[script], &skills.Refusal{Code: "script_snapshot_mismatch", Msg: fmt.Sprintf("%s changed since the run-start snapshot (digest %s, snapshot %s): refusing to execute changed code, even with --allow-drift", script, st.observed[script], res.Digest)}
+	return st.dir, nil
+}
+
+func (g *Stager) staging(s *skills.Skill) (*staging, error) {
+	if st, ok := g.staged[s.Name]; ok {
+		return st, nil
 	}
-	return st.dir, st.observed[script], nil
+	st, err := stageSkill(s)
+	if err != nil {
+		return nil, err
+	}
+	g.staged[s.Name] = st
+	return st, nil
+}
+
+// Stage returns the staged copy of s, in which file must have been
+// verified, and the digest observed for file.
+func (g *Stager) Stage(s *skills.Skill, file string) (string, artifacts.Digest, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st, err := g.staging(s)
+	if err != nil {
+		return "", "", err
+	}
+	res, _ := s.Resource(file)
+	if err := st.refusal[file]; err != nil {
+		return "", st.observed[file], err
+	}
+	if !st.verified[file] {
+		return "", st.observed[file], &skills.Refusal{Code: "script_snapshot_mismatch", Msg: fmt.Sprintf("%s changed since the run-start snapshot (digest %s, snapshot %s): refusing to execute changed code, even with --allow-drift", file, st.observed[file], res.Digest)}
+	}
+	return st.dir, st.observed[file], nil
 }
 
 func stageSkill(s *skills.Skill) (*staging, error) {

@@ -44,6 +44,7 @@ func TestScripts(t *testing.T) {
 			"fakemodel-count":    cmdFakeModelCount,
 			"batch-tasks":        cmdBatchTasks,
 			"junit-parse":        cmdJUnitParse,
+			"testprogram":        cmdTestProgram,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
@@ -56,6 +57,32 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// cmdTestProgram builds one of the tests' own Go programs and copies it
+// into the script's work tree:
+//
+//	testprogram wasmprobe ws/skills/wasmy/scripts/probe.wasm
+//	testprogram mcpserver bin/mcpserver
+func cmdTestProgram(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: testprogram wasmprobe|mcpserver DEST")
+	}
+	dirs := map[string][3]string{
+		"wasmprobe": {"scripts/testdata/wasmprobe", "wasip1", "wasm"},
+		"mcpserver": {"mcp/testdata/mcpserver", "", ""},
+	}
+	d, ok := dirs[args[0]]
+	if !ok {
+		ts.Fatalf("testprogram: unknown program %q", args[0])
+	}
+	bin, err := testenv.Build(d[0], d[1], d[2])
+	ts.Check(err)
+	b, err := os.ReadFile(bin)
+	ts.Check(err)
+	dest := ts.MkAbs(args[1])
+	ts.Check(os.MkdirAll(filepath.Dir(dest), 0o755))
+	ts.Check(os.WriteFile(dest, b, 0o755))
 }
 
 // cmdExitCode runs a command and checks its exit status:

@@ -40,7 +40,7 @@ var runOptions = []option{
 	{name: "profiles", usage: "YAML `FILE` of subagent profiles for delegate_task (needs --allow-tool delegate_task)", def: ""},
 	{name: "skip-eligibility", kind: kindBool, usage: "preload a --skill even if this machine lacks what it declares it needs"},
 	{name: "allow-drift", kind: kindBool, usage: "use skill files that changed since the run-start snapshot (marked as drifted) instead of refusing them"},
-	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file, run_skill_script, delegate_task, create_skill, compose_skills"},
+	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file, run_skill_script, delegate_task, create_skill, compose_skills, or an MCP server's KEY__TOOL or KEY__* (KEY is the skill's name, or the server's name in --mcp-config); a server starts only when one of its tools is allowed"},
 	{name: "approve-created", usage: "with create_skill/compose_skills: the highest risk `TIER` promoted at once when a draft passes (minimal, low, moderate, or none: every draft waits for harness skills approve)", def: "low"},
 	{name: "reload-created", kind: kindBool, usage: "make a skill this run promotes loadable later in the same run (recorded as a registry delta; resume applies it)"},
 	{name: "forge-root", usage: "skills root `DIR` promoted skills go into (default: the first --skills-root)", def: ""},
@@ -48,6 +48,10 @@ var runOptions = []option{
 	{name: "allow-skill-script", kind: kindStrings, usage: "allow run_skill_script to run exactly `SKILL:scripts/PATH` (needs --skills-root and --allow-tool run_skill_script)"},
 	{name: "sandbox", usage: "sandbox for skill scripts: auto (bwrap, else landlock), bwrap, landlock or none. none runs scripts on the host as you: they can read whatever you can (harness withholds their output in enforce modes and scrubs the API key from every tool result, but a script can still leave a secret in a workspace file)", def: "auto"},
 	{name: "script-memory-limit", usage: "memory cap `SIZE` of one skill script call, e.g. 512MiB (a memory cgroup as root, else a watchdog that samples and kills); reaching it is status memory_limit", def: "1GiB"},
+	{name: "mcp-config", usage: "MCP servers `FILE` ({\"mcpServers\": {...}}, the shape Claude Code and Codex use): your own servers, started as you (not sandboxed) with a cleared environment; their tools are KEY__TOOL", def: ""},
+	{name: "pass-env", kind: kindStrings, usage: "let an MCP server take environment variable `NAME` from harness's environment (a skill's server also needs it declared in metadata.harness.permissions.env); values are never recorded"},
+	{name: "mcp-tool-effect", kind: kindStrings, usage: "treat MCP tool `KEY__TOOL=EFFECT` as read, write or side-effect for CFC (default side-effect: a server's readOnlyHint is context, not authority)"},
+	{name: "wasm-memory-limit", usage: "linear-memory cap `SIZE` of one WebAssembly skill script (scripts/*.wasm, run under wazero with no host access but the workspace and the skill, read-only); growing past it fails inside the module and is status memory_limit", def: "64MiB"},
 	{name: "output-schema", usage: "JSON Schema `FILE` the final answer must match; sent as the structured-output format, checked always; the parsed answer is result.json's structuredOutput", def: ""},
 	{name: "schema-retries", kind: kindInt, usage: "times the model may answer again after being told how its answer fails --output-schema (`N`)", def: run.DefaultSchemaRetries},
 	{name: "allow-empty-answer", kind: kindBool, usage: "accept a final answer with no text (otherwise exit 1, reason empty_answer)"},
@@ -122,6 +126,10 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	wasmMemory, err := parseSizeMin("--wasm-memory-limit", ro.str("wasm-memory-limit"), minWasmMemory, "1MiB")
+	if err != nil {
+		return err
+	}
 	temperature, err := parseFloat("--temperature", ro.str("temperature"))
 	if err != nil {
 		return err
@@ -146,6 +154,10 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	}
 	opts := run.Options{
 		ScriptMemoryLimit:   memory,
+		WasmMemoryLimit:     wasmMemory,
+		MCPConfig:           ro.str("mcp-config"),
+		PassEnv:             ro.strs("pass-env"),
+		MCPToolEffects:      ro.strs("mcp-tool-effect"),
 		FallbackModel:       ro.str("fallback-model"),
 		Stream:              ro.boolean("stream"),
 		Temperature:         temperature,
@@ -269,14 +281,22 @@ func parseFloat(flag, s string) (*float64, error) {
 // Landlock helper and a shell take most of it already.
 const minScriptMemory = 32 << 20
 
-// parseSize reads a size such as 512MiB, 1GiB or 1000000 (bytes).
+// minWasmMemory is one WebAssembly page short of nothing: a module with
+// less cannot start.
+const minWasmMemory = 1 << 20
+
+// parseSize reads a script memory cap such as 512MiB, 1GiB or 1000000 (bytes).
 func parseSize(flag, s string) (uint64, error) {
+	return parseSizeMin(flag, s, minScriptMemory, "32MiB")
+}
+
+func parseSizeMin(flag, s string, least uint64, leastText string) (uint64, error) {
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
 		return 0, usagef(fmt.Sprintf("%s %q: give a size such as 512MiB or 2GiB", flag, s))
 	}
-	if n < minScriptMemory {
-		return 0, usagef(fmt.Sprintf("%s %s is below the smallest cap scripts can run under (32MiB)", flag, s))
+	if n < least {
+		return 0, usagef(fmt.Sprintf("%s %s is below the smallest cap scripts can run under (%s)", flag, s, leastText))
 	}
 	return n, nil
 }

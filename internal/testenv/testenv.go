@@ -6,8 +6,12 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -48,4 +52,57 @@ func Must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+var (
+	buildMu    sync.Mutex
+	buildCache = map[string]string{}
+)
+
+// BuildProgram builds the Go package at dir (a slash path relative to the
+// module root, e.g. scripts/testdata/wasmprobe) for goos/goarch ("" for
+// the host) once per test process and returns the binary's path. The
+// package is the test's own fixture: building it is part of the test.
+func BuildProgram(t testing.TB, dir, goos, goarch string) string {
+	t.Helper()
+	p, err := Build(dir, goos, goarch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Build is BuildProgram for callers without a testing.TB (testscript
+// commands).
+func Build(dir, goos, goarch string) (string, error) {
+	key := dir + "|" + goos + "|" + goarch
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := buildCache[key]; ok {
+		return p, nil
+	}
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	out, err := os.MkdirTemp("", "harness-testbin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(out, filepath.Base(dir))
+	if goos == "wasip1" {
+		bin += ".wasm"
+	}
+	cmd := exec.Command("go", "build", "-o", bin, "./"+dir)
+	cmd.Dir = root
+	cmd.Env = os.Environ()
+	if goos != "" {
+		cmd.Env = append(cmd.Env, "GOOS="+goos, "GOARCH="+goarch)
+	}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s for %s/%s: %v\n%s", dir, goos, goarch, err, b)
+	}
+	buildCache[key] = bin
+	return bin, nil
 }

@@ -1,0 +1,77 @@
+// Command mcpserver is an MCP server (stdio) for harness's tests, written
+// with the official Go SDK: echo, a write into the working directory, a
+// slow tool, one that crashes the server, and one more tool when
+// MCPSERVER_EXTRA is set (so a test can change the tool list).
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoArgs struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type writeArgs struct {
+	Path string `json:"path" jsonschema:"file to write, relative to the working directory"`
+	Text string `json:"text"`
+}
+
+type slowArgs struct {
+	Millis int `json:"millis"`
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func main() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "harness-test-server", Version: "1.2.3"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back, with the environment the server sees.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			var env []string
+			for _, kv := range os.Environ() {
+				if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "MCP") || strings.HasPrefix(k, "HARNESS") || k == "SECRET" {
+					env = append(env, kv)
+				}
+			}
+			return text(fmt.Sprintf("echo: %s env=%s", a.Text, strings.Join(env, ","))), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write", Description: "Write text to a file.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, // a lie, on purpose
+		func(ctx context.Context, req *mcp.CallToolRequest, a writeArgs) (*mcp.CallToolResult, any, error) {
+			if err := os.WriteFile(a.Path, []byte(a.Text), 0o644); err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil
+			}
+			return text("wrote " + a.Path), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Sleep, then answer."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a slowArgs) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-time.After(time.Duration(a.Millis) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return text("slept"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit the server at once."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	if os.Getenv("MCPSERVER_EXTRA") != "" {
+		mcp.AddTool(s, &mcp.Tool{Name: "extra", Description: "Only offered when MCPSERVER_EXTRA is set."},
+			func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
+				return text("extra"), nil, nil
+			})
+	}
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Fatal(err)
+	}
+}

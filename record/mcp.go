@@ -1,0 +1,128 @@
+package record
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+)
+
+// MCPServers is mcp-servers.json: every MCP server the run started (or
+// failed to start), rewritten on each change.
+type MCPServers struct {
+	artifacts.Envelope
+	Servers []MCPServer `json:"servers"`
+}
+
+// MCPServer is one server: where it came from, how it was started, what
+// the handshake said and the tools it listed.
+type MCPServer struct {
+	// Key prefixes its tools' names (<key>__<tool>): the skill's name, or
+	// the operator's server name.
+	Key string `json:"key"`
+	// Name is the server's entry in its mcpServers map.
+	Name string `json:"name"`
+	// Origin is "skill" (mcp.json or metadata.harness.mcp of Skill) or
+	// "operator" (--mcp-config).
+	Origin      string           `json:"origin"`
+	Skill       string           `json:"skill,omitempty"`
+	SkillDigest artifacts.Digest `json:"skillDigest,omitempty"`
+	// ConfigFile is where the entry was read (a skill-relative path, or
+	// the operator's file) and ConfigDigest its digest.
+	ConfigFile   string           `json:"configFile"`
+	ConfigDigest artifacts.Digest `json:"configDigest"`
+	Transport    string           `json:"transport"`
+	// Command is the server's command as configured; Argv as executed on
+	// the host, sandbox wrapper included.
+	Command []string `json:"command,omitempty"`
+	Argv    []string `json:"argv,omitempty"`
+	URL     string   `json:"url,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	// EnvNames are the variables the server was given (values are never
+	// recorded); PassedEnv those taken from the operator's environment.
+	EnvNames  []string `json:"envNames"`
+	PassedEnv []string `json:"passedEnv"`
+	// WithheldEnv are references the server asked for that did not pass:
+	// not declared by the skill, not passed by the operator, or unset.
+	WithheldEnv []string `json:"withheldEnv"`
+	// Sandbox is the backend it ran in ("none" for an operator's server,
+	// which runs as the operator's own program).
+	Sandbox string `json:"sandbox"`
+	RunAs   string `json:"runAs,omitempty"`
+	// Network is the hosts it may reach through harness's proxy (empty:
+	// no network at all).
+	Network []string `json:"network"`
+
+	StartedAt   time.Time `json:"startedAt"`
+	HandshakeMs int64     `json:"handshakeMs"`
+	// ServerName, ServerVersion and ProtocolVersion are the handshake's.
+	ServerName      string    `json:"serverName,omitempty"`
+	ServerVersion   string    `json:"serverVersion,omitempty"`
+	ProtocolVersion string    `json:"protocolVersion,omitempty"`
+	Tools           []MCPTool `json:"tools"`
+	// ToolsDigest is over the tools' digests in name order: what a resume
+	// compares.
+	ToolsDigest artifacts.Digest `json:"toolsDigest,omitempty"`
+	// Status is running, stopped, failed (never started) or crashed.
+	Status   string          `json:"status"`
+	Restarts int             `json:"restarts"`
+	Error    *outcome.Record `json:"error,omitempty"`
+}
+
+// MCPTool is one listed tool and what the run made of it.
+type MCPTool struct {
+	Name string `json:"name"`
+	// Exposed is the name the model sees, <key>__<name>.
+	Exposed      string           `json:"exposed"`
+	Description  string           `json:"description,omitempty"`
+	SchemaDigest artifacts.Digest `json:"schemaDigest"`
+	Digest       artifacts.Digest `json:"digest"`
+	// Annotations are the server's hints, recorded as context only.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// Effect is the CFC effect: side-effect unless the operator said
+	// otherwise (--mcp-tool-effect); EffectSource says which.
+	Effect       string `json:"effect"`
+	EffectSource string `json:"effectSource"`
+	// Offered is whether the operator allowed it (--allow-tool).
+	Offered bool `json:"offered"`
+}
+
+// MCPServerEvent is the journal's record of a server start: the tool
+// digests a resume compares.
+type MCPServerEvent struct {
+	Key         string           `json:"key"`
+	Name        string           `json:"name"`
+	Origin      string           `json:"origin"`
+	ServerName  string           `json:"serverName,omitempty"`
+	Version     string           `json:"serverVersion,omitempty"`
+	Tools       []MCPToolDigest  `json:"tools"`
+	ToolsDigest artifacts.Digest `json:"toolsDigest"`
+	Error       *outcome.Record  `json:"error,omitempty"`
+}
+
+// MCPToolDigest names one tool and its digest.
+type MCPToolDigest struct {
+	Name   string           `json:"name"`
+	Digest artifacts.Digest `json:"digest"`
+}
+
+// MCPCall is the record of one MCP tool call (tool-outputs/).
+type MCPCall struct {
+	Type       string           `json:"type"`
+	OutputID   string           `json:"outputId"`
+	RunID      string           `json:"runId"`
+	Key        string           `json:"key"`
+	Server     string           `json:"server"`
+	Tool       string           `json:"tool"`
+	ArgsDigest artifacts.Digest `json:"argumentsDigest"`
+	CalledAt   time.Time        `json:"calledAt"`
+	DurationMs int64            `json:"durationMs"`
+	// Status is ok, tool_error (the server said isError), or error.
+	Status string          `json:"status"`
+	Result string          `json:"result,omitempty"`
+	Error  *outcome.Record `json:"error,omitempty"`
+	// Restarted is set when the server died during this call and was
+	// started again.
+	Restarted bool `json:"restarted,omitempty"`
+}

@@ -1,0 +1,222 @@
+package scripts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// BackendWasm runs a WebAssembly module (WASI preview 1) inside harness's
+// own process under wazero: no host access but the file systems handed
+// to it, no network (wazero gives a module no sockets unless asked), no
+// namespaces needed, so it works where bwrap and Landlock cannot.
+const BackendWasm Backend = "wasm"
+
+// RuntimeWasm is the runtime of a scripts/*.wasm resource.
+const RuntimeWasm = "wasm"
+
+// DefaultWasmMemory is the linear-memory cap of one module
+// (--wasm-memory-limit).
+const DefaultWasmMemory = 64 << 20
+
+// WasmMount makes a file system visible to a module at Guest. FS must be
+// confined by construction (an os.Root's FS, or the workspace's): wazero's
+// own directory mounts follow symbolic links out of the mount.
+type WasmMount struct {
+	FS    fs.FS
+	Guest string
+}
+
+// WasmSpec is one execution of a module.
+type WasmSpec struct {
+	Module []byte // the verified bytes
+	Key    string // their digest: the compilation is reused per key
+	Args   []string
+	Env    []string // KEY=VALUE; nothing else is visible
+	Stdin  []byte
+	Mounts []WasmMount
+	// Timeout bounds wall time: the context's end closes the module.
+	Timeout   time.Duration
+	OutputCap int
+}
+
+// WasmEngine compiles each module once per run and runs instances of it.
+// Memory is capped per instance by the allocator, so one engine serves
+// every call of a run.
+type WasmEngine struct {
+	memory  uint64
+	runtime wazero.Runtime
+
+	mu       sync.Mutex
+	compiled map[string]wazero.CompiledModule
+}
+
+// NewWasmEngine makes the engine of a run; memory caps each instance's
+// linear memory in bytes (0: DefaultWasmMemory). Close releases it.
+func NewWasmEngine(ctx context.Context, memory uint64) (*WasmEngine, error) {
+	if memory == 0 {
+		memory = DefaultWasmMemory
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithCompilationCache(wazero.NewCompilationCache()))
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)
+	}
+	return &WasmEngine{memory: memory, runtime: r, compiled: map[string]wazero.CompiledModule{}}, nil
+}
+
+// Close releases every compiled module.
+func (e *WasmEngine) Close(ctx context.Context) error { return e.runtime.Close(ctx) }
+
+// Compile returns the module compiled for key, compiling it on first use.
+func (e *WasmEngine) Compile(ctx context.Context, key string, module []byte) (wazero.CompiledModule, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m, ok := e.compiled[key]; ok && key != "" {
+		return m, true, nil
+	}
+	m, err := e.runtime.CompileModule(ctx, module)
+	if err != nil {
+		return nil, false, &Refusal{Code: "wasm_module_invalid", Msg: fmt.Sprintf("the module is not valid WebAssembly: %v", err)}
+	}
+	for _, f := range m.ImportedFunctions() {
+		if mod, _, _ := f.Import(); mod != wasi_snapshot_preview1.ModuleName {
+			m.Close(ctx)
+			return nil, false, &Refusal{Code: "wasm_import_refused", Msg: fmt.Sprintf("the module imports %q, which harness does not provide: only WASI preview 1 (%s) is available to a module", mod, wasi_snapshot_preview1.ModuleName)}
+		}
+	}
+	if key != "" {
+		e.compiled[key] = m
+	}
+	return m, false, nil
+}
+
+// Run instantiates the module and runs its _start.
+func (e *WasmEngine) Run(ctx context.Context, spec WasmSpec) (*Result, error) {
+	lim := Limits{OutputCap: spec.OutputCap}.withDefaults()
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	start := time.Now()
+	compiled, _, err := e.Compile(ctx, spec.Key, spec.Module)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Key == "" {
+		defer compiled.Close(ctx)
+	}
+	stdout := &capped{max: lim.OutputCap}
+	stderr := &capped{max: lim.OutputCap}
+	fsc := wazero.NewFSConfig()
+	for _, m := range spec.Mounts {
+		fsc = fsc.WithFSMount(m.FS, m.Guest)
+	}
+	cfg := wazero.NewModuleConfig().
+		WithName(""). // anonymous: calls of one module may overlap
+		WithArgs(spec.Args...).
+		WithStdout(stdout).WithStderr(stderr).
+		WithStdin(bytes.NewReader(spec.Stdin)).
+		WithFSConfig(fsc).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+	for _, kv := range spec.Env {
+		k, v, _ := cutEnv(kv)
+		cfg = cfg.WithEnv(k, v)
+	}
+	alloc := &cappedAllocator{max: e.memory}
+	runCtx, cancel := context.WithTimeout(experimental.WithMemoryAllocator(ctx, alloc), timeout)
+	defer cancel()
+	mod, err := e.runtime.InstantiateModule(runCtx, compiled, cfg)
+	if mod != nil {
+		mod.Close(ctx)
+	}
+	res := &Result{
+		Backend: BackendWasm, Argv: append([]string{}, spec.Args...), Duration: time.Since(start),
+		Stdout: stdout.buf, Stderr: stderr.buf, StdoutLen: stdout.n, StderrLen: stderr.n,
+		Truncated:   stdout.n > int64(len(stdout.buf)) || stderr.n > int64(len(stderr.buf)),
+		RunAs:       "caller", // harness itself, which the module cannot reach past
+		MemoryLimit: "wasm-linear-memory", MemoryExceeded: alloc.exceeded.Load(),
+		// A module has no processes to count.
+		ProcessLimit: "not-applicable",
+	}
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			res.ExitCode, res.Signal, res.TimedOut = -1, "deadline", ctx.Err() == nil
+		case sys.ExitCodeContextCanceled:
+			return res, ctx.Err()
+		default:
+			res.ExitCode = int(exit.ExitCode())
+		}
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	default:
+		// A trap (unreachable, out of bounds, a failed memory.grow that the
+		// module did not handle): the module died, as a process would by a
+		// signal.
+		res.ExitCode, res.Signal = -1, "trap"
+		fmt.Fprintf(stderr, "\nwasm: %v\n", err)
+		res.Stderr, res.StderrLen = stderr.buf, stderr.n
+	}
+	return res, nil
+}
+
+func cutEnv(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+// cappedAllocator gives each instance plain Go memory and refuses to grow
+// it past max, remembering that it did: a module that runs out of memory
+// traps or exits, and the record says why.
+type cappedAllocator struct {
+	max      uint64
+	exceeded atomic.Bool
+}
+
+func (a *cappedAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
+	return &cappedMemory{a: a}
+}
+
+type cappedMemory struct {
+	a   *cappedAllocator
+	buf []byte
+}
+
+func (m *cappedMemory) Reallocate(size uint64) []byte {
+	if size > m.a.max {
+		m.a.exceeded.Store(true)
+		return nil
+	}
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	// Grow with headroom, as append would, but never past the cap.
+	c := max(size, min(uint64(cap(m.buf))*2, m.a.max))
+	nb := make([]byte, size, c)
+	copy(nb, m.buf)
+	m.buf = nb
+	return m.buf
+}
+
+func (m *cappedMemory) Free() { m.buf = nil }

@@ -1,0 +1,705 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/mcp"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scripts"
+	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/workspace"
+)
+
+// MCPConfigFile is a skill's own MCP configuration, in the mcpServers
+// shape, beside its SKILL.md.
+const MCPConfigFile = "mcp.json"
+
+// MCPSeparator joins a server's key and a tool's name into the name the
+// model sees.
+const MCPSeparator = "__"
+
+// OperatorServers are the servers of an --mcp-config file.
+type OperatorServers struct {
+	File    string
+	Digest  artifacts.Digest
+	Servers map[string]mcp.Server
+}
+
+// MCP is what the MCP servers of a run need.
+type MCP struct {
+	Registry  *skills.Registry
+	Active    *Activations
+	Workspace *workspace.Workspace
+	Stager    *Stager
+	// Backend is the sandbox skill servers run in; Probe why none works.
+	Backend scripts.Backend
+	Probe   error
+	Helper  string
+	// MemoryLimit caps a server's memory, as for scripts.
+	MemoryLimit uint64
+	Operator    *OperatorServers
+	// PassEnv are the names the operator lets through (--pass-env);
+	// Lookup reads them (os.LookupEnv).
+	PassEnv []string
+	Lookup  func(string) (string, bool)
+	// Allowed are --allow-tool entries: key__tool or key__*.
+	Allowed []string
+	// Effects are --mcp-tool-effect choices by exposed name.
+	Effects map[string]loop.Effect
+	RunID   string
+	Now     func() time.Time
+	RunDir  string
+	Redact  *artifacts.Redactor
+	Journal *artifacts.Journal
+	// Progress tells the operator about starts and failures.
+	Progress func(format string, args ...any)
+}
+
+// MCPHub starts the servers of active skills and the operator's, and
+// offers their allowed tools. Servers start at a turn boundary, when the
+// loop asks for tools: a skill activated by load_skill brings its tools
+// to the next request.
+type MCPHub struct {
+	cfg MCP
+
+	mu      sync.Mutex
+	started map[string]bool // by key
+	conns   []*mcpConn
+	rec     record.MCPServers
+}
+
+type mcpConn struct {
+	key, name string
+	conn      *mcp.Conn
+	rec       int // index into rec.Servers
+}
+
+// NewMCPHub makes the hub; Close stops every server.
+func NewMCPHub(cfg MCP) *MCPHub {
+	if cfg.Lookup == nil {
+		cfg.Lookup = os.LookupEnv
+	}
+	return &MCPHub{cfg: cfg, started: map[string]bool{},
+		rec: record.MCPServers{Envelope: artifacts.NewEnvelope(record.TypeMCPServers, record.Version), Servers: []record.MCPServer{}}}
+}
+
+// Close stops every server and records them as stopped.
+func (h *MCPHub) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		c.conn.Close()
+		if r := &h.rec.Servers[c.rec]; r.Status == "running" {
+			r.Status = "stopped"
+		}
+	}
+	h.conns = nil
+	if len(h.rec.Servers) > 0 {
+		h.write()
+	}
+}
+
+func (h *MCPHub) write() error {
+	return h.cfg.Redact.WriteJSON(filepath.Join(h.cfg.RunDir, record.FileMCPServers), &h.rec)
+}
+
+// SkillServers reads a skill's MCP servers: metadata.harness.mcp from the
+// snapshot's frontmatter, and mcp.json from the skill's verified files.
+// The two may not name the same server.
+func SkillServers(s *skills.Skill, read func(rel string) ([]byte, error)) (map[string]mcp.Server, string, artifacts.Digest, error) {
+	out := map[string]mcp.Server{}
+	var file string
+	var digest artifacts.Digest
+	if meta, ok := s.Frontmatter["metadata"].(map[string]any); ok {
+		if h, ok := meta["harness"].(map[string]any); ok {
+			if raw, ok := h["mcp"]; ok {
+				b, err := json.Marshal(raw)
+				if err != nil {
+					return nil, "", "", err
+				}
+				m, err := mcp.Parse(b, true)
+				if err != nil {
+					return nil, "", "", fmt.Errorf("SKILL.md metadata.harness.mcp: %w", err)
+				}
+				out, file, digest = m, "SKILL.md", s.Digest
+			}
+		}
+	}
+	if res, ok := s.Resource(MCPConfigFile); ok {
+		b, err := read(res.Path)
+		if err != nil {
+			return nil, "", "", err
+		}
+		m, err := mcp.Parse(b, false)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("%s: %w", MCPConfigFile, err)
+		}
+		for k, v := range m {
+			if _, dup := out[k]; dup {
+				return nil, "", "", fmt.Errorf("server %q is in both SKILL.md metadata.harness.mcp and %s", k, MCPConfigFile)
+			}
+			out[k] = v
+		}
+		file, digest = MCPConfigFile, res.Digest
+	}
+	return out, file, digest, nil
+}
+
+// Tools starts what is due (operator servers, servers of newly active
+// skills) and returns the allowed tools of every running server. Start
+// failures are recorded and journaled; they never end the run.
+func (h *MCPHub) Tools(ctx context.Context) []loop.Tool {
+	h.startDue(ctx)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []loop.Tool
+	for _, c := range h.conns {
+		r := h.rec.Servers[c.rec]
+		for _, t := range r.Tools {
+			if t.Offered {
+				out = append(out, &MCPTool{hub: h, c: c, tool: t, schema: h.schemaOf(c, t.Name)})
+			}
+		}
+	}
+	return out
+}
+
+func (h *MCPHub) schemaOf(c *mcpConn, name string) json.RawMessage {
+	for _, t := range c.conn.Tools() {
+		if t.Name == name {
+			return t.InputSchema
+		}
+	}
+	return json.RawMessage(`{"type":"object"}`)
+}
+
+// Start starts every due server now and returns their records: a resume
+// uses it to compare tool lists before the loop runs.
+func (h *MCPHub) Start(ctx context.Context) []record.MCPServer {
+	h.startDue(ctx)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.rec.Servers)
+}
+
+func (h *MCPHub) startDue(ctx context.Context) {
+	type due struct {
+		key, name string
+		srv       mcp.Server
+		skill     *skills.Skill
+		file      string
+		digest    artifacts.Digest
+		err       error
+	}
+	var todo []due
+	h.mu.Lock()
+	if op := h.cfg.Operator; op != nil {
+		for _, name := range slices.Sorted(maps.Keys(op.Servers)) {
+			if !h.started[name] && h.keyAllowed(name) {
+				h.started[name] = true
+				todo = append(todo, due{key: name, name: name, srv: op.Servers[name], file: op.File, digest: op.Digest})
+			}
+		}
+	}
+	if h.cfg.Registry != nil && h.cfg.Active != nil {
+		for _, a := range h.cfg.Active.List() {
+			if h.started[a.Name] {
+				continue
+			}
+			h.started[a.Name] = true
+			s, ok := h.cfg.Registry.Lookup(a.Name)
+			if !ok {
+				continue
+			}
+			servers, file, digest, err := SkillServers(s, func(rel string) ([]byte, error) { return h.readVerified(s, rel) })
+			if err != nil {
+				todo = append(todo, due{key: s.Name, name: "", skill: s, file: file, digest: digest, err: err})
+				continue
+			}
+			names := slices.Sorted(maps.Keys(servers))
+			for _, n := range names {
+				// One server: its tools are <skill>__<tool>; more than one:
+				// <skill>-<server>__<tool>, so that names stay unique.
+				key := s.Name
+				if len(names) > 1 {
+					key = s.Name + "-" + n
+				}
+				if h.keyAllowed(key) {
+					todo = append(todo, due{key: key, name: n, srv: servers[n], skill: s, file: file, digest: digest})
+				}
+			}
+		}
+	}
+	h.mu.Unlock()
+	for _, d := range todo {
+		rec := record.MCPServer{Key: d.key, Name: d.name, Origin: "operator", ConfigFile: d.file, ConfigDigest: d.digest,
+			Transport: d.srv.Transport(), URL: d.srv.URL, Cwd: d.srv.Cwd, EnvNames: []string{}, PassedEnv: []string{}, WithheldEnv: []string{}, Network: []string{},
+			Tools: []record.MCPTool{}, StartedAt: h.cfg.Now().UTC(), Sandbox: string(scripts.BackendNone)}
+		if d.srv.Command != "" {
+			rec.Command = append([]string{d.srv.Command}, d.srv.Args...)
+		}
+		if d.skill != nil {
+			rec.Origin, rec.Skill, rec.SkillDigest, rec.Sandbox = "skill", d.skill.Name, d.skill.Digest, string(h.cfg.Backend)
+		}
+		var conn *mcp.Conn
+		err := d.err
+		if err == nil {
+			conn, err = h.connect(ctx, d.key, d.srv, d.skill, &rec)
+		}
+		if err != nil {
+			rec.Status = "failed"
+			rec.Error = mcpError(err)
+		} else {
+			rec.Status = "running"
+			h.describe(&rec, conn)
+		}
+		ev := record.MCPServerEvent{Key: rec.Key, Name: rec.Name, Origin: rec.Origin, ServerName: rec.ServerName, Version: rec.ServerVersion,
+			Tools: []record.MCPToolDigest{}, ToolsDigest: rec.ToolsDigest, Error: rec.Error}
+		for _, t := range rec.Tools {
+			ev.Tools = append(ev.Tools, record.MCPToolDigest{Name: t.Name, Digest: t.Digest})
+		}
+		h.mu.Lock()
+		h.rec.Servers = append(h.rec.Servers, rec)
+		if conn != nil {
+			h.conns = append(h.conns, &mcpConn{key: d.key, name: d.name, conn: conn, rec: len(h.rec.Servers) - 1})
+		}
+		werr := h.write()
+		h.mu.Unlock()
+		kind := record.EventMCPServerStarted
+		if err != nil {
+			kind = record.EventMCPServerFailed
+			h.progress("MCP server %s did not start: %s", rec.Key, rec.Error.Message)
+		} else {
+			h.progress("MCP server %s started (%s %s, %d tools, %d ms)", rec.Key, rec.ServerName, rec.ServerVersion, len(rec.Tools), rec.HandshakeMs)
+		}
+		if h.cfg.Journal != nil {
+			h.cfg.Journal.Append(kind, ev)
+		}
+		_ = werr // the journal holds the event; the artifact is rewritten on the next change
+	}
+}
+
+func (h *MCPHub) progress(format string, args ...any) {
+	if h.cfg.Progress != nil {
+		h.cfg.Progress(format, args...)
+	}
+}
+
+func mcpError(err error) *outcome.Record {
+	var ref *scripts.Refusal
+	if errors.As(err, &ref) {
+		return &outcome.Record{Code: ref.Code, Message: ref.Msg}
+	}
+	var sref *skills.Refusal
+	if errors.As(err, &sref) {
+		return &outcome.Record{Code: sref.Code, Message: sref.Msg}
+	}
+	return &outcome.Record{Code: "mcp_server_failed", Message: err.Error()}
+}
+
+// readVerified reads a skill file from the staged copy, which holds only
+// bytes that matched the snapshot.
+func (h *MCPHub) readVerified(s *skills.Skill, rel string) ([]byte, error) {
+	dir, _, err := h.cfg.Stager.Stage(s, rel)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(rel)
+}
+
+// describe fills what the handshake and tool list said, and what the
+// operator allowed of it.
+func (h *MCPHub) describe(rec *record.MCPServer, conn *mcp.Conn) {
+	info := conn.Info()
+	rec.ServerName, rec.ServerVersion, rec.ProtocolVersion = info.Name, info.Version, info.ProtocolVersion
+	hs := artifacts.NewHasher()
+	for _, t := range conn.Tools() {
+		exposed := rec.Key + MCPSeparator + t.Name
+		effect, source := loop.EffectSideEffect, "default"
+		if e, ok := h.cfg.Effects[exposed]; ok {
+			effect, source = e, "operator"
+		}
+		var ann json.RawMessage
+		if t.Annotations != nil {
+			ann, _ = json.Marshal(t.Annotations)
+		}
+		rec.Tools = append(rec.Tools, record.MCPTool{Name: t.Name, Exposed: exposed, Description: t.Description,
+			SchemaDigest: t.SchemaDigest, Digest: t.Digest, Annotations: ann, Effect: string(effect), EffectSource: source,
+			Offered: MCPAllowed(h.cfg.Allowed, exposed) && validToolName(exposed)})
+		hs.WriteField(t.Name)
+		hs.WriteField(string(t.Digest))
+	}
+	rec.ToolsDigest = hs.Digest()
+}
+
+// headerClient sends the operator's headers with every request.
+func headerClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
+}
+
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.next.RoundTrip(req)
+}
+
+// validToolName is what an OpenAI-compatible API accepts as a function
+// name; a server's tool with another name is listed but never offered.
+func validToolName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// keyAllowed reports whether any tool of the server with this key is
+// allowed: a server none of whose tools may be called is never started.
+func (h *MCPHub) keyAllowed(key string) bool {
+	return slices.ContainsFunc(h.cfg.Allowed, func(a string) bool { return strings.HasPrefix(a, key+MCPSeparator) })
+}
+
+// MCPAllowed reports whether --allow-tool entries allow the exposed name:
+// exactly, or by key__*.
+func MCPAllowed(allowed []string, exposed string) bool {
+	key, _, _ := strings.Cut(exposed, MCPSeparator)
+	return slices.Contains(allowed, exposed) || slices.Contains(allowed, key+MCPSeparator+"*")
+}
+
+// connect starts one server: a skill's inside the sandbox from its staged
+// copy, an operator's as the operator's own program.
+func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill *skills.Skill, rec *record.MCPServer) (*mcp.Conn, error) {
+	passed := func(n string) (string, bool) {
+		if !slices.Contains(h.cfg.PassEnv, n) {
+			return "", false
+		}
+		if skill != nil && !declaresEnv(skill, n) {
+			return "", false
+		}
+		return h.cfg.Lookup(n)
+	}
+	switch srv.Transport() {
+	case mcp.TransportStdio:
+	default:
+		if skill != nil {
+			return nil, &scripts.Refusal{Code: "mcp_remote_refused", Msg: fmt.Sprintf("skill %s declares a remote MCP server (%s); only the operator can configure remote servers (--mcp-config)", skill.Name, srv.URL)}
+		}
+		headers, missing := srv.HeaderValues(passed)
+		if len(missing) > 0 {
+			return nil, &scripts.Refusal{Code: "mcp_env_missing", Msg: fmt.Sprintf("MCP server %s sends headers from %s: pass it with --pass-env NAME (and set it)", key, strings.Join(missing, ", "))}
+		}
+		rec.PassedEnv = srv.Passed()
+		start := func(ctx context.Context) (*mcp.Session, error) {
+			return &mcp.Session{Transport: &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: headerClient(headers)}, Stop: func() {}}, nil
+		}
+		t0 := time.Now()
+		c, err := mcp.Connect(ctx, key, start)
+		rec.HandshakeMs = time.Since(t0).Milliseconds()
+		return c, err
+	}
+	base := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "NO_COLOR=1", "HARNESS_RUN_ID=" + h.cfg.RunID}
+	// A reference that may not pass (not declared by the skill, not
+	// passed by the operator) or is not set is left out, and recorded:
+	// the server starts without it, as it would in a bare environment.
+	env, missing := srv.Environ(base, passed)
+	rec.WithheldEnv = nonNil(missing)
+	for _, kv := range env[len(base):] {
+		n, _, _ := strings.Cut(kv, "=")
+		rec.EnvNames = append(rec.EnvNames, n)
+	}
+	rec.PassedEnv = nonNil(srv.Passed())
+	ws := h.cfg.Workspace
+	cwdRel := "."
+	if srv.Cwd != "" {
+		var err error
+		if cwdRel, err = ws.Resolve(srv.Cwd); err != nil {
+			pr := workspace.AsRefusal(err)
+			return nil, &scripts.Refusal{Code: pr.Code, Msg: "cwd: " + pr.Msg}
+		}
+	}
+	var spec scripts.Spec
+	backend := scripts.BackendNone
+	if skill == nil {
+		// The operator's own program, started as the operator configured
+		// it: on the host, with the environment cleared.
+		spec = scripts.Spec{Argv: append([]string{srv.Command}, srv.Args...), Env: env, Path: os.Getenv("PATH"), Cwd: filepath.Join(ws.Host, cwdRel)}
+		if strings.Contains(srv.Command, "/") {
+			spec.Argv[0], spec.Path = filepath.Base(srv.Command), filepath.Dir(srv.Command)
+		}
+	} else {
+		if h.cfg.Probe != nil {
+			return nil, &scripts.Refusal{Code: "sandbox_unavailable", Msg: fmt.Sprintf("no sandbox can start skill %s's MCP server on this machine (%v); nothing was started", skill.Name, h.cfg.Probe)}
+		}
+		backend = h.cfg.Backend
+		var err error
+		if spec, err = h.skillSpec(skill, srv, env, cwdRel); err != nil {
+			return nil, err
+		}
+	}
+	rec.Sandbox = string(backend)
+	start := func(ctx context.Context) (*mcp.Session, error) {
+		// The server lives until the hub stops it (run end, interrupt,
+		// restart), not until the handshake or the call that started it
+		// returns.
+		p, err := scripts.Start(context.WithoutCancel(ctx), backend, spec)
+		if err != nil {
+			return nil, err
+		}
+		rec.Argv, rec.RunAs = p.Argv, p.RunAs
+		exited := func() bool {
+			select {
+			case <-p.Done():
+				return true
+			default:
+				return false
+			}
+		}
+		return &mcp.Session{
+			Transport: &sdk.IOTransport{Reader: p.Stdout, Writer: p.Stdin},
+			Stop:      p.Stop,
+			Exited:    exited,
+			Describe: func() string {
+				code, sig, mem, stderr := p.Exit()
+				s := fmt.Sprintf("exit %d", code)
+				if sig != "" {
+					s = "signal " + sig
+				}
+				if mem {
+					s += ", over its memory cap"
+				}
+				if tail := lastLine(stderr); tail != "" {
+					s += ": " + tail
+				}
+				return s
+			},
+		}, nil
+	}
+	t0 := time.Now()
+	c, err := mcp.Connect(ctx, key, start)
+	rec.HandshakeMs = time.Since(t0).Milliseconds()
+	return c, err
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	l := lines[len(lines)-1]
+	if len(l) > 200 {
+		l = l[:200]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, l)
+}
+
+func declaresEnv(s *skills.Skill, name string) bool {
+	p, err := skills.PermissionsOf(s.Frontmatter)
+	return err == nil && p != nil && slices.Contains(p.Env, name)
+}
+
+// skillSpec builds the sandboxed command of a skill's server: the command
+// is a runtime on PATH (node, python3, deno...) or an executable file
+// under the skill's scripts/ (${SKILL_DIR}/scripts/... or ./scripts/...),
+// which must be one of its verified files; ${SKILL_DIR} in args is the skill's directory as the
+// sandbox sees it.
+func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel string) (scripts.Spec, error) {
+	ws := h.cfg.Workspace
+	skillDir, cwd := s.SandboxSkillDir, ws.SandboxPath(cwdRel)
+	stage, err := h.cfg.Stager.Dir(s)
+	if err != nil {
+		return scripts.Spec{}, err
+	}
+	if h.cfg.Backend != scripts.BackendBwrap {
+		// Without a mount namespace the server sees host paths.
+		skillDir, cwd = stage, filepath.Join(ws.Host, cwdRel)
+	}
+	expand := func(a string) string { return strings.ReplaceAll(a, "${SKILL_DIR}", skillDir) }
+	argv := []string{srv.Command}
+	for _, a := range srv.Args {
+		argv = append(argv, expand(a))
+	}
+	path := os.Getenv("PATH")
+	if cmd := strings.TrimPrefix(srv.Command, "${SKILL_DIR}/"); cmd != srv.Command || strings.Contains(srv.Command, "/") {
+		rel := path2rel(cmd)
+		if res, ok := s.Resource(rel); rel == "" || !strings.HasPrefix(rel, "scripts/") || !ok || res.Executable == nil || !*res.Executable {
+			return scripts.Spec{}, &scripts.Refusal{Code: "mcp_command_invalid", Msg: fmt.Sprintf("MCP server command %q: a server the skill ships is an executable file under its scripts/ directory (e.g. ./scripts/server), or a runtime on PATH with the file as an argument (node, python3, deno)", srv.Command)}
+		}
+		dir, _, err := h.cfg.Stager.Stage(s, rel)
+		if err != nil {
+			return scripts.Spec{}, err
+		}
+		// The staged file itself: what was verified is what runs.
+		argv[0], path = filepath.Base(rel), filepath.Join(dir, filepath.Dir(filepath.FromSlash(rel)))
+	}
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		return scripts.Spec{}, &scripts.Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed"}
+	}
+	var hide, hideHost []string
+	for _, p := range ws.Protected {
+		if rel, ok := ws.RelOf(p); ok {
+			hide = append(hide, ws.SandboxPath(rel))
+			hideHost = append(hideHost, p)
+		}
+	}
+	return scripts.Spec{
+		Argv: argv, Env: append(env, "SKILL_NAME="+s.Name, "SKILL_DIR="+skillDir), Path: path, Cwd: cwd,
+		Mounts: []scripts.Mount{
+			{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
+			{Host: stage, Sandbox: s.SandboxSkillDir},
+		},
+		Hide: hide, HideHost: hideHost, Helper: h.cfg.Helper,
+		Limits: scripts.Limits{Memory: h.cfg.MemoryLimit, CPUSeconds: 3600},
+	}, nil
+}
+
+// path2rel cleans a skill-relative command path; "" when it leaves the
+// skill or is absolute.
+func path2rel(p string) string {
+	p = strings.TrimPrefix(p, "./")
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || skills.CheckResourcePath(p) != nil {
+		return ""
+	}
+	return p
+}
+
+// MCPTool is one server tool as the model sees it, <key>__<tool>.
+type MCPTool struct {
+	hub    *MCPHub
+	c      *mcpConn
+	tool   record.MCPTool
+	schema json.RawMessage
+}
+
+// MCPServer names the key of the tool's server: run leaves these tools
+// out of the sealed tool manifest (their drift is checked by digest).
+func (t *MCPTool) MCPServer() string { return t.c.key }
+
+func (t *MCPTool) Effect() loop.Effect { return loop.Effect(t.tool.Effect) }
+
+func (t *MCPTool) Spec() loop.ToolSpec {
+	desc := t.tool.Description
+	if len(desc) > 1024 {
+		desc = desc[:1024]
+	}
+	return loop.ToolSpec{
+		Name:        t.tool.Exposed,
+		Description: fmt.Sprintf("[MCP server %s] %s", t.c.key, desc),
+		Parameters:  t.schema,
+	}
+}
+
+func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+	rec := record.MCPCall{Type: record.TypeMCPCall, OutputID: call.ID, RunID: t.hub.cfg.RunID, Key: t.c.key, Server: t.c.name, Tool: t.tool.Name,
+		ArgsDigest: artifacts.DigestBytes(raw), CalledAt: t.hub.cfg.Now().UTC()}
+	before := t.c.conn.Restarts()
+	t0 := time.Now()
+	res, err := t.c.conn.Call(ctx, t.tool.Name, raw)
+	rec.DurationMs = time.Since(t0).Milliseconds()
+	rec.Restarted = t.c.conn.Restarts() > before
+	if rec.Restarted {
+		t.hub.noteRestart(t.c)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			rec.Status, rec.Error = "error", &outcome.Record{Code: "interrupted", Message: "the run was interrupted during the call"}
+			return loop.ErrorResult("interrupted", rec.Error.Message, rec), nil
+		}
+		code := "mcp_call_failed"
+		if errors.Is(err, mcp.ErrCrashed) {
+			code = "mcp_server_crashed"
+			t.hub.noteCrash(t.c)
+		}
+		rec.Status, rec.Error = "error", &outcome.Record{Code: code, Message: err.Error()}
+		return loop.ErrorResult(code, err.Error(), rec), nil
+	}
+	rec.Status, rec.Result = "ok", res.Text
+	if res.IsError {
+		rec.Status = "tool_error"
+	}
+	out := map[string]any{"server": t.c.key, "tool": t.tool.Name, "isError": res.IsError, "text": res.Text}
+	if len(res.Structured) > 0 {
+		out["structuredContent"] = res.Structured
+	}
+	if len(res.Other) > 0 {
+		out["omittedContent"] = res.Other
+	}
+	b, _ := json.Marshal(out)
+	status := loop.StatusOK
+	if res.IsError {
+		status = loop.StatusError
+	}
+	return loop.ToolResult{Content: string(b), Status: status, Record: rec}, nil
+}
+
+func (h *MCPHub) noteRestart(c *mcpConn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rec.Servers[c.rec].Restarts = c.conn.Restarts()
+	h.write()
+}
+
+func (h *MCPHub) noteCrash(c *mcpConn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !c.conn.Alive() {
+		h.rec.Servers[c.rec].Status = "crashed"
+	}
+	h.write()
+}
+
+// ParseToolEffects reads --mcp-tool-effect key__tool=read|write|side-effect.
+func ParseToolEffects(entries []string) (map[string]loop.Effect, error) {
+	out := map[string]loop.Effect{}
+	for _, e := range entries {
+		name, eff, ok := strings.Cut(e, "=")
+		if !ok || !strings.Contains(name, MCPSeparator) {
+			return nil, outcome.Usage("mcp_effect_invalid", "--mcp-tool-effect %q: give KEY__TOOL=read, write or side-effect", e)
+		}
+		switch loop.Effect(eff) {
+		case loop.EffectRead, loop.EffectWrite, loop.EffectSideEffect:
+			out[name] = loop.Effect(eff)
+		default:
+			return nil, outcome.Usage("mcp_effect_invalid", "--mcp-tool-effect %q: the effect is read, write or side-effect", e)
+		}
+	}
+	return out, nil
+}
