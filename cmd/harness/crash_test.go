@@ -218,6 +218,7 @@ func checkArtifacts(t *testing.T, dir string) {
 		"policy-trace.json":            {"harness.policy-trace", &record.PolicyTrace{}},
 		"result.json":                  {record.TypeResult, &record.Result{}},
 		record.FileSkillForge:          {record.TypeSkillForge, &record.SkillForge{}},
+		record.FileMCPServers:          {record.TypeMCPServers, &record.MCPServers{}},
 	}
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {

@@ -54,9 +54,17 @@ func TestScripts(t *testing.T) {
 			env.Values[fakeModelKey{}] = &fakeModelSlot{}
 			// The snapshot cache is on by default: each script gets its own.
 			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
+			env.Setenv("MCP_FS_SERVER", mcpFilesystemServer())
 			return nil
 		},
 	})
+}
+
+// mcpFilesystemServer is the reference MCP filesystem server the tools
+// task installs from npm.
+func mcpFilesystemServer() string {
+	p, _ := filepath.Abs("../../.tools/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+	return p
 }
 
 // cmdTestProgram builds one of the tests' own Go programs and copies it
@@ -130,6 +138,10 @@ func toolCondition(cond string) (bool, error) {
 	case "landlock":
 		exe, _ := os.Executable()
 		_, err = scripts.Probe(context.Background(), scripts.BackendLandlock, exe)
+	case "mcp-server-filesystem":
+		if _, err = exec.LookPath("node"); err == nil {
+			_, err = os.Stat(mcpFilesystemServer())
+		}
 	default:
 		_, err = exec.LookPath(name)
 	}
