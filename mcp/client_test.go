@@ -18,7 +18,7 @@ import (
 
 // hostStarter runs the test server as a plain child process: this file
 // tests the client; tools/ tests the same server inside the sandbox.
-func hostStarter(t *testing.T, bin string, env ...string) (Starter, *int) {
+func hostStarter(t testing.TB, bin string, env ...string) (Starter, *int) {
 	starts := new(int)
 	return func(ctx context.Context) (*Session, error) {
 		*starts++

@@ -40,7 +40,7 @@ type Result struct {
 // then walk the same stages (stages.go).
 type runner struct {
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
-	mcp *tools.MCPHub
+	mcp      *tools.MCPHub
 	opts     Options
 	now      func() time.Time
 	stderr   io.Writer

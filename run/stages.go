@@ -387,7 +387,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	}
 	if slices.Contains(r.opts.AllowTools, "run_skill_script") {
 		st := tools.NewScriptTool(tools.Scripts{
-			Stager: stager,
+			Stager:   stager,
 			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
 			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
 			MemoryLimit: r.opts.ScriptMemoryLimit, WasmMemoryLimit: r.opts.WasmMemoryLimit, Redact: r.redact,

@@ -36,12 +36,12 @@ type journalState struct {
 	deltas        []record.RegistryDelta
 	// mcpServers are the last start of each MCP server, by key.
 	mcpServers map[string]record.MCPServerEvent
-	snapshot      *record.RegistrySnapshotted
-	lastSeq       int64
-	resumes       int
-	head          artifacts.Digest
-	tornBytes     int
-	validSize     int64
+	snapshot   *record.RegistrySnapshotted
+	lastSeq    int64
+	resumes    int
+	head       artifacts.Digest
+	tornBytes  int
+	validSize  int64
 }
 
 // tampered is the refusal for a run directory that is not what the run

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // BenchmarkSandboxTrivial is the cost of one sandboxed call of a trivial
@@ -16,7 +18,14 @@ func BenchmarkSandboxTrivial(b *testing.B) {
 	if _, err := Probe(context.Background(), BackendBwrap, ""); err != nil {
 		b.Skipf("bwrap unavailable: %v", err)
 	}
-	ws, skill := b.TempDir(), b.TempDir()
+	// Reachable by the sandbox user: as root, scripts run as uid 65534.
+	ws := b.TempDir()
+	skill, err := MkdirReachable("harness-bench-skill-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(skill)
+	os.Chmod(skill, 0o755)
 	os.WriteFile(filepath.Join(skill, "t.sh"), []byte("#!/bin/bash\ntrue\n"), 0o555)
 	spec := Spec{
 		Argv: []string{"bash", "/workspace/skills/s/t.sh"}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: "/workspace",
@@ -37,4 +46,57 @@ func BenchmarkBashDirect(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkWasmStart is one call of a Go-built WASI module that exits at
+// once: cold compiles the module in a fresh engine every time, cached
+// reuses the run's compilation (what every call after a run's first
+// pays). Compare with BenchmarkSandboxTrivial.
+func BenchmarkWasmStart(b *testing.B) {
+	module, err := os.ReadFile(testenv.BuildProgram(b, "scripts/testdata/wasmprobe", "wasip1", "wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	spec := WasmSpec{Module: module, Key: "probe", Args: []string{"probe", "exit0"}}
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			e, err := NewWasmEngine(ctx, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.Run(ctx, spec); err != nil {
+				b.Fatal(err)
+			}
+			e.Close(ctx)
+		}
+	})
+	// An empty module (_start returns at once): the engine's own cost,
+	// without the Go runtime's start-up inside the module.
+	empty := []byte{0, 'a', 's', 'm', 1, 0, 0, 0, 1, 4, 1, 0x60, 0, 0, 3, 2, 1, 0,
+		7, 10, 1, 6, '_', 's', 't', 'a', 'r', 't', 0, 0, 10, 4, 1, 2, 0, 0x0b}
+	b.Run("cached-empty", func(b *testing.B) {
+		e, err := NewWasmEngine(ctx, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close(ctx)
+		for b.Loop() {
+			if _, err := e.Run(ctx, WasmSpec{Module: empty, Key: "empty", Args: []string{"empty"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		e, err := NewWasmEngine(ctx, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close(ctx)
+		for b.Loop() {
+			if _, err := e.Run(ctx, spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

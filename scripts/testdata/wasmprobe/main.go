@@ -78,6 +78,7 @@ func main() {
 		}
 	case "exit":
 		os.Exit(7)
+	case "exit0":
 	case "flood":
 		line := strings.Repeat("x", 1023) + "\n"
 		for i := 0; i < 4096; i++ {
