@@ -110,6 +110,17 @@ type PolicySnapshot struct {
 	FailOnDenial      bool             `json:"failOnDenial"`
 	AllowUnmediated   bool             `json:"allowUnmediated"`
 	HonorAllowedTools bool             `json:"honorAllowedTools"`
+	// MCP is what MCP servers may use: the operator's server file, the
+	// environment names passed, the effect choices (omitted when unused).
+	MCP *PolicyMCP `json:"mcp,omitempty"`
+}
+
+// PolicyMCP is the MCP part of the policy.
+type PolicyMCP struct {
+	ConfigFile   string           `json:"configFile,omitempty"`
+	ConfigDigest artifacts.Digest `json:"configDigest,omitempty"`
+	PassEnv      []string         `json:"passEnv"`
+	ToolEffects  []string         `json:"toolEffects"`
 }
 
 // PolicySkill is a skill in the model's context.
@@ -117,6 +128,10 @@ type PolicySkill struct {
 	Name   string           `json:"name"`
 	Digest artifacts.Digest `json:"digest"`
 	Source string           `json:"source"`
+	// Permissions is the skill's capability manifest as declared
+	// (metadata.harness.permissions): what its scripts and servers may
+	// ask for, never more than the operator allowed.
+	Permissions *skills.Permissions `json:"permissions,omitempty"`
 }
 
 // Finding is a content-scan finding in a skill's file.

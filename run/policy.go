@@ -11,6 +11,7 @@ import (
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/tools"
 )
 
@@ -247,7 +248,15 @@ func (r *runner) writePolicySnapshot() error {
 		ps.TrustDiagnostics = []record.Finding{}
 	}
 	for _, a := range r.acts.List() {
-		ps.LoadedSkills = append(ps.LoadedSkills, record.PolicySkill{Name: a.Name, Digest: a.Digest, Source: a.Source})
+		p := record.PolicySkill{Name: a.Name, Digest: a.Digest, Source: a.Source}
+		if s, ok := r.registry.Lookup(a.Name); ok {
+			p.Permissions, _ = skills.PermissionsOf(s.Frontmatter)
+		}
+		ps.LoadedSkills = append(ps.LoadedSkills, p)
+	}
+	if mcpWanted(r.opts) || r.opts.MCPConfig != "" {
+		ps.MCP = &record.PolicyMCP{ConfigFile: absOrEmpty(r.opts.MCPConfig), ConfigDigest: mcpConfigDigest(r.opts.MCPConfig),
+			PassEnv: nonNil(r.opts.PassEnv), ToolEffects: nonNil(r.opts.MCPToolEffects)}
 	}
 	b, err := json.Marshal(ps)
 	if err != nil {
