@@ -573,13 +573,7 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		return scripts.Spec{}, &scripts.Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed"}
 	}
-	var hide, hideHost []string
-	for _, p := range ws.Protected {
-		if rel, ok := ws.RelOf(p); ok {
-			hide = append(hide, ws.SandboxPath(rel))
-			hideHost = append(hideHost, p)
-		}
-	}
+	hide, hideHost := hiddenPaths(ws)
 	return scripts.Spec{
 		Argv: argv, Env: append(env, "SKILL_NAME="+s.Name, "SKILL_DIR="+skillDir), Path: path, Cwd: cwd,
 		Mounts: []scripts.Mount{

@@ -237,13 +237,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		"HARNESS_RUN_ID=" + cfg.RunID, "SKILL_NAME=" + s.Name, "SKILL_DIR=" + skillDir, "SKILL_SCRIPT=" + scriptPath,
 		"HARNESS_SCRIPT_EXECUTION_TARGET=" + rec.ExecutionTarget,
 	}
-	var hide, hideHost []string
-	for _, p := range ws.Protected {
-		if rel, ok := ws.RelOf(p); ok {
-			hide = append(hide, ws.SandboxPath(rel))
-			hideHost = append(hideHost, p)
-		}
-	}
+	hide, hideHost := hiddenPaths(ws)
 	var out *scripts.Result
 	if isWasm {
 		rec.MemoryLimitBytes = cfg.WasmMemoryLimit
@@ -302,6 +296,18 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	}
 	b, _ := json.Marshal(result)
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
+}
+
+// hiddenPaths are the protected paths inside the workspace, as the sandbox
+// and as the host see them: covered under bwrap, left out under Landlock.
+func hiddenPaths(ws *workspace.Workspace) (sandbox, host []string) {
+	for _, p := range ws.Protected {
+		if rel, ok := ws.RelOf(p); ok {
+			sandbox = append(sandbox, ws.SandboxPath(rel))
+			host = append(host, p)
+		}
+	}
+	return sandbox, host
 }
 
 // runWasm runs a verified module from the staged copy under WebAssembly:
