@@ -122,6 +122,9 @@ func check(name string, s Server) error {
 	return nil
 }
 
+// IsEnvName reports whether s is an environment variable name.
+func IsEnvName(s string) bool { return envName.MatchString(s) }
+
 // Passed reports which names s takes from the operator's environment.
 func (s Server) Passed() []string {
 	var names []string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/tools"
 )
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // readMCPConfig reads and checks the operator's MCP server file.
 func readMCPConfig(file string) (*tools.OperatorServers, error) {

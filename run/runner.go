@@ -17,6 +17,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/mcp"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
@@ -241,7 +242,7 @@ func checkOptions(o *Options) error {
 		return err
 	}
 	for _, n := range o.PassEnv {
-		if !envNameRE.MatchString(n) {
+		if !mcp.IsEnvName(n) {
 			return outcome.Usage("pass_env_invalid", "--pass-env %q: give an environment variable name", n)
 		}
 		if n == "HARNESS_API_KEY" || n == "OPENAI_API_KEY" || n == "HARNESS_RUN_KEY" {

@@ -6,17 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
-	"os/exec"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
@@ -355,27 +350,6 @@ func (h *MCPHub) describe(rec *record.MCPServer, conn *mcp.Conn) {
 	rec.ToolsDigest = hs.Digest()
 }
 
-// headerClient sends the operator's headers with every request.
-func headerClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return http.DefaultClient
-	}
-	return &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
-}
-
-type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
-}
-
-func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	for k, v := range t.headers {
-		req.Header.Set(k, v)
-	}
-	return t.next.RoundTrip(req)
-}
-
 // validToolName is what an OpenAI-compatible API accepts as a function
 // name; a server's tool with another name is listed but never offered.
 func validToolName(n string) bool {
@@ -401,198 +375,6 @@ func (h *MCPHub) keyAllowed(key string) bool {
 func MCPAllowed(allowed []string, exposed string) bool {
 	key, _, _ := strings.Cut(exposed, MCPSeparator)
 	return slices.Contains(allowed, exposed) || slices.Contains(allowed, key+MCPSeparator+"*")
-}
-
-// connect starts one server: a skill's inside the sandbox from its staged
-// copy, an operator's as the operator's own program.
-func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill *skills.Skill, rec *record.MCPServer) (*mcp.Conn, error) {
-	passed := func(n string) (string, bool) {
-		if !slices.Contains(h.cfg.PassEnv, n) {
-			return "", false
-		}
-		if skill != nil && !declaresEnv(skill, n) {
-			return "", false
-		}
-		return h.cfg.Lookup(n)
-	}
-	switch srv.Transport() {
-	case mcp.TransportStdio:
-	default:
-		if skill != nil {
-			return nil, &scripts.Refusal{Code: "mcp_remote_refused", Msg: fmt.Sprintf("skill %s declares a remote MCP server (%s); only the operator can configure remote servers (--mcp-config)", skill.Name, srv.URL)}
-		}
-		headers, missing := srv.HeaderValues(passed)
-		if len(missing) > 0 {
-			return nil, &scripts.Refusal{Code: "mcp_env_missing", Msg: fmt.Sprintf("MCP server %s sends headers from %s: pass it with --pass-env NAME (and set it)", key, strings.Join(missing, ", "))}
-		}
-		rec.PassedEnv = srv.Passed()
-		start := func(ctx context.Context) (*mcp.Session, error) {
-			return &mcp.Session{Transport: &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: headerClient(headers)}, Stop: func() {}}, nil
-		}
-		t0 := time.Now()
-		c, err := mcp.Connect(ctx, key, start)
-		rec.HandshakeMs = time.Since(t0).Milliseconds()
-		return c, err
-	}
-	base := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "NO_COLOR=1", "HARNESS_RUN_ID=" + h.cfg.RunID}
-	// A reference that may not pass (not declared by the skill, not
-	// passed by the operator) or is not set is left out, and recorded:
-	// the server starts without it, as it would in a bare environment.
-	env, missing := srv.Environ(base, passed)
-	rec.WithheldEnv = nonNil(missing)
-	for _, kv := range env[len(base):] {
-		n, _, _ := strings.Cut(kv, "=")
-		rec.EnvNames = append(rec.EnvNames, n)
-	}
-	rec.PassedEnv = nonNil(srv.Passed())
-	ws := h.cfg.Workspace
-	cwdRel := "."
-	if srv.Cwd != "" {
-		var err error
-		if cwdRel, err = ws.Resolve(srv.Cwd); err != nil {
-			pr := workspace.AsRefusal(err)
-			return nil, &scripts.Refusal{Code: pr.Code, Msg: "cwd: " + pr.Msg}
-		}
-	}
-	var spec scripts.Spec
-	backend := scripts.BackendNone
-	if skill == nil {
-		// The operator's own program, started as the operator configured
-		// it: on the host, with the environment cleared.
-		spec = scripts.Spec{Argv: append([]string{srv.Command}, srv.Args...), Env: env, Path: os.Getenv("PATH"), Cwd: filepath.Join(ws.Host, cwdRel)}
-		if strings.Contains(srv.Command, "/") {
-			spec.Argv[0], spec.Path = filepath.Base(srv.Command), filepath.Dir(srv.Command)
-		}
-	} else {
-		if h.cfg.Probe != nil {
-			return nil, &scripts.Refusal{Code: "sandbox_unavailable", Msg: fmt.Sprintf("no sandbox can start skill %s's MCP server on this machine (%v); nothing was started", skill.Name, h.cfg.Probe)}
-		}
-		backend = h.cfg.Backend
-		var err error
-		if spec, err = h.skillSpec(skill, srv, env, cwdRel); err != nil {
-			return nil, err
-		}
-	}
-	rec.Sandbox = string(backend)
-	start := func(ctx context.Context) (*mcp.Session, error) {
-		// The server lives until the hub stops it (run end, interrupt,
-		// restart), not until the handshake or the call that started it
-		// returns.
-		p, err := scripts.Start(context.WithoutCancel(ctx), backend, spec)
-		if err != nil {
-			return nil, err
-		}
-		rec.Argv, rec.RunAs = p.Argv, p.RunAs
-		exited := func() bool {
-			select {
-			case <-p.Done():
-				return true
-			default:
-				return false
-			}
-		}
-		return &mcp.Session{
-			Transport: &sdk.IOTransport{Reader: p.Stdout, Writer: p.Stdin},
-			Stop:      p.Stop,
-			Exited:    exited,
-			Describe: func() string {
-				code, sig, mem, stderr := p.Exit()
-				s := fmt.Sprintf("exit %d", code)
-				if sig != "" {
-					s = "signal " + sig
-				}
-				if mem {
-					s += ", over its memory cap"
-				}
-				if tail := lastLine(stderr); tail != "" {
-					s += ": " + tail
-				}
-				return s
-			},
-		}, nil
-	}
-	t0 := time.Now()
-	c, err := mcp.Connect(ctx, key, start)
-	rec.HandshakeMs = time.Since(t0).Milliseconds()
-	return c, err
-}
-
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	l := lines[len(lines)-1]
-	if len(l) > 200 {
-		l = l[:200]
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, l)
-}
-
-func declaresEnv(s *skills.Skill, name string) bool {
-	p, err := skills.PermissionsOf(s.Frontmatter)
-	return err == nil && p != nil && slices.Contains(p.Env, name)
-}
-
-// skillSpec builds the sandboxed command of a skill's server: the command
-// is a runtime on PATH (node, python3, deno...) or an executable file
-// under the skill's scripts/ (${SKILL_DIR}/scripts/... or ./scripts/...),
-// which must be one of its verified files; ${SKILL_DIR} in args is the skill's directory as the
-// sandbox sees it.
-func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel string) (scripts.Spec, error) {
-	ws := h.cfg.Workspace
-	skillDir, cwd := s.SandboxSkillDir, ws.SandboxPath(cwdRel)
-	stage, err := h.cfg.Stager.Dir(s)
-	if err != nil {
-		return scripts.Spec{}, err
-	}
-	if h.cfg.Backend != scripts.BackendBwrap {
-		// Without a mount namespace the server sees host paths.
-		skillDir, cwd = stage, filepath.Join(ws.Host, cwdRel)
-	}
-	expand := func(a string) string { return strings.ReplaceAll(a, "${SKILL_DIR}", skillDir) }
-	argv := []string{srv.Command}
-	for _, a := range srv.Args {
-		argv = append(argv, expand(a))
-	}
-	path := os.Getenv("PATH")
-	if cmd := strings.TrimPrefix(srv.Command, "${SKILL_DIR}/"); cmd != srv.Command || strings.Contains(srv.Command, "/") {
-		rel := path2rel(cmd)
-		if res, ok := s.Resource(rel); rel == "" || !strings.HasPrefix(rel, "scripts/") || !ok || res.Executable == nil || !*res.Executable {
-			return scripts.Spec{}, &scripts.Refusal{Code: "mcp_command_invalid", Msg: fmt.Sprintf("MCP server command %q: a server the skill ships is an executable file under its scripts/ directory (e.g. ./scripts/server), or a runtime on PATH with the file as an argument (node, python3, deno)", srv.Command)}
-		}
-		dir, _, err := h.cfg.Stager.Stage(s, rel)
-		if err != nil {
-			return scripts.Spec{}, err
-		}
-		// The staged file itself: what was verified is what runs.
-		argv[0], path = filepath.Base(rel), filepath.Join(dir, filepath.Dir(filepath.FromSlash(rel)))
-	}
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		return scripts.Spec{}, &scripts.Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed"}
-	}
-	hide, hideHost := hiddenPaths(ws)
-	return scripts.Spec{
-		Argv: argv, Env: append(env, "SKILL_NAME="+s.Name, "SKILL_DIR="+skillDir), Path: path, Cwd: cwd,
-		Mounts: []scripts.Mount{
-			{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
-			{Host: stage, Sandbox: s.SandboxSkillDir},
-		},
-		Hide: hide, HideHost: hideHost, Helper: h.cfg.Helper,
-		Limits: scripts.Limits{Memory: h.cfg.MemoryLimit, CPUSeconds: 3600},
-	}, nil
-}
-
-// path2rel cleans a skill-relative command path; "" when it leaves the
-// skill or is absolute.
-func path2rel(p string) string {
-	p = strings.TrimPrefix(p, "./")
-	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || skills.CheckResourcePath(p) != nil {
-		return ""
-	}
-	return p
 }
 
 // MCPTool is one server tool as the model sees it, <key>__<tool>.
