@@ -242,27 +242,37 @@ func denySockets() error {
 	return nil
 }
 
-// socketFilter is the classic BPF program both backends load: bwrap reads
-// it from a file descriptor (--seccomp), the Landlock helper installs it.
-func socketFilter() []unix.SockFilter {
+// socketFilter is the classic BPF program the sandboxes load: bwrap reads
+// it from a file descriptor (--seccomp), the Landlock helper and the
+// egress forwarder's child install it. socket() fails with EACCES unless
+// its family is one of allowFamilies (none: every socket is refused).
+func socketFilter(allowFamilies ...uint32) []unix.SockFilter {
 	const (
 		auditArchX86_64 = 0xc000003e
 		retAllow        = 0x7fff0000
 		retErrno        = 0x00050000
 		retKill         = 0x80000000
+		argFamily       = 16 // seccomp_data.args[0], low half on little-endian
 	)
 	eacces := uint32(retErrno | uint32(unix.EACCES))
-	return []unix.SockFilter{
+	n := uint8(len(allowFamilies))
+	prog := []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4}, // arch
 		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: auditArchX86_64, Jt: 1, Jf: 0},
 		{Code: unix.BPF_RET | unix.BPF_K, K: retKill},
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // syscall number
 		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_IO_URING_SETUP, Jt: 0, Jf: 1},
 		{Code: unix.BPF_RET | unix.BPF_K, K: eacces},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_SOCKET, Jt: 0, Jf: 1},
-		{Code: unix.BPF_RET | unix.BPF_K, K: eacces},
-		{Code: unix.BPF_RET | unix.BPF_K, K: retAllow},
+		// Not socket(): on to the final allow, past the family checks.
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_SOCKET, Jt: 0, Jf: n + 2},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: argFamily},
 	}
+	for i, f := range allowFamilies {
+		prog = append(prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: f, Jt: n - uint8(i), Jf: 0})
+	}
+	return append(prog,
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: eacces},
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: retAllow})
 }
 
 // encodeFilter lays a program out as the kernel's struct sock_filter

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Backend is how a script is confined.
@@ -95,6 +97,10 @@ type Spec struct {
 	Limits  Limits
 	// Stdin is what the script reads (nil: nothing).
 	Stdin []byte
+	// Egress is the host path of an egress proxy's Unix socket: the
+	// script then runs with a network namespace whose only way out is
+	// that proxy (bwrap only; the other sandboxes refuse it).
+	Egress string
 }
 
 // Result is what an execution did.
@@ -290,6 +296,9 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 	inner := append([]string{bin}, spec.Argv[1:]...)
 	var argv []string
 	p.env = spec.Env
+	if spec.Egress != "" && backend != BackendBwrap {
+		return nil, &Refusal{Code: "network_needs_bwrap", Msg: fmt.Sprintf("this skill declares network hosts and the operator allowed some, which needs the bwrap sandbox (a network namespace whose only way out is harness's proxy); the %s backend cannot confine a network. Install bubblewrap, or do not pass --allow-network for this skill", backend)}
+	}
 	switch backend {
 	case BackendBwrap:
 		bw, err := exec.LookPath("bwrap")
@@ -310,11 +319,24 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		for _, h := range spec.Hide {
 			argv = append(argv, "--tmpfs", h, "--remount-ro", h)
 		}
-		argv = append(argv, bwrapSeal()...)
 		// The same socket filter as under Landlock: with the network
 		// unshared only Unix sockets are left, and a socket file in the
-		// workspace would still lead to a host service.
-		filter, err := filterFile()
+		// workspace would still lead to a host service. A networked
+		// sandbox lets the forwarder have Unix and IP sockets; it takes
+		// the Unix ones away from the script (EgressMain).
+		var families []uint32
+		if spec.Egress != "" {
+			helper, err := p.egress(spec)
+			if err != nil {
+				return nil, err
+			}
+			argv = append(argv, "--ro-bind", helper, sandboxHelper, "--ro-bind", spec.Egress, sandboxEgressSocket)
+			inner = append([]string{sandboxHelper, EgressArg, "--socket", sandboxEgressSocket, "--listen", EgressProxyAddr, "--"}, inner...)
+			p.env = append(slices.Clone(spec.Env), egressEnv()...)
+			families = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6}
+		}
+		argv = append(argv, bwrapSeal()...)
+		filter, err := filterFile(families...)
 		if err != nil {
 			return nil, err
 		}
@@ -384,6 +406,24 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		p.cmdline = p.cg.wrap(p.cmdline)
 	}
 	return p, nil
+}
+
+// egress readies the forwarder of a networked sandbox: the helper binary
+// where the sandbox user can read it.
+func (p *prepared) egress(spec Spec) (string, error) {
+	if spec.Helper == "" {
+		return "", &Refusal{Code: "sandbox_unavailable", Msg: "a networked sandbox needs the harness binary as its forwarder"}
+	}
+	helper := spec.Helper
+	if p.drop && reachableByOthers(helper) != nil {
+		linked, cleanup, err := reachableCopy(helper)
+		if err != nil {
+			return "", &Refusal{Code: "sandbox_unavailable", Msg: fmt.Sprintf("the unprivileged sandbox user cannot reach the harness binary %s to forward its network: %v", helper, err)}
+		}
+		p.undo = append(p.undo, cleanup)
+		helper = linked
+	}
+	return helper, nil
 }
 
 // command makes the process of p, not yet started.
@@ -516,12 +556,12 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 // filterFile holds the encoded socket filter for bwrap to read.
-func filterFile() (*os.File, error) {
+func filterFile(allowFamilies ...uint32) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	_, err = w.Write(encodeFilter(socketFilter()))
+	_, err = w.Write(encodeFilter(socketFilter(allowFamilies...)))
 	w.Close()
 	if err != nil {
 		r.Close()

@@ -17,8 +17,8 @@ import (
 // TestMain lets the test binary act as the Landlock helper, as the
 // harness binary does.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == HelperArg {
-		os.Exit(HelperMain(os.Args[2:]))
+	if code, ok := HelperDispatch(os.Args); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

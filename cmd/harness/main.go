@@ -29,10 +29,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // mainWith is Main with an observer that sees every journal line once it
 // is durable; the tests use it to stop the process at an exact event.
 func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe func(line []byte, depth int)) int {
-	// The harness binary doubles as the Landlock helper for skill scripts:
-	// it confines itself and execs the runtime.
-	if len(args) > 1 && args[1] == scripts.HelperArg {
-		return scripts.HelperMain(args[2:])
+	// The harness binary doubles as the sandbox's helpers: the Landlock
+	// helper (confines itself, runs the script) and the network forwarder.
+	if code, ok := scripts.HelperDispatch(args); ok {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -19,8 +19,8 @@ import (
 
 func TestMain(m *testing.M) {
 	// Skill scripts under the landlock backend re-execute this binary.
-	if len(os.Args) > 1 && os.Args[1] == scripts.HelperArg {
-		os.Exit(scripts.HelperMain(os.Args[2:]))
+	if code, ok := scripts.HelperDispatch(os.Args); ok {
+		os.Exit(code)
 	}
 	testscript.Main(m, map[string]func(){
 		"harness": func() {
