@@ -25,7 +25,8 @@ type Attempt struct {
 	// bad_port, bad_request.
 	Allowed bool
 	Reason  string
-	// Error is why an allowed connection failed (dial, upstream).
+	// Error is why an allowed connection then failed (dial, upstream):
+	// such an attempt is reported twice, when decided and when failed.
 	Error string
 }
 
@@ -35,7 +36,7 @@ const DialTimeout = 10 * time.Second
 // Proxy serves one sandbox on a Unix socket.
 type Proxy struct {
 	policy Policy
-	report func(Attempt)
+	report func(Attempt) error
 	now    func() time.Time
 	srv    *http.Server
 	ln     net.Listener
@@ -48,8 +49,9 @@ type Proxy struct {
 
 // Listen makes the proxy's socket at path (mode 0666: the sandbox may run
 // as another user; the directory is what keeps others out) and serves it
-// until Close. report sees every attempt, from the serving goroutines.
-func Listen(path string, policy Policy, report func(Attempt)) (*Proxy, error) {
+// until Close. report sees every attempt, from the serving goroutines,
+// before any byte of it leaves; an attempt it cannot report is refused.
+func Listen(path string, policy Policy, report func(Attempt) error) (*Proxy, error) {
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
@@ -94,8 +96,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.Allowed, a.Reason = p.policy.Decide(host, port)
+	if err := p.report(a); err != nil && a.Allowed {
+		http.Error(w, "harness egress proxy: the attempt could not be recorded, so it is refused: "+err.Error(), http.StatusBadGateway)
+		return
+	}
 	if !a.Allowed {
-		p.report(a)
 		http.Error(w, fmt.Sprintf("harness egress proxy: %s is not reachable from this sandbox (%s): a host must be in the skill's metadata.harness.permissions.network and in the operator's --allow-network", net.JoinHostPort(host, strconv.Itoa(port)), a.Reason), http.StatusForbidden)
 		return
 	}
@@ -153,7 +158,6 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, a Attempt) {
 		http.Error(w, "harness egress proxy: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	p.report(a)
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		up.Close()
@@ -242,6 +246,6 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, a Attempt) {
 	rp.ServeHTTP(w, r)
 	if upErr != nil && !errors.Is(upErr, context.Canceled) {
 		a.Error = upErr.Error()
+		p.report(a)
 	}
-	p.report(a)
 }

@@ -22,10 +22,11 @@ type attempts struct {
 	all []Attempt
 }
 
-func (a *attempts) add(x Attempt) {
+func (a *attempts) add(x Attempt) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.all = append(a.all, x)
+	return nil
 }
 
 func (a *attempts) list() []Attempt {
@@ -35,7 +36,7 @@ func (a *attempts) list() []Attempt {
 }
 
 // start serves a proxy whose policy allows localhost on the given ports.
-func start(t *testing.T, ports ...int) (*Proxy, string, *attempts) {
+func start(t testing.TB, ports ...int) (*Proxy, string, *attempts) {
 	t.Helper()
 	var entries []string
 	for _, p := range ports {
@@ -59,13 +60,15 @@ func start(t *testing.T, ports ...int) (*Proxy, string, *attempts) {
 func client(sock string, tlsConf *tls.Config) *http.Client {
 	proxyURL, _ := url.Parse("http://proxy.invalid")
 	return &http.Client{Transport: &http.Transport{
-		Proxy:           http.ProxyURL(proxyURL),
-		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+		Proxy: http.ProxyURL(proxyURL),
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
 		TLSClientConfig: tlsConf,
 	}}
 }
 
-func portOf(t *testing.T, u string) int {
+func portOf(t testing.TB, u string) int {
 	t.Helper()
 	pu, _ := url.Parse(u)
 	var p int
@@ -127,7 +130,7 @@ func TestProxyAllowsDeclaredHostsOnly(t *testing.T) {
 }
 
 // raw sends bytes to the proxy and returns the status line and the rest.
-func raw(t *testing.T, sock, req string) (string, string) {
+func raw(t testing.TB, sock, req string) (string, string) {
 	t.Helper()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
@@ -231,10 +234,29 @@ func TestProxyTunnelKeepsEarlyBytesAndRecordsDialFailure(t *testing.T) {
 		t.Errorf("dead port: %s", status)
 	}
 	a := log2.list()
-	if len(a) != 1 || !a[0].Allowed || a[0].Error == "" {
+	if len(a) != 2 || !a[0].Allowed || a[0].Error != "" || a[1].Error == "" {
 		t.Errorf("dial failure attempt: %+v", a)
 	}
 	if len(log.list()) != 1 {
 		t.Errorf("attempts: %+v", log.list())
+	}
+}
+
+func TestProxyRefusesWhatItCannotRecord(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") }))
+	defer up.Close()
+	port := portOf(t, up.URL)
+	rules, _ := ParseRules([]string{fmt.Sprintf("localhost:%d", port)})
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	p, err := Listen(sock, Policy{Declared: rules, Allowed: rules}, func(Attempt) error { return fmt.Errorf("disk full") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, req := range []string{"GET http://localhost:PORT/ HTTP/1.1\r\nHost: localhost\r\n\r\n", "CONNECT localhost:PORT HTTP/1.1\r\n\r\n"} {
+		status, body := raw(t, sock, strings.ReplaceAll(req, "PORT", fmt.Sprint(port)))
+		if !strings.Contains(status, "502") || !strings.Contains(body, "could not be recorded") {
+			t.Errorf("%q: %s %s", req, status, body)
+		}
 	}
 }

@@ -73,10 +73,10 @@ func TestConn(t *testing.T) {
 			t.Fatalf("digests %+v", tl)
 		}
 	}
-	if got := strings.Join(names, ","); got != "crash,echo,slow,write" {
+	if got := strings.Join(names, ","); got != "crash,echo,fetch,slow,write" {
 		t.Fatalf("tools %s", got)
 	}
-	if w := c.Tools()[3]; w.Annotations == nil || !w.Annotations.ReadOnlyHint {
+	if w := c.Tools()[4]; w.Annotations == nil || !w.Annotations.ReadOnlyHint {
 		t.Fatalf("the server's (false) hint is kept as it said it: %+v", w.Annotations)
 	}
 

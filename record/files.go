@@ -12,6 +12,7 @@ const (
 	FilePolicyTrace      = "policy-trace.json"
 	FileDrift            = "drift-report.json"
 	FileMCPServers       = "mcp-servers.json"
+	FileNetworkLog       = "network-log.jsonl"
 	FileLock             = "lock"
 	DirToolOutputs       = "tool-outputs"
 	DirChildren          = "children"
@@ -32,6 +33,7 @@ const (
 	TypeSubagentResult   = "harness.subagent-result"
 	TypeMCPServers       = "harness.mcp-servers"
 	TypeMCPCall          = "harness.mcp-call"
+	TypeNetworkAttempt   = "harness.network-attempt"
 
 	Version = 1
 )

@@ -118,6 +118,8 @@ type Inputs struct {
 	MCPConfigDigest artifacts.Digest `json:"mcpConfigDigest,omitempty"`
 	PassEnv         []string         `json:"passEnv,omitempty"`
 	MCPToolEffects  []string         `json:"mcpToolEffects,omitempty"`
+	// AllowNetwork is the operator's --allow-network.
+	AllowNetwork []string `json:"allowNetwork,omitempty"`
 	// Params are the generation parameters sent with every request.
 	Params loop.Params `json:"params"`
 	// OutputSchema is the JSON Schema the final answer must match, with

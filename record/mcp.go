@@ -50,9 +50,10 @@ type MCPServer struct {
 	// which runs as the operator's own program).
 	Sandbox string `json:"sandbox"`
 	RunAs   string `json:"runAs,omitempty"`
-	// Network is the hosts it may reach through harness's proxy (empty:
-	// no network at all).
-	Network []string `json:"network"`
+	// Network is set when its skill declared hosts and the operator
+	// allowed some: it then reaches those through harness's proxy
+	// (absent: no network at all).
+	Network *NetworkGrant `json:"network,omitempty"`
 
 	StartedAt   time.Time `json:"startedAt"`
 	HandshakeMs int64     `json:"handshakeMs"`
@@ -125,4 +126,33 @@ type MCPCall struct {
 	// Restarted is set when the server died during this call and was
 	// started again.
 	Restarted bool `json:"restarted,omitempty"`
+}
+
+// NetworkAttempt is one line of network-log.jsonl: a connection a
+// sandboxed script or skill server asked harness's egress proxy for.
+type NetworkAttempt struct {
+	artifacts.Envelope
+	Time  time.Time `json:"time"`
+	Skill string    `json:"skill"`
+	// Source is what ran: script:<path> or mcp:<server key>.
+	Source string `json:"source"`
+	Method string `json:"method"`
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	// Allowed says the proxy connected or tried to; Reason is "allowed"
+	// or why not (not_declared, not_allowed, not_a_host, bad_port,
+	// bad_request); Error is why an allowed connection failed.
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason"`
+	Error   string `json:"error,omitempty"`
+}
+
+// NetworkGrant is what a networked execution was given: the hosts its
+// skill declared and the operator's --allow-network, both of which a
+// destination must match.
+type NetworkGrant struct {
+	Declared []string `json:"declared"`
+	Allowed  []string `json:"allowed"`
+	// Log is where its attempts are (network-log.jsonl).
+	Log string `json:"log"`
 }

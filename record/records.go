@@ -51,17 +51,20 @@ type ScriptExecutions struct {
 
 // ScriptExecution is one attempt to run a skill script.
 type ScriptExecution struct {
-	Type                  string           `json:"type"`
-	OutputID              string           `json:"outputId"`
-	RunID                 string           `json:"runId"`
-	SkillName             string           `json:"skillName"`
-	Path                  string           `json:"path"`
-	Status                string           `json:"status"` // executed | error | timeout | memory_limit
-	ExecutedAt            time.Time        `json:"executedAt"`
-	DurationMs            int64            `json:"durationMs"`
-	ExecutionTarget       string           `json:"executionTarget,omitempty"` // sandbox | host
-	SandboxBackend        string           `json:"sandboxBackend,omitempty"`
-	Runtime               string           `json:"runtime,omitempty"`
+	Type            string    `json:"type"`
+	OutputID        string    `json:"outputId"`
+	RunID           string    `json:"runId"`
+	SkillName       string    `json:"skillName"`
+	Path            string    `json:"path"`
+	Status          string    `json:"status"` // executed | error | timeout | memory_limit
+	ExecutedAt      time.Time `json:"executedAt"`
+	DurationMs      int64     `json:"durationMs"`
+	ExecutionTarget string    `json:"executionTarget,omitempty"` // sandbox | host
+	SandboxBackend  string    `json:"sandboxBackend,omitempty"`
+	Runtime         string    `json:"runtime,omitempty"`
+	// Network is set when the script ran with harness's egress proxy as
+	// its one way out (absent: no network).
+	Network               *NetworkGrant    `json:"network,omitempty"`
 	Argv                  []string         `json:"argv"`
 	Args                  []string         `json:"args"`
 	Cwd                   string           `json:"cwd,omitempty"`
@@ -113,6 +116,10 @@ type PolicySnapshot struct {
 	// MCP is what MCP servers may use: the operator's server file, the
 	// environment names passed, the effect choices (omitted when unused).
 	MCP *PolicyMCP `json:"mcp,omitempty"`
+	// AllowNetwork is the operator's --allow-network: a skill's scripts
+	// and servers reach a host through the egress proxy only when it is
+	// here and in the skill's own permissions (each loaded skill's).
+	AllowNetwork []string `json:"allowNetwork"`
 }
 
 // PolicyMCP is the MCP part of the policy.

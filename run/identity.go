@@ -93,6 +93,9 @@ func policyDigest(o Options) artifacts.Digest {
 			h.WriteField("mcp-effect:" + e)
 		}
 	}
+	for _, n := range o.AllowNetwork {
+		h.WriteField("network:" + n)
+	}
 	if o.WasmMemoryLimit != 0 {
 		h.WriteField(fmt.Sprint("wasm-memory:", o.WasmMemoryLimit))
 	}

@@ -124,6 +124,11 @@ type Options struct {
 	MCPConfig      string
 	PassEnv        []string
 	MCPToolEffects []string
+	// AllowNetwork are host[:port] entries a skill's scripts and servers
+	// may reach through harness's egress proxy, when the skill declares
+	// the host too (metadata.harness.permissions.network). Empty: no
+	// skill has network.
+	AllowNetwork []string
 	// CFCMode is disabled, observe, enforce-explicit or enforce-strict
 	// ("" = enforce-explicit). PromptRole is the operator prompt's role:
 	// direct-command, context or quote ("" = direct-command).

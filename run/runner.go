@@ -16,6 +16,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/egress"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/mcp"
 	"github.com/harness-dev/harness/outcome"
@@ -248,6 +249,10 @@ func checkOptions(o *Options) error {
 		if n == "HARNESS_API_KEY" || n == "OPENAI_API_KEY" || n == "HARNESS_RUN_KEY" {
 			return outcome.Usage("pass_env_refused", "--pass-env %s: harness's own secrets are never passed to a server", n)
 		}
+	}
+	o.AllowNetwork = dedupe(o.AllowNetwork)
+	if _, err := egress.ParseRules(o.AllowNetwork); err != nil {
+		return outcome.Usage("allow_network_invalid", "--allow-network: %v; give host or host:port (a name as the skill declares it, or an IP address)", err)
 	}
 	if o.MCPConfig != "" {
 		if _, err := readMCPConfig(o.MCPConfig); err != nil {

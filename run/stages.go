@@ -4,19 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/harness-dev/harness/forge"
-	"github.com/harness-dev/harness/store"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/egress"
+	"github.com/harness-dev/harness/forge"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
 	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/store"
 	"github.com/harness-dev/harness/tools"
 	"github.com/harness-dev/harness/workspace"
 )
@@ -363,6 +364,15 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	}
 	stager := tools.NewStager()
 	closers = append(closers, stager.Close)
+	var network *tools.Network
+	if len(r.opts.AllowNetwork) > 0 {
+		allowed, err := egress.ParseRules(r.opts.AllowNetwork)
+		if err != nil {
+			return nil, nil, err
+		}
+		network = &tools.Network{Allowed: allowed, RunDir: r.res.runDir, Redact: r.redact, Now: r.now}
+		closers = append(closers, network.Close)
+	}
 	if mcpWanted(r.opts) {
 		if backend == "" && probe == nil {
 			backend, probe = scripts.Probe(ctx, scripts.Backend(r.opts.Sandbox), helper)
@@ -381,7 +391,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			Registry: r.registry, Active: r.acts, Workspace: ws, Stager: stager, Backend: backend, Probe: probe, Helper: helper,
 			MemoryLimit: r.opts.ScriptMemoryLimit, Operator: op, PassEnv: r.opts.PassEnv, Allowed: r.opts.AllowTools, Effects: effects,
 			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, Journal: r.journal,
-			Progress: r.progress,
+			Progress: r.progress, Network: network,
 		})
 		closers = append(closers, r.mcp.Close)
 	}
@@ -390,7 +400,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			Stager:   stager,
 			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
 			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
-			MemoryLimit: r.opts.ScriptMemoryLimit, WasmMemoryLimit: r.opts.WasmMemoryLimit, Redact: r.redact,
+			MemoryLimit: r.opts.ScriptMemoryLimit, WasmMemoryLimit: r.opts.WasmMemoryLimit, Redact: r.redact, Network: network,
 		})
 		toolset = append(toolset, st)
 		closers = append(closers, st.Close)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/egress"
 	"github.com/harness-dev/harness/internal/testenv"
 )
 
@@ -30,6 +31,40 @@ func BenchmarkSandboxTrivial(b *testing.B) {
 	spec := Spec{
 		Argv: []string{"bash", "/workspace/skills/s/t.sh"}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: "/workspace",
 		Mounts:  []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/workspace/skills/s"}},
+		Timeout: 10 * time.Second,
+	}
+	for b.Loop() {
+		res, err := Run(context.Background(), BackendBwrap, spec)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(err, res)
+		}
+	}
+}
+
+// BenchmarkSandboxNetworked is BenchmarkSandboxTrivial with an egress
+// proxy: the forwarder (this test binary, as the harness binary would be)
+// starts first and re-executes itself to drop Unix sockets before the
+// script runs.
+func BenchmarkSandboxNetworked(b *testing.B) {
+	if _, err := Probe(context.Background(), BackendBwrap, ""); err != nil {
+		b.Skipf("bwrap unavailable: %v", err)
+	}
+	dir, err := MkdirReachable("harness-bench-net-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "t.sh"), []byte("#!/bin/bash\ntrue\n"), 0o555)
+	rules, _ := egress.ParseRules([]string{"localhost"})
+	proxy, err := egress.Listen(filepath.Join(dir, "egress.sock"), egress.Policy{Declared: rules, Allowed: rules}, func(egress.Attempt) error { return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer proxy.Close()
+	spec := Spec{
+		Argv: []string{"bash", "/skill/t.sh"}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: "/tmp",
+		Mounts: []Mount{{Host: dir, Sandbox: "/skill"}}, Helper: helper(b), Egress: filepath.Join(dir, "egress.sock"),
 		Timeout: 10 * time.Second,
 	}
 	for b.Loop() {

@@ -44,10 +44,11 @@ func TestNetworkedSandboxReachesOnlyTheProxy(t *testing.T) {
 	rules, _ := egress.ParseRules([]string{"localhost:" + port})
 	var mu sync.Mutex
 	var log []egress.Attempt
-	proxy, err := egress.Listen(filepath.Join(dir, "egress.sock"), egress.Policy{Declared: rules, Allowed: rules}, func(a egress.Attempt) {
+	proxy, err := egress.Listen(filepath.Join(dir, "egress.sock"), egress.Policy{Declared: rules, Allowed: rules}, func(a egress.Attempt) error {
 		mu.Lock()
 		log = append(log, a)
 		mu.Unlock()
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

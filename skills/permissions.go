@@ -2,12 +2,12 @@ package skills
 
 import (
 	"fmt"
-	"net"
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/harness-dev/harness/egress"
 )
 
 // Permissions is a skill's capability manifest, frontmatter
@@ -40,7 +40,6 @@ func (p *Permissions) Empty() bool {
 var (
 	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	execName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
-	hostName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 )
 
 // PermissionsOf reads the manifest from a skill's frontmatter: nil when
@@ -152,26 +151,11 @@ func checkRelPath(s string) error {
 	return nil
 }
 
-// checkHost accepts host or host:port, a DNS name or an IP address; no
-// wildcards and no schemes: an allowlist names hosts exactly.
+// checkHost accepts what the egress proxy can enforce: host or
+// host:port, a DNS name or an IP address, no wildcards or schemes.
 func checkHost(s string) error {
-	if strings.Contains(s, "/") {
-		return fmt.Errorf("%q is not host[:port] (no scheme or path)", s)
-	}
-	host, port := s, ""
-	if h, p, err := net.SplitHostPort(s); err == nil {
-		host, port = h, p
-	}
-	if port != "" {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%q: port must be 1-65535", s)
-		}
-	}
-	if net.ParseIP(host) == nil && !hostName.MatchString(host) {
-		return fmt.Errorf("%q is not host[:port]", s)
-	}
-	return nil
+	_, err := egress.ParseRule(s)
+	return err
 }
 
 // Risk is a skill's tier, from its manifest and its content scan. The

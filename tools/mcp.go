@@ -64,6 +64,9 @@ type MCP struct {
 	RunDir  string
 	Redact  *artifacts.Redactor
 	Journal *artifacts.Journal
+	// Network gives servers of skills that declare hosts their egress
+	// proxy (nil: no server has network).
+	Network *Network
 	// Progress tells the operator about starts and failures.
 	Progress func(format string, args ...any)
 }
@@ -79,6 +82,9 @@ type MCPHub struct {
 	started map[string]bool // by key
 	conns   []*mcpConn
 	rec     record.MCPServers
+	// proxies are the egress proxies of networked skill servers, which
+	// live as long as the hub (a restarted server keeps its proxy).
+	proxies []func()
 }
 
 type mcpConn struct {
@@ -107,6 +113,10 @@ func (h *MCPHub) Close() {
 		}
 	}
 	h.conns = nil
+	for _, stop := range h.proxies {
+		stop()
+	}
+	h.proxies = nil
 	if len(h.rec.Servers) > 0 {
 		h.write()
 	}
@@ -246,7 +256,7 @@ func (h *MCPHub) startDue(ctx context.Context) {
 	h.mu.Unlock()
 	for _, d := range todo {
 		rec := record.MCPServer{Key: d.key, Name: d.name, Origin: "operator", ConfigFile: d.file, ConfigDigest: d.digest,
-			Transport: d.srv.Transport(), URL: d.srv.URL, Cwd: d.srv.Cwd, EnvNames: []string{}, PassedEnv: []string{}, WithheldEnv: []string{}, Network: []string{},
+			Transport: d.srv.Transport(), URL: d.srv.URL, Cwd: d.srv.Cwd, EnvNames: []string{}, PassedEnv: []string{}, WithheldEnv: []string{},
 			Tools: []record.MCPTool{}, StartedAt: h.cfg.Now().UTC(), Sandbox: string(scripts.BackendNone)}
 		if d.srv.Command != "" {
 			rec.Command = append([]string{d.srv.Command}, d.srv.Args...)

@@ -26,7 +26,7 @@ import (
 
 // connect starts one server: a skill's inside the sandbox from its staged
 // copy, an operator's as the operator's own program.
-func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill *skills.Skill, rec *record.MCPServer) (*mcp.Conn, error) {
+func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill *skills.Skill, rec *record.MCPServer) (_ *mcp.Conn, err error) {
 	passed := func(n string) (string, bool) {
 		if !slices.Contains(h.cfg.PassEnv, n) {
 			return "", false
@@ -89,9 +89,24 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 			return nil, &scripts.Refusal{Code: "sandbox_unavailable", Msg: fmt.Sprintf("no sandbox can start skill %s's MCP server on this machine (%v); nothing was started", skill.Name, h.cfg.Probe)}
 		}
 		backend = h.cfg.Backend
-		var err error
 		if spec, err = h.skillSpec(skill, srv, env, cwdRel); err != nil {
 			return nil, err
+		}
+		if backend != scripts.BackendNone {
+			var stop func()
+			if spec.Egress, rec.Network, stop, err = h.cfg.Network.egressFor(skill, "mcp:"+key); err != nil {
+				return nil, err
+			}
+			// The proxy outlives this call when the server started.
+			defer func() {
+				if err != nil {
+					stop()
+					return
+				}
+				h.mu.Lock()
+				h.proxies = append(h.proxies, stop)
+				h.mu.Unlock()
+			}()
 		}
 	}
 	rec.Sandbox = string(backend)

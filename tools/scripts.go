@@ -62,6 +62,9 @@ type Scripts struct {
 	// WasmMemoryLimit caps a WebAssembly module's linear memory in bytes
 	// (0 = scripts.DefaultWasmMemory).
 	WasmMemoryLimit uint64
+	// Network gives scripts of skills that declare hosts their proxy
+	// (nil: no script has network). WebAssembly modules never have any.
+	Network *Network
 }
 
 func (s Scripts) memoryLimit() uint64 {
@@ -246,9 +249,16 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		rec.MemoryLimitBytes = cfg.memoryLimit()
 		var cmd []string
 		cmd, err = scripts.Command(res.Runtime, res.Shebang, scriptPath, argv)
+		sock, stop := "", func() {}
+		if err == nil && cfg.Backend != scripts.BackendNone {
+			// With no sandbox the script has the host's network anyway.
+			sock, rec.Network, stop, err = cfg.Network.egressFor(s, "script:"+rel)
+		}
 		if err == nil {
+			defer stop()
 			out, err = scripts.Run(ctx, cfg.Backend, scripts.Spec{
-				Argv: cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
+				Egress: sock,
+				Argv:   cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
 				Mounts: []scripts.Mount{
 					{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
 					{Host: stage, Sandbox: s.SandboxSkillDir},

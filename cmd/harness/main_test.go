@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +48,7 @@ func TestScripts(t *testing.T) {
 			"batch-tasks":        cmdBatchTasks,
 			"junit-parse":        cmdJUnitParse,
 			"testprogram":        cmdTestProgram,
+			"httptarget":         cmdHTTPTarget,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
@@ -91,6 +95,24 @@ func cmdTestProgram(ts *testscript.TestScript, neg bool, args []string) {
 	dest := ts.MkAbs(args[1])
 	ts.Check(os.MkdirAll(filepath.Dir(dest), 0o755))
 	ts.Check(os.WriteFile(dest, b, 0o755))
+}
+
+// cmdHTTPTarget serves HTTP on loopback for the rest of the script (a
+// host a networked skill may or may not reach), sets $TARGET_PORT and
+// writes the port to FILE:
+//
+//	httptarget ws/port
+func cmdHTTPTarget(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: httptarget FILE")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from the host: %s\n", r.URL.Path)
+	}))
+	ts.Defer(srv.Close)
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	ts.Setenv("TARGET_PORT", port)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(port), 0o644))
 }
 
 // cmdExitCode runs a command and checks its exit status:

@@ -1,13 +1,17 @@
 // Command mcpserver is an MCP server (stdio) for harness's tests, written
 // with the official Go SDK: echo, a write into the working directory, a
-// slow tool, one that crashes the server, and one more tool when
+// slow tool, one that crashes the server, a fetch through the proxy in
+// HTTP_PROXY (a networked sandbox's only way out), and one more tool when
 // MCPSERVER_EXTRA is set (so a test can change the tool list).
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +26,10 @@ type echoArgs struct {
 type writeArgs struct {
 	Path string `json:"path" jsonschema:"file to write, relative to the working directory"`
 	Text string `json:"text"`
+}
+
+type fetchArgs struct {
+	URL string `json:"url"`
 }
 
 type slowArgs struct {
@@ -64,6 +72,26 @@ func main() {
 		func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
 			os.Exit(3)
 			return nil, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fetch", Description: "GET a URL through HTTP_PROXY when set."},
+		func(ctx context.Context, req *mcp.CallToolRequest, a fetchArgs) (*mcp.CallToolResult, any, error) {
+			// Go's own proxy rule skips localhost; the sandbox's proxy is
+			// the only way anywhere, so it is used for every URL.
+			tr := &http.Transport{}
+			if p := os.Getenv("HTTP_PROXY"); p != "" {
+				pu, err := url.Parse(p)
+				if err != nil {
+					return nil, nil, err
+				}
+				tr.Proxy = http.ProxyURL(pu)
+			}
+			resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(a.URL)
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+			return text(fmt.Sprintf("%d %s", resp.StatusCode, b)), nil, nil
 		})
 	if os.Getenv("MCPSERVER_EXTRA") != "" {
 		mcp.AddTool(s, &mcp.Tool{Name: "extra", Description: "Only offered when MCPSERVER_EXTRA is set."},
