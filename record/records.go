@@ -64,7 +64,12 @@ type ScriptExecution struct {
 	Runtime         string    `json:"runtime,omitempty"`
 	// Network is set when the script ran with harness's egress proxy as
 	// its one way out (absent: no network).
-	Network               *NetworkGrant    `json:"network,omitempty"`
+	Network *NetworkGrant `json:"network,omitempty"`
+	// FilesWritten are the workspace files a WebAssembly module created
+	// or replaced, and directories it made; WriteRefusals the writes
+	// refused by write_file's rules.
+	FilesWritten          []string         `json:"filesWritten,omitempty"`
+	WriteRefusals         []outcome.Record `json:"writeRefusals,omitempty"`
 	Argv                  []string         `json:"argv"`
 	Args                  []string         `json:"args"`
 	Cwd                   string           `json:"cwd,omitempty"`

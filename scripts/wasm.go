@@ -12,6 +12,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -35,6 +36,9 @@ const DefaultWasmMemory = 64 << 20
 type WasmMount struct {
 	FS    fs.FS
 	Guest string
+	// Writer, when set, lets the module create and replace files and make
+	// directories there, by the writer's rules (nil: read-only).
+	Writer WasmWriter
 }
 
 // WasmSpec is one execution of a module.
@@ -120,8 +124,16 @@ func (e *WasmEngine) Run(ctx context.Context, spec WasmSpec) (*Result, error) {
 	}
 	stdout := &capped{max: lim.OutputCap}
 	stderr := &capped{max: lim.OutputCap}
+	alloc := &cappedAllocator{max: e.memory}
+	runCtx, cancel := context.WithTimeout(experimental.WithMemoryAllocator(ctx, alloc), timeout)
+	defer cancel()
+	ending := &wasmEnding{ctx: runCtx}
 	fsc := wazero.NewFSConfig()
 	for _, m := range spec.Mounts {
+		if m.Writer != nil {
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(writableFS{AdaptFS: &sysfs.AdaptFS{FS: m.FS}, w: m.Writer, ending: ending}, m.Guest)
+			continue
+		}
 		fsc = fsc.WithFSMount(m.FS, m.Guest)
 	}
 	cfg := wazero.NewModuleConfig().
@@ -135,11 +147,13 @@ func (e *WasmEngine) Run(ctx context.Context, spec WasmSpec) (*Result, error) {
 		k, v, _ := cutEnv(kv)
 		cfg = cfg.WithEnv(k, v)
 	}
-	alloc := &cappedAllocator{max: e.memory}
-	runCtx, cancel := context.WithTimeout(experimental.WithMemoryAllocator(ctx, alloc), timeout)
-	defer cancel()
 	mod, err := e.runtime.InstantiateModule(runCtx, compiled, cfg)
 	if mod != nil {
+		// Files the module left open are closed now: kept when it ended
+		// on its own, as a process's would be, discarded when it was
+		// killed (time, memory, a trap), as write_file leaves the old
+		// content when it fails.
+		ending.finish(wasmEndedNormally(err, alloc))
 		mod.Close(ctx)
 	}
 	res := &Result{
@@ -174,6 +188,17 @@ func (e *WasmEngine) Run(ctx context.Context, spec WasmSpec) (*Result, error) {
 		res.Stderr, res.StderrLen = stderr.buf, stderr.n
 	}
 	return res, nil
+}
+
+func wasmEndedNormally(err error, alloc *cappedAllocator) bool {
+	if alloc.exceeded.Load() {
+		return false
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode() != sys.ExitCodeDeadlineExceeded && exit.ExitCode() != sys.ExitCodeContextCanceled
+	}
+	return err == nil
 }
 
 func cutEnv(kv string) (string, string, bool) {

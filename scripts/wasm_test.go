@@ -78,7 +78,7 @@ func TestWasm(t *testing.T) {
 				t.Fatalf("every read must fail: %q", out)
 			}
 		}},
-		{"the workspace is read-only", []string{"write", "/workspace/new.txt"}, 0, func(t *testing.T, r *Result) {
+		{"a mount without a writer is read-only", []string{"write", "/workspace/new.txt"}, 0, func(t *testing.T, r *Result) {
 			if r.ExitCode == 0 {
 				t.Fatalf("write succeeded: %q", r.Stdout)
 			}

@@ -244,7 +244,9 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	var out *scripts.Result
 	if isWasm {
 		rec.MemoryLimitBytes = cfg.WasmMemoryLimit
-		out, err = t.runWasm(ctx, stage, rel, res.Digest, append([]string{scriptPath}, argv...), append(env, "PWD="+cwdPath), s.SandboxSkillDir, time.Duration(timeout)*time.Millisecond)
+		writes := &wasmWrites{ws: ws}
+		out, err = t.runWasm(ctx, stage, rel, res.Digest, append([]string{scriptPath}, argv...), append(env, "PWD="+cwdPath), s.SandboxSkillDir, time.Duration(timeout)*time.Millisecond, writes)
+		rec.FilesWritten, rec.WriteRefusals = writes.done()
 	} else {
 		rec.MemoryLimitBytes = cfg.memoryLimit()
 		var cmd []string
@@ -321,9 +323,10 @@ func hiddenPaths(ws *workspace.Workspace) (sandbox, host []string) {
 }
 
 // runWasm runs a verified module from the staged copy under WebAssembly:
-// the skill's staged files and the workspace are visible read-only, each
-// through an os.Root so that no link leads out, and nothing else.
-func (t *ScriptTool) runWasm(ctx context.Context, stage, rel string, digest artifacts.Digest, argv, env []string, skillDir string, timeout time.Duration) (*scripts.Result, error) {
+// the skill's staged files read-only and the workspace, each through an
+// os.Root so that no link leads out, and nothing else. The module writes
+// the workspace by write_file's rules (writes).
+func (t *ScriptTool) runWasm(ctx context.Context, stage, rel string, digest artifacts.Digest, argv, env []string, skillDir string, timeout time.Duration, writes *wasmWrites) (*scripts.Result, error) {
 	e, err := t.wasmEngine(ctx)
 	if err != nil {
 		return nil, err
@@ -343,7 +346,7 @@ func (t *ScriptTool) runWasm(ctx context.Context, stage, rel string, digest arti
 	ws := t.cfg.Workspace
 	return e.Run(ctx, scripts.WasmSpec{
 		Module: module, Key: string(digest), Args: argv, Env: env,
-		Mounts:  []scripts.WasmMount{{FS: ws.FS(), Guest: ws.Sandbox}, {FS: root.FS(), Guest: skillDir}},
+		Mounts:  []scripts.WasmMount{{FS: ws.FS(), Guest: ws.Sandbox, Writer: writes}, {FS: root.FS(), Guest: skillDir}},
 		Timeout: timeout,
 	})
 }

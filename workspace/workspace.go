@@ -173,6 +173,8 @@ func (w *Workspace) rootError(rel string, err error) *Refusal {
 		return refuse("path_outside_workspace", "%s resolves outside the workspace (through a symbolic link)", sp)
 	case errors.Is(err, fs.ErrPermission):
 		return refuse("permission_denied", "%s: permission denied", sp)
+	case errors.Is(err, fs.ErrExist):
+		return refuse("already_exists", "%s already exists", sp)
 	}
 	return refuse("io_error", "%s: %v", sp, err)
 }

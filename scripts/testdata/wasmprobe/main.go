@@ -44,6 +44,50 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("wrote", args[0])
+	case "append":
+		f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err == nil {
+			_, err = f.WriteString(args[1])
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Printf("error: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Println("appended", args[0])
+	case "mkdir":
+		if err := os.Mkdir(args[0], 0o755); err != nil {
+			fmt.Printf("error: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Println("made", args[0])
+	case "remove":
+		fmt.Printf("remove: %v\n", os.Remove(args[0]))
+		fmt.Printf("rename: %v\n", os.Rename(args[0], args[0]+".moved"))
+	case "write-unclosed":
+		// Writes and exits without closing: a process's file keeps it.
+		f, err := os.Create(args[0])
+		if err != nil {
+			fmt.Printf("error: %v\n", err)
+			os.Exit(1)
+		}
+		f.WriteString("left open")
+		os.Exit(0)
+	case "write-spin":
+		// Writes, then never ends: killed, its file must not land.
+		f, err := os.Create(args[0])
+		if err != nil {
+			fmt.Printf("error: %v\n", err)
+			os.Exit(1)
+		}
+		f.WriteString("half")
+		for n := 0; ; n++ {
+			if n < 0 {
+				fmt.Println(n)
+			}
+		}
 	case "symlink":
 		if err := os.Symlink(args[0], args[1]); err != nil {
 			fmt.Printf("error: %v\n", err)
