@@ -27,6 +27,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/egress"
 	"github.com/harness-dev/harness/outcome"
 )
 
@@ -81,6 +82,7 @@ type Phase struct {
 	Skills            []string `json:"skills,omitempty"`
 	AllowTools        []string `json:"allow-tools,omitempty"`
 	AllowSkillScripts []string `json:"allow-skill-scripts,omitempty"`
+	AllowNetwork      []string `json:"allow-network,omitempty"`
 	OutputSchema      string   `json:"output-schema,omitempty"`
 	Attach            []string `json:"attach,omitempty"`
 	Model             string   `json:"model,omitempty"`
@@ -367,6 +369,9 @@ func (f *File) check(name string) error {
 			if _, err := time.ParseDuration(p.Timeout); err != nil {
 				add(at(p, "timeout"), "%s %q: timeout %q: %v", f.unit, p.Name, p.Timeout, err)
 			}
+		}
+		if _, err := egress.ParseRules(p.AllowNetwork); err != nil {
+			add(at(p, "allow-network"), "%s %q: allow-network: %v", f.unit, p.Name, err)
 		}
 	}
 	if len(probs) == 0 {

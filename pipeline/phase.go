@@ -167,6 +167,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		RunKey:            p.common.RunKey,
 		AllowTools:        ph.AllowTools,
 		AllowSkillScripts: ph.AllowSkillScripts,
+		AllowNetwork:      ph.AllowNetwork,
 		Sandbox:           d.Sandbox,
 		CFCMode:           d.CFCMode,
 		PromptRole:        role,
