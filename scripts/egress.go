@@ -1,15 +1,12 @@
 package scripts
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -112,20 +109,7 @@ func EgressMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
 		return 127
 	}
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			signal.Reset()
-			syscall.Kill(os.Getpid(), ws.Signal())
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	return 127
+	return passExit(cmd.Wait())
 }
 
 // relay carries one connection from the sandbox to the egress proxy.
@@ -160,10 +144,8 @@ func execConfined(argv []string) int {
 		fmt.Fprintf(os.Stderr, "harness egress: no_new_privs: %v\n", err)
 		return 126
 	}
-	prog := socketFilter(unix.AF_INET, unix.AF_INET6)
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, 1 /* SECCOMP_SET_MODE_FILTER */, 1 /* TSYNC */, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		fmt.Fprintf(os.Stderr, "harness egress: seccomp: %v\n", errno)
+	if err := installFilter(socketFilter(unix.AF_INET, unix.AF_INET6)); err != nil {
+		fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
 		return 126
 	}
 	bin, err := exec.LookPath(argv[0])

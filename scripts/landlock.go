@@ -153,13 +153,18 @@ func superviseTree(argv []string) int {
 		werr = <-done
 	}
 	killDescendants()
+	return passExit(werr)
+}
+
+// passExit ends a helper as its child ended: the same exit code, or the
+// same signal (so harness sees what it would without a helper).
+func passExit(werr error) int {
 	var ee *exec.ExitError
 	switch {
 	case werr == nil:
 		return 0
 	case errors.As(werr, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			// Report the signal as harness would see it without a helper.
 			signal.Reset()
 			syscall.Kill(os.Getpid(), ws.Signal())
 			return 128 + int(ws.Signal())
@@ -233,7 +238,12 @@ func confine(ro, rw, roFiles, rwFiles, readDirs []string) error {
 // a host socket (docker.sock, the D-Bus bus) is a way out of the sandbox.
 // socketpair() stays allowed: an unnamed pair reaches nothing outside.
 func denySockets() error {
-	prog := socketFilter()
+	return installFilter(socketFilter())
+}
+
+// installFilter loads prog for every thread of this process (TSYNC);
+// no_new_privs must already be set.
+func installFilter(prog []unix.SockFilter) error {
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, 1 /* SECCOMP_SET_MODE_FILTER */, 1 /* TSYNC */, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {
