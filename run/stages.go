@@ -364,15 +364,12 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	}
 	stager := tools.NewStager()
 	closers = append(closers, stager.Close)
-	var network *tools.Network
-	if len(r.opts.AllowNetwork) > 0 {
-		allowed, err := egress.ParseRules(r.opts.AllowNetwork)
-		if err != nil {
-			return nil, nil, err
-		}
-		network = &tools.Network{Allowed: allowed, RunDir: r.res.runDir, Redact: r.redact, Now: r.now}
-		closers = append(closers, network.Close)
+	allowed, err := egress.ParseRules(r.opts.AllowNetwork)
+	if err != nil {
+		return nil, nil, err
 	}
+	network := &tools.Network{Allowed: allowed, RunDir: r.res.runDir, Redact: r.redact, Now: r.now}
+	closers = append(closers, network.Close)
 	if mcpWanted(r.opts) {
 		if backend == "" && probe == nil {
 			backend, probe = scripts.Probe(ctx, scripts.Backend(r.opts.Sandbox), helper)

@@ -92,22 +92,20 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 		if spec, err = h.skillSpec(skill, srv, env, cwdRel); err != nil {
 			return nil, err
 		}
-		if backend != scripts.BackendNone {
-			var stop func()
-			if spec.Egress, rec.Network, stop, err = h.cfg.Network.egressFor(skill, "mcp:"+key); err != nil {
-				return nil, err
-			}
-			// The proxy outlives this call when the server started.
-			defer func() {
-				if err != nil {
-					stop()
-					return
-				}
-				h.mu.Lock()
-				h.proxies = append(h.proxies, stop)
-				h.mu.Unlock()
-			}()
+		var stop func()
+		if spec.Egress, rec.Network, stop, err = h.cfg.Network.egressFor(skill, "mcp:"+key, backend); err != nil {
+			return nil, err
 		}
+		// The proxy outlives this call when the server started.
+		defer func() {
+			if err != nil {
+				stop()
+				return
+			}
+			h.mu.Lock()
+			h.proxies = append(h.proxies, stop)
+			h.mu.Unlock()
+		}()
 	}
 	rec.Sandbox = string(backend)
 	start := func(ctx context.Context) (*mcp.Session, error) {

@@ -15,9 +15,10 @@ import (
 )
 
 // Network gives the scripts and servers of a skill that declares hosts
-// an egress proxy as their one way out, when the operator allowed hosts
-// (--allow-network); every attempt goes to network-log.jsonl. A nil
-// *Network, or one that allows nothing, gives no skill any network.
+// an egress proxy as their one way out, which lets through what the
+// operator also allowed (--allow-network, possibly nothing); every
+// attempt goes to network-log.jsonl. A nil *Network gives no skill any
+// network.
 type Network struct {
 	Allowed []egress.Rule
 	RunDir  string
@@ -54,12 +55,14 @@ func (n *Network) append(a record.NetworkAttempt) error {
 	return n.log.Append(a)
 }
 
-// egressFor starts the proxy of one execution of s (source names it:
-// script:<path>, mcp:<key>). It returns a nil grant, and no socket, when
-// the execution gets no network: the skill declares no hosts or the
-// operator allowed none. stop ends the proxy and its tunnels.
-func (n *Network) egressFor(s *skills.Skill, source string) (sock string, grant *record.NetworkGrant, stop func(), err error) {
-	if n == nil || len(n.Allowed) == 0 {
+// egressFor starts the proxy of one execution of s under backend (source
+// names it: script:<path>, mcp:<key>). It returns a nil grant, and no
+// socket, when the execution gets no network: the skill declares no
+// hosts, or the sandbox is none (the host's network), or it is one
+// without a network namespace and the operator allowed nothing, so that
+// nothing would pass anyway. stop ends the proxy and its tunnels.
+func (n *Network) egressFor(s *skills.Skill, source string, backend scripts.Backend) (sock string, grant *record.NetworkGrant, stop func(), err error) {
+	if n == nil || backend == scripts.BackendNone || backend != scripts.BackendBwrap && len(n.Allowed) == 0 {
 		return "", nil, func() {}, nil
 	}
 	perms, err := skills.PermissionsOf(s.Frontmatter)

@@ -252,9 +252,8 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		var cmd []string
 		cmd, err = scripts.Command(res.Runtime, res.Shebang, scriptPath, argv)
 		sock, stop := "", func() {}
-		if err == nil && cfg.Backend != scripts.BackendNone {
-			// With no sandbox the script has the host's network anyway.
-			sock, rec.Network, stop, err = cfg.Network.egressFor(s, "script:"+rel)
+		if err == nil {
+			sock, rec.Network, stop, err = cfg.Network.egressFor(s, "script:"+rel, cfg.Backend)
 		}
 		if err == nil {
 			defer stop()
