@@ -368,7 +368,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	network := &tools.Network{Allowed: allowed, RunDir: r.res.runDir, Redact: r.redact, Now: r.now}
+	network := &tools.Network{Allowed: allowed, RunDir: r.res.runDir, Redact: r.redact}
 	closers = append(closers, network.Close)
 	if mcpWanted(r.opts) {
 		if backend == "" && probe == nil {

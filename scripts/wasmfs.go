@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -65,25 +66,10 @@ func errnoOf(err error) experimentalsys.Errno {
 		return 0
 	}
 	var e syscall.Errno
-	if ok := asErrno(err, &e); ok {
+	if errors.As(err, &e) {
 		return experimentalsys.UnwrapOSError(e)
 	}
 	return experimentalsys.EACCES
-}
-
-func asErrno(err error, e *syscall.Errno) bool {
-	for err != nil {
-		if x, ok := err.(syscall.Errno); ok {
-			*e = x
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
 }
 
 func (f writableFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/egress"
@@ -23,7 +22,6 @@ type Network struct {
 	Allowed []egress.Rule
 	RunDir  string
 	Redact  *artifacts.Redactor
-	Now     func() time.Time
 
 	mu  sync.Mutex
 	log *artifacts.Log // opened at the first attempt
@@ -86,15 +84,11 @@ func (n *Network) egressFor(s *skills.Skill, source string, backend scripts.Back
 		os.RemoveAll(dir)
 		return "", nil, nil, err
 	}
-	now := n.Now
-	if now == nil {
-		now = time.Now
-	}
 	sock = filepath.Join(dir, "egress.sock")
 	proxy, err := egress.Listen(sock, egress.Policy{Declared: declared, Allowed: n.Allowed}, func(a egress.Attempt) error {
 		return n.append(record.NetworkAttempt{
 			Envelope: artifacts.NewEnvelope(record.TypeNetworkAttempt, record.Version),
-			Time:     now().UTC(), Skill: s.Name, Source: source,
+			Time:     a.Time.UTC(), Skill: s.Name, Source: source,
 			Method: a.Method, Host: a.Host, Port: a.Port, Allowed: a.Allowed, Reason: a.Reason, Error: a.Error,
 		})
 	})
