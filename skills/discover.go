@@ -21,6 +21,9 @@ type candidate struct {
 	dir   string // host path as found under the root (not resolved)
 	rel   string // where it was found, relative to that root, slash-separated
 	link  *SkillLink
+	// viaLink says dir was reached through a followed directory link, so
+	// it is not already canonical (the root is).
+	viaLink bool
 }
 
 // discover walks one root breadth-first in byte-wise order and returns
@@ -30,6 +33,7 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 	type item struct {
 		dir, rel string
 		depth    int
+		viaLink  bool
 	}
 	var out []candidate
 	queue := []item{{dir: r.path, rel: "."}}
@@ -44,14 +48,14 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		it := queue[0]
 		queue = queue[1:]
 		if sc.isSkillDir(it.dir) {
-			out = append(out, candidate{root: r, index: r.index, dir: it.dir, rel: it.rel})
+			out = append(out, candidate{root: r, index: r.index, dir: it.dir, rel: it.rel, viaLink: it.viaLink})
 			continue
 		}
 		if listed == sc.limits.DiscoveryDirs {
 			sc.diag(SeverityWarning, CodeScanLimitReached, it.dir, "discovery directory limit (%d) reached; %d directories are not searched (raise --max-dirs)", sc.limits.DiscoveryDirs, len(queue)+1)
 			for _, rest := range queue {
 				if sc.isSkillDir(rest.dir) {
-					out = append(out, candidate{root: r, index: r.index, dir: rest.dir, rel: rest.rel})
+					out = append(out, candidate{root: r, index: r.index, dir: rest.dir, rel: rest.rel, viaLink: rest.viaLink})
 				}
 			}
 			return out, nil
@@ -92,7 +96,7 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 				}
 				continue
 			}
-			queue = append(queue, item{dir: p, rel: rel, depth: it.depth + 1})
+			queue = append(queue, item{dir: p, rel: rel, depth: it.depth + 1, viaLink: it.viaLink || e.Type()&fs.ModeSymlink != 0})
 		}
 	}
 	return out, nil

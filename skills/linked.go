@@ -65,7 +65,7 @@ func (sc *scanner) dedupe(cands []candidate) []candidate {
 	out := cands[:0]
 	for _, c := range cands {
 		canon := c.dir
-		if c.link == nil {
+		if c.link == nil && c.viaLink {
 			if real, err := filepath.EvalSymlinks(c.dir); err == nil {
 				canon = real
 			}

@@ -223,3 +223,19 @@ func TestLinkRepointedAfterSnapshot(t *testing.T) {
 		t.Errorf("changes = %+v, want pdf removed", ch)
 	}
 }
+
+// A directory link inside a root that leads to a skill also found
+// directly is one skill, whichever path the walk meets first; only paths
+// through a followed link are resolved to find out.
+func TestDirectoryLinkInsideRootIsOneSkill(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	testenv.WriteTree(t, ws, map[string]string{"skills/group/pdf/SKILL.md": skillMD("pdf", "Fills PDF forms. Use for forms.", "")})
+	testenv.Must(t, os.Symlink("group", filepath.Join(ws, "skills", "alias")))
+	reg := scanIn(t, ws, []string{filepath.Join(ws, "skills")}, nil)
+	if len(reg.Skills) != 1 {
+		t.Fatalf("skills = %d, want 1: %+v", len(reg.Skills), reg.Skills)
+	}
+	if _, ok := findDiag(allDiagnostics(reg), CodeSkillReachedTwice); !ok {
+		t.Errorf("no %s note: %+v", CodeSkillReachedTwice, allDiagnostics(reg))
+	}
+}

@@ -6,20 +6,22 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 )
 
 // checkLinks resolves every relative link and image in the body of
 // SKILL.md against the skill's resources: a target inside the skill marks
 // those resources referenced; anything else is a broken-reference warning.
-func checkLinks(s *Skill) []Diagnostic {
+func checkLinks(md parser.Parser, s *Skill) []Diagnostic {
 	if len(s.body) == 0 {
 		return nil
 	}
-	doc := goldmark.DefaultParser().Parse(text.NewReader(s.body))
+	doc := md.Parse(text.NewReader(s.body))
 	var ds []Diagnostic
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
@@ -51,6 +53,20 @@ func checkLinks(s *Skill) []Diagnostic {
 	})
 	return ds
 }
+
+// markdownParsers hands each loading goroutine its own Markdown parser:
+// building one costs more than parsing a short SKILL.md, and goldmark
+// does not promise that a parser may be shared between goroutines.
+type markdownParsers struct{ pool sync.Pool }
+
+func (m *markdownParsers) get() parser.Parser {
+	if p, ok := m.pool.Get().(parser.Parser); ok {
+		return p
+	}
+	return goldmark.DefaultParser()
+}
+
+func (m *markdownParsers) put(p parser.Parser) { m.pool.Put(p) }
 
 // localTarget returns the skill-relative path a link points at. ok is
 // false for links that are not about files (URLs, mail, in-page anchors);

@@ -343,10 +343,9 @@ func runtimeOf(shebang, rel string) string {
 	return "unknown"
 }
 
-// finishSkill runs what needs the digests: link checks, the tree digest,
+// finishSkill runs what needs the digests: the tree digest and the
 // diagnostic order. It drops the in-memory fields a snapshot must not keep.
 func (sc *scanner) finishSkill(s *Skill) {
-	s.Diagnostics = append(s.Diagnostics, checkLinks(s)...)
 	s.TreeDigest = treeDigest(s.Resources)
 	s.Diagnostics = sortDiagnostics(s.Diagnostics)
 	s.body, s.fsRoot = nil, nil

@@ -223,6 +223,7 @@ type scanner struct {
 	sandboxWS string
 	limits    Limits
 	diags     []Diagnostic
+	markdown markdownParsers
 	// validating keeps checking a skill past a problem that makes a run
 	// skip it, so an author sees every problem at once.
 	validating bool
@@ -389,6 +390,12 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 		fsRoot:           c.root,
 	}
 	s.Resources, s.Diagnostics = sc.listResources(c, s)
+	// Links are checked here, on the loading goroutine, rather than after
+	// every skill is loaded: the check needs only the listed resources,
+	// and a serial pass over tens of thousands of skills left a CPU idle.
+	md := sc.markdown.get()
+	s.Diagnostics = append(s.Diagnostics, checkLinks(md, s)...)
+	sc.markdown.put(md)
 	return s, diags, !skipped
 }
 

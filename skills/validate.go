@@ -82,7 +82,6 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 		if ok {
 			sv.Name = s.Name
 			s.Diagnostics = append(s.Diagnostics, diags...)
-			s.Diagnostics = append(s.Diagnostics, checkLinks(s)...)
 			for _, res := range s.Resources {
 				s.Diagnostics = append(s.Diagnostics, res.Diagnostics...)
 			}
@@ -93,7 +92,6 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 				// Skipped by a run, but checked through: every problem
 				// at once.
 				diags = append(diags, s.Diagnostics...)
-				diags = append(diags, checkLinks(s)...)
 				for _, res := range s.Resources {
 					diags = append(diags, res.Diagnostics...)
 				}
