@@ -223,7 +223,7 @@ type scanner struct {
 	sandboxWS string
 	limits    Limits
 	diags     []Diagnostic
-	markdown markdownParsers
+	markdown  markdownParsers
 	// validating keeps checking a skill past a problem that makes a run
 	// skip it, so an author sees every problem at once.
 	validating bool
