@@ -46,16 +46,32 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // WriteStream replaces path atomically with what write produces.
 func WriteStream(path string, perm os.FileMode, write func(io.Writer) error) error {
+	return writeAtomic(path, perm, write, true)
+}
+
+// WriteUnreferenced writes a new file that no durable record names yet
+// (a tool output, before the journal line that carries its digest): like
+// WriteStream, but it renames before the fsync. A reader never sees a
+// partial file, and the file, its name and its directory are durable when
+// it returns; only a power cut before then can leave a torn file under
+// its name, which nothing refers to. On ext4 this lets one journal commit
+// carry the data, the new name and the directory, where fsync before the
+// rename costs a second commit for the rename.
+func WriteUnreferenced(path string, perm os.FileMode, write func(io.Writer) error) error {
+	return writeAtomic(path, perm, write, false)
+}
+
+func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, syncFirst bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmpName := tmp.Name()
-	committed := false
+	renamed := false
 	defer func() {
-		if !committed {
-			tmp.Close()
+		tmp.Close()
+		if !renamed {
 			os.Remove(tmpName)
 		}
 	}()
@@ -71,16 +87,23 @@ func WriteStream(path string, perm os.FileMode, write func(io.Writer) error) err
 	if err := tmp.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if syncFirst {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", path, err)
+		}
 	}
 	if err := os.Rename(tmpName, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	committed = true
+	renamed = true
+	if !syncFirst {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", path, err)
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	return SyncDir(dir)
 }
 

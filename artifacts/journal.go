@@ -33,8 +33,12 @@ type Event struct {
 }
 
 // Journal is the append-only event log of a run. Each Append writes one
-// complete line and fsyncs it before returning: an event that Append
-// reported is on disk, and a crash can tear at most the last line.
+// complete line and fsyncs it, with every line before it, before
+// returning: an event that Append reported is on disk, and a crash can
+// tear at most the last line. AppendDeferred writes its line at once (so
+// order and chain are those of the calls) but leaves the fsync to the next
+// Append or Sync; a caller uses it for an event that no side effect
+// follows before the next durable point, which saves an fsync per event.
 type Journal struct {
 	mu   sync.Mutex
 	f    *os.File
@@ -45,6 +49,10 @@ type Journal struct {
 	broken error
 	now    func() time.Time
 	tee    func(line []byte)
+	// unsynced are lines written but not yet fsynced (only what the tee
+	// still has to see is kept).
+	unsynced     [][]byte
+	haveUnsynced bool
 	// redact is applied to every line before it is written.
 	redact *Redactor
 	// head is the digest of the last line written; key, when set, seals
@@ -88,8 +96,21 @@ func (j *Journal) Head() Digest {
 	return j.head
 }
 
-// Append writes one event of the given type with data as its record.
+// Append writes one event of the given type with data as its record and
+// makes it durable, together with every deferred line before it.
 func (j *Journal) Append(typ string, data any) (Event, error) {
+	return j.append(typ, data, true)
+}
+
+// AppendDeferred writes one event like Append but does not fsync it: it
+// becomes durable with the next Append or Sync (or is lost, with any
+// deferred lines after it, if the machine stops first; a process that is
+// killed loses nothing written).
+func (j *Journal) AppendDeferred(typ string, data any) (Event, error) {
+	return j.append(typ, data, false)
+}
+
+func (j *Journal) append(typ string, data any, durable bool) (Event, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.broken != nil {
@@ -110,23 +131,59 @@ func (j *Journal) Append(typ string, data any) (Event, error) {
 		j.broken = err
 		return Event{}, fmt.Errorf("journal %s: %w", typ, err)
 	}
-	if err := j.f.Sync(); err != nil {
-		j.broken = err
-		return Event{}, fmt.Errorf("journal %s: sync: %w", typ, err)
-	}
 	j.next++
 	j.head = DigestBytes(body)
+	j.haveUnsynced = true
 	if j.tee != nil {
-		j.tee(line[:len(line)-1])
+		j.unsynced = append(j.unsynced, line[:len(line)-1])
+	}
+	if durable {
+		if err := j.syncLocked(); err != nil {
+			return Event{}, fmt.Errorf("journal %s: %w", typ, err)
+		}
 	}
 	return ev, nil
 }
 
-// Close closes the journal file.
+// Sync makes every line written so far durable.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.broken != nil {
+		return fmt.Errorf("journal: not synced after an earlier failure: %w", j.broken)
+	}
+	return j.syncLocked()
+}
+
+func (j *Journal) syncLocked() error {
+	if !j.haveUnsynced {
+		return nil
+	}
+	if err := j.f.Sync(); err != nil {
+		j.broken = err
+		return fmt.Errorf("sync: %w", err)
+	}
+	j.haveUnsynced = false
+	lines := j.unsynced
+	j.unsynced = nil
+	for _, l := range lines {
+		j.tee(l)
+	}
+	return nil
+}
+
+// Close makes deferred lines durable and closes the journal file.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.f.Close()
+	var err error
+	if j.broken == nil {
+		err = j.syncLocked()
+	}
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // ErrJournalCorrupt reports a malformed line before the end of the journal,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 	"regexp"
 )
 
@@ -78,9 +79,19 @@ func (r *Redactor) WriteJSON(path string, v any) error {
 // disk, redacted line by line (a secret never spans a line of indented
 // JSON), never held whole in memory.
 func (r *Redactor) WriteJSONDigest(path string, v any) (Digest, error) {
+	return r.writeJSONDigest(path, v, WriteStream)
+}
+
+// WriteUnreferencedJSONDigest is WriteJSONDigest for a file that no
+// durable record names until it returns (see WriteUnreferenced).
+func (r *Redactor) WriteUnreferencedJSONDigest(path string, v any) (Digest, error) {
+	return r.writeJSONDigest(path, v, WriteUnreferenced)
+}
+
+func (r *Redactor) writeJSONDigest(path string, v any, write func(string, os.FileMode, func(io.Writer) error) error) (Digest, error) {
 	h := NewHasher()
 	if s, ok := v.(JSONStreamer); ok {
-		err := WriteStream(path, 0o644, func(w io.Writer) error {
+		err := write(path, 0o644, func(w io.Writer) error {
 			lw := &lineRedactor{r: r, w: io.MultiWriter(w, h)}
 			if err := s.StreamJSON(lw); err != nil {
 				return err
@@ -97,7 +108,10 @@ func (r *Redactor) WriteJSONDigest(path string, v any) (Digest, error) {
 		return "", err
 	}
 	data := r.Bytes(buf.Bytes())
-	return DigestBytes(data), WriteFile(path, data, 0o644)
+	return DigestBytes(data), write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
 // lineRedactor passes complete lines through the redactor.

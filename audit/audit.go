@@ -70,11 +70,18 @@ func Registry(reg *skills.Registry) (findings []record.Finding, critical map[str
 
 // Cache remembers each skill's findings by its SKILL.md path and its
 // digests, for runs that snapshot the same roots one after another (the
-// tasks of a batch): content with the same digests has the same findings.
-// A nil *Cache scans every time. Safe for concurrent use.
+// tasks of a batch, runs in a row with a persistent cache): content with
+// the same digests has the same findings. A nil *Cache scans every time.
+// Safe for concurrent use.
 type Cache struct {
 	mu sync.Mutex
 	m  map[string][]record.Finding
+	// path is where a persistent cache is kept ("" in memory only);
+	// learned says a scan added an entry since it was read.
+	path    string
+	learned bool
+	// fresh are the keys this process added to a persistent cache.
+	fresh map[string]bool
 }
 
 // NewCache returns an empty cache.
@@ -94,6 +101,10 @@ func (c *Cache) scan(rd *skills.Reader, s *skills.Skill) []record.Finding {
 	fs = scanSkill(rd, s)
 	c.mu.Lock()
 	c.m[key] = fs
+	c.learned = true
+	if c.path != "" {
+		c.fresh[key] = true
+	}
 	c.mu.Unlock()
 	return fs
 }

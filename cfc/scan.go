@@ -1,6 +1,8 @@
 package cfc
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -162,4 +164,20 @@ func Critical(fs []Finding) bool {
 		}
 	}
 	return false
+}
+
+// scanLogic changes whenever Scan, hidden or ExecutableFinding find
+// something different for the same text; CatalogVersion includes it.
+const scanLogic = 1
+
+// CatalogVersion identifies what Scan finds: the rules and the scanning
+// logic. Findings remembered between runs (audit's persistent cache) are
+// kept only under the version that produced them.
+func CatalogVersion() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "logic %d\n", scanLogic)
+	for _, r := range rules {
+		fmt.Fprintf(h, "%q %q %q %q\n", r.id, r.severity, r.re.String(), r.hints)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }

@@ -119,9 +119,20 @@ func (r *Recorder) Close() error { return r.f.Close() }
 type Cassette struct {
 	mu         sync.Mutex
 	embeddings map[artifacts.Digest][][]float64
-	entries    []CassetteEntry
+	entries    []storedEntry
 	used       []bool
 	served     int
+	keys       KeyCache
+}
+
+// storedEntry is a cassette entry as held for replay: matching needs only
+// the key, so the recorded request (the whole conversation so far, which
+// makes a long cassette quadratic in its turns) stays undecoded until a
+// mismatch has to be explained.
+type storedEntry struct {
+	Key      artifacts.Digest `json:"key"`
+	Request  json.RawMessage  `json:"request"`
+	Response Response         `json:"response"`
 }
 
 // OpenCassette reads a cassette written by a Recorder.
@@ -144,7 +155,10 @@ func ReadCassette(r io.Reader) (*Cassette, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var e CassetteEntry
+		var e struct {
+			artifacts.Envelope
+			storedEntry
+		}
 		if err := json.Unmarshal(line, &e); err != nil {
 			return nil, fmt.Errorf("cassette line %d: %w", n, err)
 		}
@@ -159,7 +173,7 @@ func ReadCassette(r io.Reader) (*Cassette, error) {
 		if e.Type != cassetteEntryType || e.Version != 1 {
 			return nil, fmt.Errorf("cassette line %d: type %q version %d, want %s version 1", n, e.Type, e.Version, cassetteEntryType)
 		}
-		c.entries = append(c.entries, e)
+		c.entries = append(c.entries, e.storedEntry)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read cassette: %w", err)
@@ -174,12 +188,12 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (Response, error) 
 	if err := ctx.Err(); err != nil {
 		return Response{}, err
 	}
-	key, err := RequestKey(req)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key, err := c.keys.Key(req)
 	if err != nil {
 		return Response{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	pos := c.served
 	c.served++
 	for i, e := range c.entries {
@@ -191,7 +205,12 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (Response, error) 
 	mm := &CassetteMismatchError{Request: pos + 1, Recorded: len(c.entries)}
 	if pos < len(c.entries) {
 		creq, _ := canonical(req)
-		mm.Field = firstDifference(c.entries[pos].Request, creq)
+		var recorded Request
+		if err := json.Unmarshal(c.entries[pos].Request, &recorded); err != nil {
+			mm.Field = fmt.Sprintf("the recorded request does not parse (%v)", err)
+		} else {
+			mm.Field = firstDifference(recorded, creq)
+		}
 	}
 	return Response{}, mm
 }

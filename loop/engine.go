@@ -116,6 +116,7 @@ type engine struct {
 	specs    []ToolSpec
 	outNames map[string]bool
 	out      Outcome
+	keys     KeyCache
 }
 
 // Run drives the model until it answers without tool calls, a limit is
@@ -200,7 +201,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		}
 		turn := e.out.Turns + 1
 		req := Request{Model: e.cfg.ModelName, Messages: e.out.Messages, Tools: e.specs, Params: e.cfg.Params}
-		key, err := RequestKey(req)
+		key, err := e.keys.Key(req)
 		if err != nil {
 			return e.fail(err)
 		}
@@ -228,7 +229,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if calls == nil {
 			calls = []ToolCall{}
 		}
-		if err := e.journal("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, Usage: resp.Usage}); err != nil {
+		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, Usage: resp.Usage}); err != nil {
 			return e.fail(err)
 		}
 		e.out.FinishReason = resp.FinishReason
@@ -306,6 +307,9 @@ func (e *engine) end(r Reason, err error) Outcome {
 
 func (e *engine) fail(err error) Outcome { return e.end(ReasonFailed, err) }
 
+// journal appends an event and makes it durable with those deferred
+// before it. Every model request follows one (model.request), so nothing
+// a resume relies on is ever lost with the request already sent.
 func (e *engine) journal(typ string, data any) error {
 	if e.cfg.Journal == nil {
 		return nil
@@ -314,11 +318,25 @@ func (e *engine) journal(typ string, data any) error {
 	return err
 }
 
+// journalDeferred appends an event whose fsync can wait for the next
+// durable point: the next model request, or the barrier before a tool
+// that acts on the world (see invoke). A response, a call's start and its
+// end are grouped this way; a crash before the durable point costs at
+// most a repeated model request or a repeated read, never a repeated
+// side effect.
+func (e *engine) journalDeferred(typ string, data any) error {
+	if e.cfg.Journal == nil {
+		return nil
+	}
+	_, err := e.cfg.Journal.AppendDeferred(typ, data)
+	return err
+}
+
 // callTool runs one tool call and records it. Problems with the call
 // itself become error results the model sees; only a harness fault (a Go
 // error from the tool, or a failed write) is returned.
 func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
-	if err := e.journal("tool.started", ToolStartedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments}); err != nil {
+	if err := e.journalDeferred("tool.started", ToolStartedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments}); err != nil {
 		return err
 	}
 	res, code, toolErr := e.invoke(ctx, turn, call)
@@ -338,7 +356,7 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 	if err != nil {
 		return err
 	}
-	if err := e.journal("tool.finished", ToolFinishedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Status: res.Status, Code: code, Output: out, OutputDigest: digest}); err != nil {
+	if err := e.journalDeferred("tool.finished", ToolFinishedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Status: res.Status, Code: code, Output: out, OutputDigest: digest}); err != nil {
 		return err
 	}
 	e.out.Messages = append(e.out.Messages, Message{Role: RoleTool, Content: res.Content, ToolCallID: call.ID})
@@ -382,6 +400,13 @@ func (e *engine) invoke(ctx context.Context, turn int, call ToolCall) (ToolResul
 				code = codePolicyEnd
 			}
 			return *denied, code, nil
+		}
+	}
+	if t.Effect() != EffectRead && e.cfg.Journal != nil {
+		// The call's start (and its policy decision) must be on disk
+		// before it can change anything, or a resume could run it twice.
+		if err := e.cfg.Journal.Sync(); err != nil {
+			return ToolResult{}, "", err
 		}
 	}
 	res, err := t.Call(WithTurn(WithUsage(ctx, e.out.Usage), turn), call, args)
@@ -428,7 +453,9 @@ func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, a
 		Turn:     turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
 		Status: res.Status, Content: res.Content, Record: res.Record,
 	}
-	d, err := e.cfg.Redact.WriteJSONDigest(filepath.Join(e.cfg.ToolOutputDir, name), rec)
+	// tool.finished, which names the file and carries its digest, is
+	// written only after this returns.
+	d, err := e.cfg.Redact.WriteUnreferencedJSONDigest(filepath.Join(e.cfg.ToolOutputDir, name), rec)
 	if err != nil {
 		return "", "", fmt.Errorf("write tool output: %w", err)
 	}

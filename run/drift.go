@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -142,4 +143,17 @@ func (r *runner) snapshotCache(opts skills.ScanOptions) *skills.SnapshotCache {
 		return nil
 	}
 	return c
+}
+
+// contentScan runs the content scan over reg with a findings cache: the
+// caller's (a batch or pipeline shares one), else one kept in the
+// snapshot cache directory (saved at once: a cache that cannot be written
+// only costs the next run a scan), else none.
+func (r *runner) contentScan(reg *skills.Registry) {
+	c := r.opts.Audits
+	if c == nil && r.opts.SnapshotCache != "" && skills.PrivateDir(r.opts.SnapshotCache) == nil {
+		c = audit.OpenCache(r.opts.SnapshotCache)
+		defer c.Save()
+	}
+	r.findings, r.critical = c.Registry(reg)
 }

@@ -124,7 +124,9 @@ func (g *policyGate) Before(ctx context.Context, turn int, call loop.ToolCall, e
 	})
 	g.trace.Decisions = append(g.trace.Decisions, record.TraceRecord{Turn: turn, CallID: call.ID, At: g.r.now().UTC(), SnapshotDigest: g.snapshot.Digest, Decision: d})
 	g.trace.Totals[d.Decision]++
-	if _, err := g.r.journal.Append(record.EventPolicyDecision, record.PolicyDecision{Turn: turn, CallID: call.ID, SnapshotDigest: g.snapshot.Digest, Decision: d}); err != nil {
+	// Deferred: the engine makes it durable before a call that acts on
+	// the world; a denial or a read has nothing to protect.
+	if _, err := g.r.journal.AppendDeferred(record.EventPolicyDecision, record.PolicyDecision{Turn: turn, CallID: call.ID, SnapshotDigest: g.snapshot.Digest, Decision: d}); err != nil {
 		// A decision that cannot be recorded is not acted on: the call is
 		// refused and the run ends.
 		res := loop.ErrorResult("journal_write_failed", "harness could not record the policy decision for this call: "+err.Error(), nil)

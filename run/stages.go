@@ -117,7 +117,7 @@ func (r *runner) registryStage(ctx context.Context) error {
 			return err
 		}
 		r.registry = reg
-		r.findings, r.critical = r.opts.Audits.Registry(reg)
+		r.contentScan(reg)
 		if !r.opts.NoSkillCatalog {
 			r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
 		}
@@ -145,7 +145,7 @@ func (r *runner) registryStage(ctx context.Context) error {
 		r.catalog = skills.BuildCatalog(reg, r.opts.CatalogBudget)
 		reg.Diagnostics = append(reg.Diagnostics, r.catalog.Diagnostics()...)
 	}
-	r.findings, r.critical = r.opts.Audits.Registry(reg)
+	r.contentScan(reg)
 	fileDigest, err := r.redact.WriteJSONDigest(r.path(record.FileRegistry), reg)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/harness-dev/harness/artifacts"
 )
@@ -65,6 +66,9 @@ func OpenSnapshotCache(dir string, opts ScanOptions) (*SnapshotCache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("snapshot cache %s: %w", dir, err)
 	}
+	if err := PrivateDir(dir); err != nil {
+		return nil, err
+	}
 	h := artifacts.NewHasher()
 	h.WriteField("harness.snapshot-cache/1")
 	for _, r := range opts.Roots {
@@ -79,6 +83,26 @@ func OpenSnapshotCache(dir string, opts ScanOptions) (*SnapshotCache, error) {
 		return nil, err
 	}
 	return &SnapshotCache{path: filepath.Join(dir, key+".cache"), stamp: stamp}, nil
+}
+
+// PrivateDir refuses a cache directory that another user could write
+// (or that is not this user's): whoever can write the cache can make a
+// later scan keep a stale digest or a content scan keep stale findings.
+func PrivateDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("snapshot cache: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("snapshot cache %s is not a directory", dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("snapshot cache %s is writable by other users (mode %v): make it private (chmod go-w) or choose another --snapshot-cache", dir, fi.Mode().Perm())
+	case ok && int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("snapshot cache %s belongs to another user (uid %d): choose another --snapshot-cache", dir, st.Uid)
+	}
+	return nil
 }
 
 // fsStamp is the file system's own idea of now: the mtime of a file

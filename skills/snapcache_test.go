@@ -239,3 +239,17 @@ func TestCacheDirectoryIsBounded(t *testing.T) {
 		t.Error("the oldest cache file was kept")
 	}
 }
+
+// A cache directory others can write is not used: whoever writes it
+// decides which digests a later scan keeps.
+func TestSnapshotCacheRefusesSharedDir(t *testing.T) {
+	dir := t.TempDir()
+	testenv.Must(t, os.Chmod(dir, 0o777))
+	if _, err := OpenSnapshotCache(dir, ScanOptions{Roots: []string{t.TempDir()}}); err == nil || !strings.Contains(err.Error(), "writable by other users") {
+		t.Fatalf("err = %v, want a refusal of a shared directory", err)
+	}
+	testenv.Must(t, os.Chmod(dir, 0o755))
+	if _, err := OpenSnapshotCache(dir, ScanOptions{Roots: []string{t.TempDir()}}); err != nil {
+		t.Fatal(err)
+	}
+}
