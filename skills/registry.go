@@ -123,6 +123,7 @@ type Skill struct {
 	body      []byte    // the Markdown after the frontmatter, for link checks
 	bodyLine  int       // 1-based line of SKILL.md where the body starts
 	fsRoot    *scanRoot // the root the skill was found in, during a scan
+	walked    *walkInfo // what listing it saw, during a scan
 }
 
 // Resource is one supporting file of a skill.

@@ -23,8 +23,9 @@ import (
 
 // listResources walks a skill's directory (bounded, byte-wise order) and
 // returns its files without digests; the scan's digester fills those in.
-func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnostic) {
+func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnostic, walkInfo) {
 	var rs []Resource
+	var w walkInfo
 	var ds []Diagnostic
 	add := func(code, sev, p, format string, args ...any) {
 		ds = append(ds, Diagnostic{Severity: sev, Code: code, Detail: fmt.Sprintf(format, args...), Path: p})
@@ -33,9 +34,11 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 	visited := map[string]bool{}
 	var walk func(dir, rel string, depth int)
 	walk = func(dir, rel string, depth int) {
+		w.dirs = append(w.dirs, dir)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			add(CodeResourceUnreadable, SeverityWarning, dir, "cannot list directory: %v", err)
+			w.uncacheable = true // what failed may not fail next time
 			return
 		}
 		for _, e := range entries {
@@ -50,6 +53,9 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 			}
 			if depth == 0 && name == "SKILL.md" {
 				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				w.uncacheable = true // a link's target moves without a fingerprint moving
 			}
 			if e.IsDir() || e.Type()&fs.ModeSymlink != 0 {
 				isDir, d := followDir(c.root, visited, p, e, CodeResourceOutsideRoot)
@@ -80,6 +86,7 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 				fi, err = os.Stat(p)
 				if err != nil {
 					add(CodeResourceUnreadable, SeverityWarning, p, "cannot stat: %v", err)
+					w.uncacheable = true
 					continue
 				}
 				mode = fi.Mode()
@@ -115,7 +122,7 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 	if rs == nil {
 		rs = []Resource{}
 	}
-	return rs, ds
+	return rs, ds, w
 }
 
 type digestJob struct {
@@ -348,5 +355,5 @@ func runtimeOf(shebang, rel string) string {
 func (sc *scanner) finishSkill(s *Skill) {
 	s.TreeDigest = treeDigest(s.Resources)
 	s.Diagnostics = sortDiagnostics(s.Diagnostics)
-	s.body, s.fsRoot = nil, nil
+	s.body, s.fsRoot, s.walked = nil, nil, nil
 }

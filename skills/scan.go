@@ -71,9 +71,9 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	}
 	defer sc.close()
 	// The cache file is decoded while the roots are listed.
-	var loading chan map[string]*Resource
+	var loading chan cached
 	if opts.Cache != nil {
-		loading = make(chan map[string]*Resource, 1)
+		loading = make(chan cached, 1)
 		go func() { loading <- opts.Cache.load() }()
 	}
 	var cands []candidate
@@ -85,30 +85,37 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		cands = append(cands, cs...)
 	}
 	cands = sc.dedupe(cands)
-	cached := map[string]*Resource{}
+	var fromCache cached
 	if opts.Cache != nil {
-		cached = <-loading
+		fromCache = <-loading
+		sc.cachedSkills, sc.caching = fromCache.skills, true
 	}
 	// Listing and digesting overlap: each skill's files are queued for the
 	// digest workers as soon as the skill is listed.
 	dg := sc.startDigest(ctx)
 	dg.previous = previousDigests(opts.Previous)
-	fromCache := len(cached)
 	if opts.Cache != nil {
-		merged := make(map[string]*Resource, len(cached)+len(dg.previous))
-		maps.Copy(merged, cached)
+		merged := make(map[string]*Resource, len(fromCache.files)+len(dg.previous))
+		maps.Copy(merged, fromCache.files)
 		maps.Copy(merged, dg.previous)
 		dg.previous = merged
 	}
 	var loaded []*Skill
+	var entries []skillEntry
+	learned := false
 	for res := range sc.loadAll(ctx, cands) {
 		if !res.ok {
 			sc.diags = append(sc.diags, res.diags...)
+			learned = learned || sc.caching
 			continue
 		}
 		res.skill.Diagnostics = append(res.skill.Diagnostics, res.diags...)
 		loaded = append(loaded, res.skill)
 		dg.add(res.skill)
+		if res.entry != nil {
+			entries = append(entries, *res.entry)
+		}
+		learned = learned || !res.reused
 	}
 	if err := dg.wait(); err != nil {
 		return nil, err
@@ -141,12 +148,12 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	})
 	reg.Diagnostics = sortDiagnostics(sc.diags)
 	reg.Digest = registryDigest(reg.Limits, reg.Skills)
-	if opts.Cache != nil && (dg.read.Load() > 0 || opts.Cache.entries(reg) != fromCache) {
-		// Rewritten only when this scan learned something: nothing read
-		// and as many entries as loaded means the file already holds
-		// exactly these. A cache that cannot be written only costs the
-		// next scan time.
-		opts.Cache.save(reg)
+	if opts.Cache != nil && (learned || dg.read.Load() > 0 || opts.Cache.entries(reg) != len(fromCache.files) || len(entries) != len(fromCache.skills)) {
+		// Rewritten only when this scan learned something: every skill
+		// taken from the cache, nothing read, and as many entries as
+		// loaded means the file already holds exactly these. A cache
+		// that cannot be written only costs the next scan time.
+		opts.Cache.save(reg, entries)
 	}
 	return reg, nil
 }
@@ -224,6 +231,10 @@ type scanner struct {
 	limits    Limits
 	diags     []Diagnostic
 	markdown  markdownParsers
+	// cachedSkills are the snapshot cache's skill entries by directory;
+	// caching says new entries are wanted.
+	cachedSkills map[string]*skillEntry
+	caching      bool
 	// validating keeps checking a skill past a problem that makes a run
 	// skip it, so an author sees every problem at once.
 	validating bool
@@ -389,7 +400,9 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 		bodyLine:         1 + strings.Count(string(data[:bodyOffset]), "\n"),
 		fsRoot:           c.root,
 	}
-	s.Resources, s.Diagnostics = sc.listResources(c, s)
+	var w walkInfo
+	s.Resources, s.Diagnostics, w = sc.listResources(c, s)
+	s.walked = &w
 	// Links are checked here, on the loading goroutine, rather than after
 	// every skill is loaded: the check needs only the listed resources,
 	// and a serial pass over tens of thousands of skills left a CPU idle.
@@ -444,6 +457,10 @@ type loadResult struct {
 	skill *Skill
 	diags []Diagnostic
 	ok    bool
+	// entry is the skill's snapshot-cache entry (nil when not caching or
+	// not cacheable); reused says it came from the cache unchanged.
+	entry  *skillEntry
+	reused bool
 }
 
 // loadAll loads candidates on a worker pool and yields the results in
@@ -461,8 +478,7 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 			go func() {
 				defer wg.Done()
 				for i := range next {
-					s, d, ok := sc.load(cands[i], false)
-					results[i] <- loadResult{s, d, ok}
+					results[i] <- sc.loadCached(cands[i])
 				}
 			}()
 		}
@@ -495,6 +511,25 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 			}
 		}
 	}
+}
+
+// loadCached loads one candidate for a scan: from its snapshot-cache
+// entry when every fingerprint is unchanged, else from disk (then making
+// it an entry, when caching).
+func (sc *scanner) loadCached(c candidate) loadResult {
+	if e, ok := sc.cachedSkills[c.dir]; ok {
+		if s, d, ok := sc.fromCache(c, e); ok {
+			return loadResult{skill: s, diags: d, ok: true, entry: e, reused: true}
+		}
+	}
+	s, d, ok := sc.load(c, false)
+	r := loadResult{skill: s, diags: d, ok: ok}
+	if ok && sc.caching {
+		if e, ok := sc.skillEntryOf(c, s, d, *s.walked); ok {
+			r.entry = &e
+		}
+	}
+	return r
 }
 
 func nonEmpty(xs []string) []string {

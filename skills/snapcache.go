@@ -35,12 +35,13 @@ import (
 
 // cacheFormat changes whenever the entry layout does; an older file is
 // ignored.
-const cacheFormat = 2
+const cacheFormat = 3
 
 type cacheFile struct {
 	Format  int
 	Stamp   int64 // file-system time (ns) taken before the scan
 	Entries []cacheEntry
+	Skills  []skillEntry
 }
 
 type cacheEntry struct {
@@ -121,10 +122,17 @@ func fsStamp(dir string) (int64, error) {
 	return fi.ModTime().UnixNano(), nil
 }
 
+// cached is what a cache file offers a scan: digests by host path and
+// loaded skills by directory.
+type cached struct {
+	files  map[string]*Resource
+	skills map[string]*skillEntry
+}
+
 // load reads the entries; a missing, old-format or unreadable cache is
 // empty (it only ever saves work).
-func (c *SnapshotCache) load() map[string]*Resource {
-	out := map[string]*Resource{}
+func (c *SnapshotCache) load() cached {
+	out := cached{files: map[string]*Resource{}, skills: map[string]*skillEntry{}}
 	f, err := os.Open(c.path)
 	if err != nil {
 		return out
@@ -139,9 +147,24 @@ func (c *SnapshotCache) load() map[string]*Resource {
 		if !olderThan(e.Stat, cf.Stamp) {
 			continue
 		}
-		out[e.Path] = &Resource{HostPath: e.Path, Stat: e.Stat, Digest: e.Digest, Size: e.Size, ContentKind: e.ContentKind, Shebang: e.Shebang, Runtime: e.Runtime}
+		out.files[e.Path] = &Resource{HostPath: e.Path, Stat: e.Stat, Digest: e.Digest, Size: e.Size, ContentKind: e.ContentKind, Shebang: e.Shebang, Runtime: e.Runtime}
+	}
+	for i := range cf.Skills {
+		e := &cf.Skills[i]
+		if allOlder(e.Stats, cf.Stamp) {
+			out.skills[e.Dir] = e
+		}
 	}
 	return out
+}
+
+func allOlder(stats []pathStat, stamp int64) bool {
+	for _, ps := range stats {
+		if !olderThan(ps.Stat, stamp) {
+			return false
+		}
+	}
+	return len(stats) > 0
 }
 
 // entries counts the resources of reg that save would keep.
@@ -163,8 +186,13 @@ func (c *SnapshotCache) entries(reg *Registry) int {
 // Unlike an artifact it is not fsynced: a cache lost in a crash only
 // costs the next scan time, and an fsync of megabytes would cost every
 // scan that learned something.
-func (c *SnapshotCache) save(reg *Registry) error {
+func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 	cf := cacheFile{Format: cacheFormat, Stamp: c.stamp}
+	for _, e := range skills {
+		if allOlder(e.Stats, c.stamp) {
+			cf.Skills = append(cf.Skills, e)
+		}
+	}
 	for i := range reg.Skills {
 		for j := range reg.Skills[i].Resources {
 			r := &reg.Skills[i].Resources[j]

@@ -23,7 +23,7 @@ func cacheTree(t *testing.T) (root, cacheDir string) {
 	dir := t.TempDir()
 	root, cacheDir = filepath.Join(dir, "skills"), filepath.Join(dir, "cache")
 	testenv.WriteTree(t, root, map[string]string{
-		"alpha/SKILL.md":           "---\nname: alpha\ndescription: Alpha. Use for alpha.\n---\nSee [r](references/r.md).\n",
+		"alpha/SKILL.md":           "---\nname: alpha\ndescription: Alpha. Use for alpha.\nmetadata:\n  count: 3\n  big: 18446744073709551615\n  neg: -7\n  ratio: 0.5\n  on: true\n  none: null\n  list: [a, 1, {k: v}]\n  empty: {}\n  nolist: []\n---\n# Alpha\nSee [r](references/r.md) and [gone](references/gone.md).\n",
 		"alpha/references/r.md":    "reference one\n",
 		"alpha/scripts/run.sh":     "#!/bin/bash\necho one\n",
 		"beta/SKILL.md":            "---\nname: beta\ndescription: Beta. Use for beta.\n---\nBeta.\n",
@@ -101,8 +101,8 @@ func TestCachedSnapshotIsByteIdentical(t *testing.T) {
 		t.Fatal("a cached snapshot differs from an uncached one")
 	}
 	c, _ := OpenSnapshotCache(cacheDir, ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"})
-	if n := len(c.load()); n != 5 {
-		t.Errorf("the cache holds %d entries, want the 5 resources", n)
+	if got := c.load(); len(got.files) != 5 || len(got.skills) != 2 {
+		t.Errorf("the cache holds %d files and %d skills, want the 5 resources and 2 skills", len(got.files), len(got.skills))
 	}
 }
 
@@ -115,7 +115,7 @@ func TestCacheIsUsed(t *testing.T) {
 	scanWith(t, root, cacheDir)
 	opts := ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"}
 	c, _ := OpenSnapshotCache(cacheDir, opts)
-	entries := c.load()
+	entries := c.load().files
 	forged := artifacts.DigestString("not the content")
 	entries[filepath.Join(root, "beta/assets/data.txt")].Digest = forged
 	reg := &Registry{Skills: []Skill{{Name: "x"}}}
@@ -123,7 +123,7 @@ func TestCacheIsUsed(t *testing.T) {
 		reg.Skills[0].Resources = append(reg.Skills[0].Resources, *r)
 	}
 	c.stamp = time.Now().Add(time.Hour).UnixNano()
-	if err := c.save(reg); err != nil {
+	if err := c.save(reg, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := scanWith(t, root, cacheDir)
@@ -165,6 +165,39 @@ func TestCacheCatchesChanges(t *testing.T) {
 		{"deleted", func(t *testing.T, root string) {
 			os.Remove(filepath.Join(root, "beta/templates/t.md"))
 		}, "beta", "templates/t.md", nil},
+		{"SKILL.md edited, same size, mtime set back", func(t *testing.T, root string) {
+			p := filepath.Join(root, "beta/SKILL.md")
+			fi, _ := os.Stat(p)
+			os.WriteFile(p, []byte("---\nname: beta\ndescription: Bxta. Use for beta.\n---\nBeta.\n"), 0o644)
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		}, "", "", func(t *testing.T, reg *Registry) {
+			if s, _ := reg.Lookup("beta"); s.Description != "Bxta. Use for beta." {
+				t.Errorf("description %q: the edit was missed", s.Description)
+			}
+		}},
+		{"file added beside SKILL.md", func(t *testing.T, root string) {
+			os.WriteFile(filepath.Join(root, "beta/extra.md"), []byte("x"), 0o644)
+		}, "beta", "extra.md", nil},
+		{"file added in a subdirectory, which a link now names", func(t *testing.T, root string) {
+			os.WriteFile(filepath.Join(root, "alpha/references/gone.md"), []byte("back"), 0o644)
+		}, "alpha", "references/gone.md", func(t *testing.T, reg *Registry) {
+			s, _ := reg.Lookup("alpha")
+			if r, _ := s.Resource("references/gone.md"); !r.Referenced {
+				t.Error("the new file is not marked referenced")
+			}
+		}},
+		{"subdirectory removed", func(t *testing.T, root string) {
+			os.RemoveAll(filepath.Join(root, "beta/templates"))
+		}, "", "", nil},
+		{"file replaced by a link", func(t *testing.T, root string) {
+			p := filepath.Join(root, "beta/assets/data.txt")
+			os.Remove(p)
+			os.Symlink("../references/more.txt", p)
+		}, "", "", nil},
+		{"skill directory replaced by a link to a copy", func(t *testing.T, root string) {
+			os.Rename(filepath.Join(root, "beta"), filepath.Join(root, "beta-copy"))
+			os.Symlink("beta-copy", filepath.Join(root, "beta"))
+		}, "", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, cacheDir := cacheTree(t)
@@ -192,17 +225,50 @@ func TestRacilyCleanEntriesAreNotKept(t *testing.T) {
 		return Resource{HostPath: p, Stat: strings.Join([]string{"1", "2", "3", strconv.FormatInt(m, 10), strconv.FormatInt(ct, 10)}, ":"), Digest: artifacts.DigestString(p)}
 	}
 	reg := &Registry{Skills: []Skill{{Resources: []Resource{res("old", 999, 999), res("mtime-now", 1000, 999), res("ctime-now", 999, 1000), res("later", 1001, 1001)}}}}
-	if err := c.save(reg); err != nil {
+	if err := c.save(reg, nil); err != nil {
 		t.Fatal(err)
 	}
-	got := c.load()
+	got := c.load().files
 	if len(got) != 1 || got["old"] == nil {
 		t.Errorf("kept %v, want only the strictly older entry", got)
 	}
 	// A corrupt or foreign cache is empty, never an error.
 	os.WriteFile(c.path, []byte("garbage"), 0o600)
-	if len(c.load()) != 0 {
+	if len(c.load().files) != 0 {
 		t.Error("a corrupt cache was used")
+	}
+}
+
+// TestSkillEntryIsUsed proves a loaded skill comes from the cache when
+// its fingerprints are unchanged: a forged description is believed (the
+// cache is private for that reason), and an edit of SKILL.md ends it.
+func TestSkillEntryIsUsed(t *testing.T) {
+	root, cacheDir := cacheTree(t)
+	scanWith(t, root, cacheDir)
+	opts := ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"}
+	c, _ := OpenSnapshotCache(cacheDir, opts)
+	got := c.load()
+	e := got.skills[filepath.Join(root, "beta")]
+	if e == nil {
+		t.Fatalf("no entry for beta: %v", got.skills)
+	}
+	e.Skill.Description = "forged"
+	var entries []skillEntry
+	for _, e := range got.skills {
+		entries = append(entries, *e)
+	}
+	c.stamp = time.Now().Add(time.Hour).UnixNano()
+	if err := c.save(&Registry{}, entries); err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := scanWith(t, root, cacheDir)
+	if s, _ := reg.Lookup("beta"); s.Description != "forged" {
+		t.Fatalf("the skill entry was not used: %q", s.Description)
+	}
+	os.WriteFile(filepath.Join(root, "beta/SKILL.md"), []byte("---\nname: beta\ndescription: Beta again. Use for beta.\n---\nBeta.\n"), 0o644)
+	reg, _ = scanWith(t, root, cacheDir)
+	if s, _ := reg.Lookup("beta"); s.Description != "Beta again. Use for beta." {
+		t.Fatalf("an edited SKILL.md kept the cached skill: %q", s.Description)
 	}
 }
 
@@ -225,7 +291,7 @@ func TestCacheDirectoryIsBounded(t *testing.T) {
 		os.Chtimes(p, old, old)
 	}
 	c := &SnapshotCache{path: filepath.Join(dir, "new.cache"), stamp: 1}
-	if err := c.save(&Registry{}); err != nil {
+	if err := c.save(&Registry{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "*.cache"))
