@@ -2,9 +2,9 @@ package artifacts
 
 import (
 	"encoding/hex"
-	"fmt"
 	"hash"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/zeebo/blake3"
@@ -49,7 +49,8 @@ func (h *Hasher) Write(p []byte) (int, error) { return h.h.Write(p) }
 // a registry, a run identity) use it so that ("ab","c") and ("a","bc") never
 // collide.
 func (h *Hasher) WriteField(s string) {
-	fmt.Fprintf(h.h, "%d:", len(s))
+	var n [24]byte
+	h.h.Write(append(strconv.AppendInt(n[:0], int64(len(s)), 10), ':'))
 	io.WriteString(h.h, s)
 }
 

@@ -31,7 +31,8 @@ type cacheFile struct {
 // work. Save writes it back.
 func OpenCache(dir string) *Cache {
 	c := NewCache()
-	c.path = filepath.Join(dir, "findings-"+cfc.CatalogVersion()+".cache")
+	// Not ".cache": the snapshot cache prunes those by age.
+	c.path = filepath.Join(dir, "findings-"+cfc.CatalogVersion()+".gob")
 	c.fresh = map[string]bool{}
 	f, err := os.Open(c.path)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,7 +215,18 @@ func previousDigests(reg *Registry) map[string]*Resource {
 // statKey is the fingerprint a file must keep for its digest to be
 // reused: device, inode, size, modification and change time (ns).
 func statKey(st *unix.Stat_t) string {
-	return fmt.Sprintf("%d:%d:%d:%d:%d", st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano())
+	// strconv, not fmt: a warm scan makes one per file and directory.
+	b := make([]byte, 0, 80)
+	b = strconv.AppendUint(b, st.Dev, 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, st.Ino, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, st.Size, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, st.Mtim.Nano(), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, st.Ctim.Nano(), 10)
+	return string(b)
 }
 
 func (d *digester) wait() error {
