@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 type record struct {
@@ -217,4 +220,48 @@ func FuzzReadJournal(f *testing.F) {
 			t.Fatalf("re-reading the valid prefix: %d events torn=%v err=%v, want %d", len(again.Events), again.TornTail, err, len(c.Events))
 		}
 	})
+}
+
+// A deferred event is in the file at once, in call order and chained,
+// but the tee (which promises durable lines) sees it only when a later
+// Append, a Sync or Close makes it durable.
+func TestJournalDeferredAppends(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := OpenJournal(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var teed []string
+	j.Tee(func(line []byte) {
+		var ev Event
+		json.Unmarshal(line, &ev)
+		teed = append(teed, ev.Type)
+	})
+	lines := func() int {
+		b, _ := os.ReadFile(p)
+		return strings.Count(string(b), "\n")
+	}
+	j.AppendDeferred("a", nil)
+	j.AppendDeferred("b", nil)
+	if lines() != 2 || len(teed) != 0 {
+		t.Fatalf("after two deferred appends: %d lines, tee %v", lines(), teed)
+	}
+	j.Append("c", nil)
+	if got := strings.Join(teed, ","); got != "a,b,c" {
+		t.Fatalf("after a durable append the tee saw %q, want a,b,c", got)
+	}
+	j.AppendDeferred("d", nil)
+	testenv.Must(t, j.Sync())
+	j.AppendDeferred("e", nil)
+	testenv.Must(t, j.Close())
+	if got := strings.Join(teed, ","); got != "a,b,c,d,e" {
+		t.Fatalf("after Sync and Close the tee saw %q", got)
+	}
+	f, _ := os.Open(p)
+	defer f.Close()
+	c, err := ReadJournal(f)
+	testenv.Must(t, err)
+	if _, err := VerifyChain(c.Events, nil); err != nil || len(c.Events) != 5 {
+		t.Fatalf("chain of %d events: %v", len(c.Events), err)
+	}
 }

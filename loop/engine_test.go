@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -336,5 +337,53 @@ func TestConnectionResetIsRetried(t *testing.T) {
 	out := loop.Run(context.Background(), loop.Config{Model: m, ModelName: "m"}, []loop.Message{{Role: loop.RoleUser, Content: "x"}})
 	if out.Reason != loop.ReasonCompleted || out.Final.Content != "after reset" || len(attempts) != 1 {
 		t.Fatalf("outcome %s %v, attempts %+v", out.Reason, out.Err, attempts)
+	}
+}
+
+// effectTool records, when it runs, the journal lines already durable
+// (the tee sees only those).
+type effectTool struct {
+	name    string
+	effect  loop.Effect
+	durable *[]string
+	seen    []string
+}
+
+func (e *effectTool) Spec() loop.ToolSpec {
+	return loop.ToolSpec{Name: e.name, Description: e.name, Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+func (e *effectTool) Effect() loop.Effect { return e.effect }
+func (e *effectTool) Call(ctx context.Context, c loop.ToolCall, args json.RawMessage) (loop.ToolResult, error) {
+	e.seen = slices.Clone(*e.durable)
+	return loop.ToolResult{Content: "ok", Status: loop.StatusOK}, nil
+}
+
+// A call that can change the world starts only once its start (and the
+// response that asked for it) is durable; a read does not wait for an
+// fsync, and its events become durable with the next model request.
+func TestDurableBeforeSideEffects(t *testing.T) {
+	h := newHarness(t)
+	var durable []string
+	h.journal.Tee(func(line []byte) {
+		var ev artifacts.Event
+		json.Unmarshal(line, &ev)
+		durable = append(durable, ev.Type)
+	})
+	read := &effectTool{name: "look", effect: loop.EffectRead, durable: &durable}
+	write := &effectTool{name: "change", effect: loop.EffectSideEffect, durable: &durable}
+	out, _, _ := run(t, h, []looptest.Reply{
+		{ToolCalls: []looptest.Call{{ID: "c1", Name: "look", Arguments: `{}`}}},
+		{ToolCalls: []looptest.Call{{ID: "c2", Name: "change", Arguments: `{}`}}},
+		{Content: "finished"},
+	}, loop.Limits{}, read, write)
+	if out.Reason != loop.ReasonCompleted {
+		t.Fatalf("outcome %s: %v", out.Reason, out.Err)
+	}
+	if got := strings.Join(read.seen, ","); got != "model.request" {
+		t.Errorf("durable when the read ran: %s", got)
+	}
+	want := "model.request,model.response,tool.started,tool.finished,model.request,model.response,tool.started"
+	if got := strings.Join(write.seen, ","); got != want {
+		t.Errorf("durable when the side effect ran: %s, want %s", got, want)
 	}
 }

@@ -5,7 +5,12 @@
 #       skill: the wall time of a one-turn replay (snapshot, preload, one
 #       replayed exchange, artifacts) is an upper bound for it;
 #   (2) harness overhead per turn: a 200-turn replay with one read_file call
-#       per turn, minus the one-turn run, divided by 200.
+#       per turn, minus the one-turn run, divided by 200;
+#   (3) time from process start to the first model request, measured at a
+#       loopback server (testdata/bench/firstrequest), with a warm snapshot
+#       cache and without one;
+#   (4) 100 runs in a row (one-turn replays of the same root): total and
+#       median, without the snapshot cache and with it (empty at the start).
 # Usage: bash testdata/bench/run.sh   (from the repository root)
 set -euo pipefail
 root=$(pwd)
@@ -13,6 +18,7 @@ work=${BENCH_DIR:-$(mktemp -d /tmp/harness-bench-run.XXXXXX)}
 mkdir -p "$work"
 go build -o "$work/harness" ./cmd/harness
 go build -o "$work/fakeprovider" ./examples/demo/fakeprovider
+go build -o "$work/firstrequest" ./testdata/bench/firstrequest
 h="$work/harness"
 
 ws="$work/ws"
@@ -52,7 +58,7 @@ record() { # turns cassette
 
 replay() { # cassette
   "$h" run --quiet --workspace "$ws" --skills-root "$ws/skills" --skill skill-0007 \
-    --model bench --prompt "bench" --max-turns 0 --replay "$1" --artifacts-dir "$work/runs" >/dev/null
+    --model bench --prompt "bench" --max-turns 0 --replay "$1" --artifacts-dir "$work/runs" --snapshot-cache "$work/replay-cache" >/dev/null
 }
 
 record 0 "$work/one.jsonl"
@@ -86,9 +92,38 @@ resume_once() {
 }
 res=999999999999
 for _ in 1 2 3; do r=$(resume_once); ((r < res)) && res=$r; done
+# (3) Each configuration gets its own cache directory, filled by a first run.
+cache="$work/snapshot-cache"
+rm -rf "$cache"
+first_args=(run --quiet --workspace "$ws" --skills-root "$ws/skills" --skill skill-0007 --model bench --prompt bench --artifacts-dir "$work/runs")
+"$work/firstrequest" -n 1 -- "$h" "${first_args[@]}" --snapshot-cache "$cache" >/dev/null
+first_cached=$("$work/firstrequest" -n 20 -- "$h" "${first_args[@]}" --snapshot-cache "$cache")
+first_plain=$("$work/firstrequest" -n 20 -- "$h" "${first_args[@]}" --no-snapshot-cache)
+
+# (4) 100 runs in a row; prints "total_ms median_ms".
+in_a_row() {
+  local i s e times=()
+  for i in $(seq 100); do
+    s=$(date +%s%N)
+    "$h" run --quiet --workspace "$ws" --skills-root "$ws/skills" --skill skill-0007 \
+      --model bench --prompt bench --max-turns 0 --replay "$work/one.jsonl" --artifacts-dir "$work/row-runs" "$@" >/dev/null
+    e=$(date +%s%N)
+    times+=($(((e - s) / 1000)))
+  done
+  printf '%s\n' "${times[@]}" | sort -n | awk '{t[NR]=$1; sum+=$1} END {printf "%.0f %.1f\n", sum/1000, t[int((NR+1)/2)]/1000}'
+  rm -rf "$work/row-runs"
+}
+row_plain=$(in_a_row --no-snapshot-cache)
+rm -rf "$work/row-cache"
+row_cached=$(in_a_row --snapshot-cache "$work/row-cache")
+
 printf 'skills in root            2000\n'
 printf 'one-turn run (upper bound on time to first request)  %d.%03d ms\n' $((one / 1000)) $((one % 1000))
 printf '200-turn replay           %d.%03d ms\n' $((many / 1000)) $((many % 1000))
 printf 'overhead per turn         %d us (read_file call, journal fsyncs, tool output file)\n' "$per"
 printf 'resume with drift check   %d.%03d ms (re-scan of 2000 skills, one more turn)\n' $((res / 1000)) $((res % 1000))
+printf 'to first request, cache   %s\n' "$first_cached"
+printf 'to first request, none    %s\n' "$first_plain"
+printf '100 runs in a row, no cache   total %s ms, median %s ms\n' ${row_plain}
+printf '100 runs in a row, cache      total %s ms, median %s ms (the first fills it)\n' ${row_cached}
 [ -n "${BENCH_DIR:-}" ] || rm -rf "$work"
