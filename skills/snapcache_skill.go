@@ -143,28 +143,20 @@ func (f fmValue) value() any {
 		return f.B
 	case reflect.Float64:
 		return f.F
-	case reflect.Int:
-		return int(f.I)
-	case reflect.Int8:
-		return int8(f.I)
-	case reflect.Int16:
-		return int16(f.I)
-	case reflect.Int32:
-		return int32(f.I)
-	case reflect.Int64:
-		return f.I
-	case reflect.Uint:
-		return uint(f.U)
-	case reflect.Uint8:
-		return uint8(f.U)
-	case reflect.Uint16:
-		return uint16(f.U)
-	case reflect.Uint32:
-		return uint32(f.U)
-	case reflect.Uint64:
-		return f.U
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return reflect.ValueOf(f.I).Convert(intTypes[f.Kind]).Interface()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return reflect.ValueOf(f.U).Convert(intTypes[f.Kind]).Interface()
 	}
 	return nil
+}
+
+// intTypes gives an integer back the Go type it had when cached.
+var intTypes = map[reflect.Kind]reflect.Type{
+	reflect.Int: reflect.TypeFor[int](), reflect.Int8: reflect.TypeFor[int8](), reflect.Int16: reflect.TypeFor[int16](),
+	reflect.Int32: reflect.TypeFor[int32](), reflect.Int64: reflect.TypeFor[int64](),
+	reflect.Uint: reflect.TypeFor[uint](), reflect.Uint8: reflect.TypeFor[uint8](), reflect.Uint16: reflect.TypeFor[uint16](),
+	reflect.Uint32: reflect.TypeFor[uint32](), reflect.Uint64: reflect.TypeFor[uint64](),
 }
 
 // walkInfo is what listing a skill saw, for deciding whether it can be

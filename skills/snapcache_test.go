@@ -3,8 +3,10 @@ package skills
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -317,5 +319,29 @@ func TestSnapshotCacheRefusesSharedDir(t *testing.T) {
 	testenv.Must(t, os.Chmod(dir, 0o755))
 	if _, err := OpenSnapshotCache(dir, ScanOptions{Roots: []string{t.TempDir()}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Frontmatter values survive the cache file with their Go types, through
+// gob (which drops zero values and empty slices).
+func TestFrontmatterValuesRoundTrip(t *testing.T) {
+	fm := map[string]any{
+		"s": "text", "empty": "", "b": true, "f": false, "float": 0.5, "zero": 0.0,
+		"int": 3, "i64": int64(-7), "u64": uint64(18446744073709551615), "u8": uint8(0), "i32": int32(0),
+		"nil": nil, "list": []any{"a", 1, map[string]any{"k": "v"}, []any{}}, "emptymap": map[string]any{}, "emptylist": []any{},
+	}
+	v, ok := toFM(fm)
+	if !ok {
+		t.Fatal("not representable")
+	}
+	var buf bytes.Buffer
+	testenv.Must(t, gob.NewEncoder(&buf).Encode(v))
+	var back fmValue
+	testenv.Must(t, gob.NewDecoder(&buf).Decode(&back))
+	if got := back.value(); !reflect.DeepEqual(got, fm) {
+		t.Fatalf("round trip:\n got %#v\nwant %#v", got, fm)
+	}
+	if _, ok := toFM(map[string]any{"x": struct{}{}}); ok {
+		t.Error("an unknown type was accepted (it must make the skill uncacheable)")
 	}
 }
