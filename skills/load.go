@@ -1,0 +1,231 @@
+package skills
+
+// Loading: reading and checking each candidate's SKILL.md and listing its
+// resources, on a worker pool, or taking it from the snapshot cache.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/harness-dev/harness/artifacts"
+)
+
+// load reads and checks one candidate's SKILL.md and lists its resources.
+// ok is false when the skill must be skipped; diags then say why.
+func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic, ok bool) {
+	skillPath := filepath.Join(c.dir, "SKILL.md")
+	errd := func(code, msg string, line int) (*Skill, []Diagnostic, bool) {
+		return nil, append(diags, Diagnostic{Severity: SeverityError, Code: code, Detail: msg, Path: skillPath, Line: line}), false
+	}
+	// openat2 with RESOLVE_BENEATH refuses a SKILL.md that resolves
+	// outside the root, so no separate symlink walk is needed.
+	data, err := readRegular(c.root, relTo(c.root.path, skillPath), maxSkillFile)
+	if err != nil {
+		switch {
+		case escapes(err):
+			target := "a path"
+			if real, err := filepath.EvalSymlinks(skillPath); err == nil {
+				target = real
+			}
+			return errd(CodeSkillOutsideRoot, fmt.Sprintf("SKILL.md resolves to %s, outside the skills root %s; the skill is ignored (validate or declare a root that holds both the link and its target, or replace the link with the file)", target, c.root.path), 0)
+		case errors.Is(err, errTooLarge):
+			return errd(CodeSkillFileTooLarge, fmt.Sprintf("SKILL.md is larger than %d bytes; move detail into references/", maxSkillFile), 0)
+		}
+		return errd(CodeSkillFileUnreadable, fmt.Sprintf("cannot read SKILL.md: %v", err), 0)
+	}
+	if isBinary(data, false) {
+		return errd(CodeSkillFileBinary, "SKILL.md is not UTF-8 text (it holds a NUL byte or invalid UTF-8)", 0)
+	}
+	fmRaw, yamlLine, body, bodyOffset, err := splitFrontmatter(data)
+	if err != nil {
+		fe := err.(*frontmatterError)
+		return errd(fe.Code, fe.Msg, fe.Line)
+	}
+	fm, err := parseFrontmatter(fmRaw, yamlLine)
+	if err != nil {
+		fe := err.(*frontmatterError)
+		return errd(fe.Code, fe.Msg, fe.Line)
+	}
+	dirName := filepath.Base(c.dir)
+	desc, _ := fm["description"].(string)
+	skipped := false
+	if strings.TrimSpace(desc) == "" {
+		if !sc.validating {
+			return errd(CodeDescriptionMissing, "the frontmatter has no description: add 'description:' saying what the skill does and when to use it", 0)
+		}
+		diags = append(diags, Diagnostic{Severity: SeverityError, Code: CodeDescriptionMissing, Detail: "the frontmatter has no description: add 'description:' saying what the skill does and when to use it", Path: skillPath})
+		skipped = true
+	}
+	name, isStr := fm["name"].(string)
+	switch {
+	case fm["name"] == nil && !strict:
+		name = dirName
+		diags = append(diags, Diagnostic{Severity: SeverityWarning, Code: CodeNameMissing, Detail: fmt.Sprintf("the frontmatter has no name; using the directory name '%s'", dirName), Path: skillPath})
+	case fm["name"] == nil:
+		name = dirName
+	case !isStr || strings.TrimSpace(name) == "":
+		name = dirName
+		diags = append(diags, Diagnostic{Severity: SeverityWarning, Code: CodeNameInvalid, Detail: fmt.Sprintf("the frontmatter name is not a non-empty string; using the directory name '%s'", dirName), Path: skillPath})
+	}
+	diags = append(diags, checkFields(fm, name, dirName, skillPath, strict)...)
+	s = &Skill{
+		Name:             name,
+		Description:      desc,
+		Root:             c.root.path,
+		SkillPath:        skillPath,
+		SkillDir:         c.dir,
+		LinkedFrom:       c.link,
+		SandboxSkillPath: sc.sandbox(skillPath),
+		SandboxSkillDir:  sc.sandbox(c.dir),
+		Digest:           artifacts.DigestBytes(data),
+		Frontmatter:      fm,
+		BodyOffset:       bodyOffset,
+		Headings:         headings(body),
+		rootIndex:        c.index,
+		relDir:           c.rel,
+		body:             body,
+		bodyLine:         1 + strings.Count(string(data[:bodyOffset]), "\n"),
+		fsRoot:           c.root,
+	}
+	var w walkInfo
+	s.Resources, s.Diagnostics, w = sc.listResources(c, s)
+	s.walked = &w
+	// Links are checked here, on the loading goroutine, rather than after
+	// every skill is loaded: the check needs only the listed resources,
+	// and a serial pass over tens of thousands of skills left a CPU idle.
+	md := sc.markdown.get()
+	s.Diagnostics = append(s.Diagnostics, checkLinks(md, s)...)
+	sc.markdown.put(md)
+	return s, diags, !skipped
+}
+
+var errTooLarge = errors.New("file too large")
+
+// escapes reports whether an open failed because the path leads outside
+// its root: EXDEV from openat2, or os.Root's own refusal.
+func escapes(err error) bool {
+	return errors.Is(err, unix.EXDEV) || strings.Contains(err.Error(), "path escapes from parent")
+}
+
+func relTo(base, p string) string {
+	rel, err := filepath.Rel(base, p)
+	if err != nil {
+		return p
+	}
+	return rel
+}
+
+// isBinary is the content guess used everywhere: a NUL byte or invalid
+// UTF-8 in the first 8 KiB. cut says b is a prefix of a longer file: a
+// multi-byte rune split at the end then does not count as invalid.
+func isBinary(b []byte, cut bool) bool {
+	if len(b) > sniffLen {
+		b, cut = b[:sniffLen], true
+	}
+	if cut {
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
+	}
+	if slices.Contains(b, 0) {
+		return true
+	}
+	return !utf8.Valid(b)
+}
+
+const sniffLen = 8 << 10
+
+type loadResult struct {
+	skill *Skill
+	diags []Diagnostic
+	ok    bool
+	// entry is the skill's snapshot-cache entry (nil when not caching or
+	// not cacheable); reused says it came from the cache unchanged.
+	entry  *skillEntry
+	reused bool
+}
+
+// loadAll loads candidates on a worker pool and yields the results in
+// candidate order, so that what follows is independent of scheduling.
+func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[loadResult] {
+	return func(yield func(loadResult) bool) {
+		results := make([]chan loadResult, len(cands))
+		for i := range results {
+			results[i] = make(chan loadResult, 1)
+		}
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					results[i] <- sc.loadCached(cands[i])
+				}
+			}()
+		}
+		go func() {
+			defer close(next)
+			for i := range cands {
+				if ctx.Err() != nil {
+					return
+				}
+				next <- i
+			}
+		}()
+		defer wg.Wait()
+		for i := range results {
+			select {
+			case r := <-results[i]:
+				if !yield(r) {
+					go func() {
+						for range next {
+						}
+					}()
+					return
+				}
+			case <-ctx.Done():
+				go func() {
+					for range next {
+					}
+				}()
+				return
+			}
+		}
+	}
+}
+
+// loadCached loads one candidate for a scan: from its snapshot-cache
+// entry when every fingerprint is unchanged, else from disk (then making
+// it an entry, when caching).
+func (sc *scanner) loadCached(c candidate) loadResult {
+	if e, ok := sc.cachedSkills[c.dir]; ok {
+		if s, d, ok := sc.fromCache(c, e); ok {
+			return loadResult{skill: s, diags: d, ok: true, entry: e, reused: true}
+		}
+	}
+	s, d, ok := sc.load(c, false)
+	r := loadResult{skill: s, diags: d, ok: ok}
+	if ok && sc.caching {
+		if e, ok := sc.skillEntryOf(c, s, d, *s.walked); ok {
+			r.entry = &e
+		}
+	}
+	return r
+}
+
