@@ -228,4 +228,3 @@ func (sc *scanner) loadCached(c candidate) loadResult {
 	}
 	return r
 }
-
