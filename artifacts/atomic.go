@@ -46,8 +46,24 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // WriteStream replaces path atomically with what write produces.
 func WriteStream(path string, perm os.FileMode, write func(io.Writer) error) error {
-	return writeAtomic(path, perm, write, true)
+	return writeAtomic(path, perm, write, syncBeforeRename)
 }
+
+// WriteCache replaces path atomically (mode 0600) with what write
+// produces, without any fsync: for a cache, which a crash may lose (it
+// then costs only time) but must never leave torn.
+func WriteCache(path string, write func(io.Writer) error) error {
+	return writeAtomic(path, 0o600, write, noSync)
+}
+
+// syncMode is when an atomic write fsyncs, relative to its rename.
+type syncMode int
+
+const (
+	syncBeforeRename syncMode = iota
+	syncAfterRename
+	noSync
+)
 
 // WriteUnreferenced writes a new file that no durable record names yet
 // (a tool output, before the journal line that carries its digest): like
@@ -58,10 +74,10 @@ func WriteStream(path string, perm os.FileMode, write func(io.Writer) error) err
 // carry the data, the new name and the directory, where fsync before the
 // rename costs a second commit for the rename.
 func WriteUnreferenced(path string, perm os.FileMode, write func(io.Writer) error) error {
-	return writeAtomic(path, perm, write, false)
+	return writeAtomic(path, perm, write, syncAfterRename)
 }
 
-func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, syncFirst bool) error {
+func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, mode syncMode) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -87,7 +103,7 @@ func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, syn
 	if err := tmp.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if syncFirst {
+	if mode == syncBeforeRename {
 		if err := tmp.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", path, err)
 		}
@@ -96,13 +112,16 @@ func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, syn
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	renamed = true
-	if !syncFirst {
+	if mode == syncAfterRename {
 		if err := tmp.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", path, err)
 		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if mode == noSync {
+		return nil
 	}
 	return SyncDir(dir)
 }

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"encoding/gob"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/skills"
 )
 
 // cacheFormat changes with the file's layout; the rule catalog's version
@@ -28,9 +31,15 @@ type cacheFile struct {
 // OpenCache returns a cache kept in dir (the snapshot cache directory)
 // for the current rule catalog, holding what earlier runs saved there.
 // A missing, unreadable or old file is an empty cache: it only saves
-// work. Save writes it back.
+// work. A directory others could write (skills.PrivateDir) is neither
+// read nor written: the cache is then this process's only. Save writes it
+// back.
 func OpenCache(dir string) *Cache {
 	c := NewCache()
+	if skills.PrivateDir(dir) != nil {
+		// Not trusted (or not there yet): this process's cache only.
+		return c
+	}
 	// Not ".cache": the snapshot cache prunes those by age.
 	c.path = filepath.Join(dir, "findings-"+cfc.CatalogVersion()+".gob")
 	c.fresh = map[string]bool{}
@@ -61,24 +70,10 @@ func (c *Cache) Save() error {
 		// Bounded, crudely: start again from what this process added.
 		maps.DeleteFunc(c.m, func(k string, _ []record.Finding) bool { return !c.fresh[k] })
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), ".findings-")
+	err := artifacts.WriteCache(c.path, func(w io.Writer) error {
+		return gob.NewEncoder(w).Encode(cacheFile{Format: cacheFormat, Entries: c.m})
+	})
 	if err != nil {
-		return fmt.Errorf("findings cache: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriter(tmp)
-	if err := gob.NewEncoder(w).Encode(cacheFile{Format: cacheFormat, Entries: c.m}); err != nil {
-		tmp.Close()
-		return fmt.Errorf("findings cache: %w", err)
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("findings cache: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("findings cache: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), c.path); err != nil {
 		return fmt.Errorf("findings cache: %w", err)
 	}
 	c.learned = false

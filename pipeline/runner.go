@@ -273,7 +273,7 @@ type finished struct {
 func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 	names := order(p.file.Phases)
 	p.previous, p.audits = p.snapshot(ctx), audit.NewCache()
-	if dir := p.common.SnapshotCache; dir != "" && skills.PrivateDir(dir) == nil {
+	if dir := p.common.SnapshotCache; dir != "" {
 		// Findings outlive the pipeline too, as the snapshot cache does.
 		p.audits = audit.OpenCache(dir)
 		defer p.audits.Save()

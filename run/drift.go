@@ -151,7 +151,7 @@ func (r *runner) snapshotCache(opts skills.ScanOptions) *skills.SnapshotCache {
 // only costs the next run a scan), else none.
 func (r *runner) contentScan(reg *skills.Registry) {
 	c := r.opts.Audits
-	if c == nil && r.opts.SnapshotCache != "" && skills.PrivateDir(r.opts.SnapshotCache) == nil {
+	if c == nil && r.opts.SnapshotCache != "" {
 		c = audit.OpenCache(r.opts.SnapshotCache)
 		defer c.Save()
 	}

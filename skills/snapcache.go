@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -203,24 +204,7 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 				ContentKind: r.ContentKind, Shebang: r.Shebang, Runtime: r.Runtime})
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), ".cache-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := gob.NewEncoder(w).Encode(&cf); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), c.path); err != nil {
+	if err := artifacts.WriteCache(c.path, func(w io.Writer) error { return gob.NewEncoder(w).Encode(&cf) }); err != nil {
 		return err
 	}
 	prune(filepath.Dir(c.path), c.path)
