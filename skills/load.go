@@ -158,6 +158,9 @@ type loadResult struct {
 	// not cacheable); reused says it came from the cache unchanged.
 	entry  *skillEntry
 	reused bool
+	// files pairs the skill's resources with their snapshot-cache
+	// entries (nil when there are none).
+	files []*fileEntry
 }
 
 // loadAll loads candidates on a worker pool and yields the results in
@@ -214,9 +217,17 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 // entry when every fingerprint is unchanged, else from disk (then making
 // it an entry, when caching).
 func (sc *scanner) loadCached(c candidate) loadResult {
-	if e, ok := sc.cachedSkills[c.dir]; ok {
-		if s, d, ok := sc.fromCache(c, e); ok {
-			return loadResult{skill: s, diags: d, ok: true, entry: e, reused: true}
+	r := sc.loadEntry(c)
+	if r.ok && sc.cache != nil {
+		r.files = matchFiles(r.skill.SkillDir, sc.cache.filesOf(r.skill.SkillDir), r.skill.Resources)
+	}
+	return r
+}
+
+func (sc *scanner) loadEntry(c candidate) loadResult {
+	if raw := sc.cache.skill(c.dir); raw != nil {
+		if s, d, ok := sc.fromCache(c, raw); ok {
+			return loadResult{skill: s, diags: d, ok: true, entry: &skillEntry{Dir: c.dir, Raw: raw}, reused: true}
 		}
 	}
 	s, d, ok := sc.load(c, false)

@@ -362,14 +362,3 @@ func DecodeRegistry(data []byte) (*Registry, error) {
 	return &reg, nil
 }
 
-// encodeSkill is one skill as it appears in the registry's skills array.
-func encodeSkill(s *Skill) ([]byte, error) {
-	var sb bytes.Buffer
-	se := json.NewEncoder(&sb)
-	se.SetEscapeHTML(false)
-	se.SetIndent("    ", "  ")
-	if err := se.Encode(s); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(sb.Bytes(), []byte("\n")), nil
-}

@@ -130,6 +130,8 @@ type digestJob struct {
 	root *scanRoot
 	rel  string // path relative to the root
 	res  *Resource
+	// cached is the file's snapshot-cache entry, if it has one.
+	cached *fileEntry
 }
 
 // digester digests resources with a worker pool sized to the CPUs. Each
@@ -169,30 +171,45 @@ func (sc *scanner) startDigest(ctx context.Context) *digester {
 	return d
 }
 
-// add queues every resource of s. The slice must not change until wait.
-func (d *digester) add(s *Skill) {
+// add queues every resource of s, each with its snapshot-cache entry
+// when it has one (cached is nil or parallel to s.Resources). The slice
+// must not change until wait.
+func (d *digester) add(s *Skill, cached []*fileEntry) {
 	for i := range s.Resources {
 		r := &s.Resources[i]
-		d.ch <- digestJob{root: s.fsRoot, rel: relTo(s.fsRoot.path, r.HostPath), res: r}
+		j := digestJob{root: s.fsRoot, rel: relTo(s.fsRoot.path, r.HostPath), res: r}
+		if cached != nil {
+			j.cached = cached[i]
+		}
+		d.ch <- j
 	}
 }
 
-// reuse copies an earlier record when the file's stat fingerprint is
-// unchanged, and reports whether it did.
+// reuse copies an earlier record (Previous first, then the snapshot
+// cache) when the file's stat fingerprint is unchanged, and reports
+// whether it did.
 func (d *digester) reuse(j digestJob) bool {
 	prev, ok := d.previous[j.res.HostPath]
-	if !ok || prev.Stat == "" {
+	ok = ok && prev.Stat != ""
+	if !ok && j.cached == nil {
 		return false
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(j.root.dirfd, j.rel, &st, 0); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return false
 	}
-	if statKey(&st) != prev.Stat {
+	key := statKey(&st)
+	r := j.res
+	switch {
+	case ok && key == prev.Stat:
+		r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = prev.Digest, prev.Size, prev.ContentKind, prev.Shebang, prev.Runtime
+	case !ok && statNumsOf(&st) == j.cached.st:
+		c := j.cached
+		r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = c.digest, c.size, c.contentKind, c.shebang, c.runtime
+	default:
 		return false
 	}
-	r := j.res
-	r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime, r.Stat = prev.Digest, prev.Size, prev.ContentKind, prev.Shebang, prev.Runtime, prev.Stat
+	r.Stat = key
 	return true
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -65,9 +64,9 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	}
 	defer sc.close()
 	// The cache file is decoded while the roots are listed.
-	var loading chan cached
+	var loading chan *cacheIndex
 	if opts.Cache != nil {
-		loading = make(chan cached, 1)
+		loading = make(chan *cacheIndex, 1)
 		go func() { loading <- opts.Cache.load() }()
 	}
 	var cands []candidate
@@ -79,21 +78,13 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		cands = append(cands, cs...)
 	}
 	cands = sc.dedupe(cands)
-	var fromCache cached
 	if opts.Cache != nil {
-		fromCache = <-loading
-		sc.cachedSkills, sc.caching = fromCache.skills, true
+		sc.cache, sc.caching = <-loading, true
 	}
 	// Listing and digesting overlap: each skill's files are queued for the
 	// digest workers as soon as the skill is listed.
 	dg := sc.startDigest(ctx)
 	dg.previous = previousDigests(opts.Previous)
-	if opts.Cache != nil {
-		merged := make(map[string]*Resource, len(fromCache.files)+len(dg.previous))
-		maps.Copy(merged, fromCache.files)
-		maps.Copy(merged, dg.previous)
-		dg.previous = merged
-	}
 	var loaded []*Skill
 	var entries []skillEntry
 	learned := false
@@ -105,7 +96,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		}
 		res.skill.Diagnostics = append(res.skill.Diagnostics, res.diags...)
 		loaded = append(loaded, res.skill)
-		dg.add(res.skill)
+		dg.add(res.skill, res.files)
 		if res.entry != nil {
 			entries = append(entries, *res.entry)
 		}
@@ -142,7 +133,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	})
 	reg.Diagnostics = sortDiagnostics(sc.diags)
 	reg.Digest = registryDigest(reg.Limits, reg.Skills)
-	if opts.Cache != nil && (learned || dg.read.Load() > 0 || opts.Cache.entries(reg) != len(fromCache.files) || len(entries) != len(fromCache.skills)) {
+	if opts.Cache != nil && (learned || dg.read.Load() > 0 || opts.Cache.entries(reg) != sc.cache.files || len(entries) != sc.cache.skills) {
 		// Rewritten only when this scan learned something: every skill
 		// taken from the cache, nothing read, and as many entries as
 		// loaded means the file already holds exactly these. A cache
@@ -225,10 +216,10 @@ type scanner struct {
 	limits    Limits
 	diags     []Diagnostic
 	markdown  markdownParsers
-	// cachedSkills are the snapshot cache's skill entries by directory;
-	// caching says new entries are wanted.
-	cachedSkills map[string]*skillEntry
-	caching      bool
+	// cache is the snapshot cache as read (nil without one); caching
+	// says new entries are wanted.
+	cache   *cacheIndex
+	caching bool
 	// validating keeps checking a skill past a problem that makes a run
 	// skip it, so an author sees every problem at once.
 	validating bool

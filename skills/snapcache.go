@@ -1,17 +1,16 @@
 package skills
 
 import (
-	"bufio"
+	"bytes"
 	"cmp"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -34,26 +33,13 @@ import (
 // mtime) before the scan began. Any later change of such a file gives it
 // a newer time, so a different fingerprint.
 
-// cacheFormat changes whenever the entry layout does; an older file is
+// cacheFormat changes whenever the layout does; an older file is
 // ignored.
-const cacheFormat = 3
+const cacheFormat = 4
 
-type cacheFile struct {
-	Format  int
-	Stamp   int64 // file-system time (ns) taken before the scan
-	Entries []cacheEntry
-	Skills  []skillEntry
-}
-
-type cacheEntry struct {
-	Path        string
-	Stat        string
-	Digest      artifacts.Digest
-	Size        int64
-	ContentKind string
-	Shebang     string
-	Runtime     string
-}
+// cacheMagic opens every cache file (then the format, the stamp, the
+// counts of file and skill entries, and the records).
+const cacheMagic = "harness snapshot cache\n"
 
 // SnapshotCache is a cache directory for one set of roots.
 type SnapshotCache struct {
@@ -123,63 +109,145 @@ func fsStamp(dir string) (int64, error) {
 	return fi.ModTime().UnixNano(), nil
 }
 
-// cached is what a cache file offers a scan: digests by host path and
-// loaded skills by directory.
-type cached struct {
-	files  map[string]*Resource
-	skills map[string]*skillEntry
+// cacheIndex is a cache file as a scan uses it: its records by
+// directory, each decoded only when a loading worker asks for it.
+type cacheIndex struct {
+	stamp   int64
+	records map[string]cacheRecord
+	// files and skills count the entries, so that a scan can tell
+	// whether rewriting the file would change it.
+	files, skills int
 }
 
-// load reads the entries; a missing, old-format or unreadable cache is
+// cacheRecord is one directory's entries, still encoded: the skill loaded
+// from it (nil when none) and the digests of the files below it.
+type cacheRecord struct{ skill, files []byte }
+
+// load reads the cache file; a missing, old-format or corrupt one is
 // empty (it only ever saves work).
-func (c *SnapshotCache) load() cached {
-	out := cached{files: map[string]*Resource{}, skills: map[string]*skillEntry{}}
-	f, err := os.Open(c.path)
+func (c *SnapshotCache) load() *cacheIndex {
+	b, err := os.ReadFile(c.path)
 	if err != nil {
-		return out
+		return &cacheIndex{}
 	}
-	defer f.Close()
-	var cf cacheFile
-	if gob.NewDecoder(bufio.NewReaderSize(f, 1<<20)).Decode(&cf) != nil || cf.Format != cacheFormat {
-		return out
+	x, ok := decodeIndex(b)
+	if !ok {
+		return &cacheIndex{}
 	}
-	for i := range cf.Entries {
-		e := &cf.Entries[i]
-		if !olderThan(e.Stat, cf.Stamp) {
-			continue
+	return x
+}
+
+func decodeIndex(b []byte) (*cacheIndex, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(cacheMagic))
+	if !ok {
+		return nil, false
+	}
+	d := decoder{b: rest}
+	if d.uvarint() != cacheFormat {
+		return nil, false
+	}
+	x := &cacheIndex{stamp: d.varint()}
+	x.files, _ = d.length()
+	x.skills, _ = d.length()
+	n, _ := d.length()
+	x.records = make(map[string]cacheRecord, n)
+	for range n {
+		dir := d.str()
+		rec := cacheRecord{skill: d.raw(), files: d.raw()}
+		if len(rec.skill) == 0 {
+			rec.skill = nil
 		}
-		out.files[e.Path] = &Resource{HostPath: e.Path, Stat: e.Stat, Digest: e.Digest, Size: e.Size, ContentKind: e.ContentKind, Shebang: e.Shebang, Runtime: e.Runtime}
-	}
-	for i := range cf.Skills {
-		e := &cf.Skills[i]
-		if allOlder(e.Stats, cf.Stamp) {
-			out.skills[e.Dir] = e
+		if _, dup := x.records[dir]; dup {
+			return nil, false
 		}
+		x.records[dir] = rec
+	}
+	if !d.ok() || len(d.b) != 0 {
+		return nil, false
+	}
+	return x, true
+}
+
+// skill is the encoded skill entry for dir, or nil.
+func (x *cacheIndex) skill(dir string) []byte {
+	if x == nil {
+		return nil
+	}
+	return x.records[dir].skill
+}
+
+// fileEntry is the cached digest of one file, matched against a host path
+// without building the path.
+type fileEntry struct {
+	prefix      int    // bytes of the record's directory the path starts with
+	suffix      []byte // the rest of the path
+	st          statNums
+	size        int64
+	digest      artifacts.Digest
+	contentKind string
+	shebang     string
+	runtime     string
+}
+
+func (e *fileEntry) is(dir, hostPath string) bool {
+	return e.prefix <= len(hostPath) && hostPath[:e.prefix] == dir[:e.prefix] && hostPath[e.prefix:] == string(e.suffix)
+}
+
+// filesOf decodes the file entries recorded below dir that are strictly
+// older than the cache's stamp (the racily-clean rule, kept on reading
+// as on writing).
+func (x *cacheIndex) filesOf(dir string) []fileEntry {
+	if x == nil {
+		return nil
+	}
+	raw := x.records[dir].files
+	if len(raw) == 0 {
+		return nil
+	}
+	d := decoder{b: raw}
+	n, _ := d.length()
+	out := make([]fileEntry, 0, n)
+	for range n {
+		prefix := d.uvarint()
+		e := fileEntry{suffix: d.raw(), st: d.stat(), size: d.varint(), digest: d.digest(), contentKind: d.word(), shebang: d.str(), runtime: d.word()}
+		if prefix > uint64(len(dir)) {
+			return nil
+		}
+		e.prefix = int(prefix)
+		if e.st.olderThan(x.stamp) {
+			out = append(out, e)
+		}
+	}
+	if !d.ok() || len(d.b) != 0 {
+		return nil
 	}
 	return out
 }
 
-func allOlder(stats []pathStat, stamp int64) bool {
-	for _, ps := range stats {
-		if !olderThan(ps.Stat, stamp) {
-			return false
-		}
+// matchFiles pairs each resource with its file entry, if any. Entries are
+// sorted by host path, as resources nearly always are, so a cursor finds
+// most of them in one step.
+func matchFiles(dir string, files []fileEntry, res []Resource) []*fileEntry {
+	if len(files) == 0 {
+		return nil
 	}
-	return len(stats) > 0
-}
-
-// entries counts the resources of reg that save would keep.
-func (c *SnapshotCache) entries(reg *Registry) int {
-	n := 0
-	for i := range reg.Skills {
-		for j := range reg.Skills[i].Resources {
-			r := &reg.Skills[i].Resources[j]
-			if r.Stat != "" && len(r.Diagnostics) == 0 && olderThan(r.Stat, c.stamp) {
-				n++
+	out := make([]*fileEntry, len(res))
+	k := 0
+	for i := range res {
+		p := res[i].HostPath
+		if k < len(files) && files[k].is(dir, p) {
+			out[i] = &files[k]
+			k++
+			continue
+		}
+		for m := range files {
+			if files[m].is(dir, p) {
+				out[i], k = &files[m], m+1
+				break
 			}
 		}
 	}
-	return n
+	return out
 }
 
 // save writes what the scan digested, leaving out racily clean entries,
@@ -188,27 +256,87 @@ func (c *SnapshotCache) entries(reg *Registry) int {
 // costs the next scan time, and an fsync of megabytes would cost every
 // scan that learned something.
 func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
-	cf := cacheFile{Format: cacheFormat, Stamp: c.stamp}
+	type record struct {
+		skill []byte
+		files []*Resource
+	}
+	recs := map[string]*record{}
+	get := func(dir string) *record {
+		r := recs[dir]
+		if r == nil {
+			r = &record{}
+			recs[dir] = r
+		}
+		return r
+	}
+	nFiles, nSkills := 0, 0
 	for _, e := range skills {
-		if allOlder(e.Stats, c.stamp) {
-			cf.Skills = append(cf.Skills, e)
+		if r := get(e.Dir); r.skill == nil && entryOlder(e.Raw, c.stamp) {
+			r.skill = e.Raw
+			nSkills++
 		}
 	}
 	for i := range reg.Skills {
-		for j := range reg.Skills[i].Resources {
-			r := &reg.Skills[i].Resources[j]
-			if r.Stat == "" || len(r.Diagnostics) > 0 || !olderThan(r.Stat, c.stamp) {
-				continue
+		s := &reg.Skills[i]
+		for j := range s.Resources {
+			if r := &s.Resources[j]; c.keeps(r) {
+				rec := get(s.SkillDir)
+				rec.files = append(rec.files, r)
+				nFiles++
 			}
-			cf.Entries = append(cf.Entries, cacheEntry{Path: r.HostPath, Stat: r.Stat, Digest: r.Digest, Size: r.Size,
-				ContentKind: r.ContentKind, Shebang: r.Shebang, Runtime: r.Runtime})
 		}
 	}
-	if err := artifacts.WriteCache(c.path, func(w io.Writer) error { return gob.NewEncoder(w).Encode(&cf) }); err != nil {
+	dirs := slices.Sorted(maps.Keys(recs))
+	e := encoder{b: []byte(cacheMagic)}
+	e.uvarint(cacheFormat)
+	e.varint(c.stamp)
+	e.length(nFiles, false)
+	e.length(nSkills, false)
+	e.length(len(dirs), false)
+	var files encoder
+	for _, dir := range dirs {
+		r := recs[dir]
+		e.str(dir)
+		e.raw(r.skill)
+		slices.SortFunc(r.files, func(a, b *Resource) int { return strings.Compare(a.HostPath, b.HostPath) })
+		files.b = files.b[:0]
+		files.length(len(r.files), false)
+		for _, f := range r.files {
+			st, _ := parseStat(f.Stat)
+			files.rel(dir, f.HostPath)
+			files.stat(st)
+			files.varint(f.Size)
+			files.digest(f.Digest)
+			files.str(f.ContentKind)
+			files.str(f.Shebang)
+			files.str(f.Runtime)
+		}
+		e.raw(files.b)
+	}
+	if err := artifacts.WriteCache(c.path, func(w io.Writer) error { _, err := w.Write(e.b); return err }); err != nil {
 		return err
 	}
 	prune(filepath.Dir(c.path), c.path)
 	return nil
+}
+
+// keeps reports whether save keeps r's digest: a clean digest of a file
+// whose fingerprint is strictly older than the stamp.
+func (c *SnapshotCache) keeps(r *Resource) bool {
+	return r.Stat != "" && len(r.Diagnostics) == 0 && olderThan(r.Stat, c.stamp)
+}
+
+// entries counts the resources of reg that save would keep.
+func (c *SnapshotCache) entries(reg *Registry) int {
+	n := 0
+	for i := range reg.Skills {
+		for j := range reg.Skills[i].Resources {
+			if c.keeps(&reg.Skills[i].Resources[j]) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // maxCacheFiles bounds a cache directory: one file per set of roots, and
@@ -248,13 +376,8 @@ func prune(dir, keep string) {
 // olderThan reports whether a fingerprint's modification and change
 // times are both strictly before stamp.
 func olderThan(stat string, stamp int64) bool {
-	parts := strings.Split(stat, ":")
-	if len(parts) != 5 {
-		return false
-	}
-	m, err1 := strconv.ParseInt(parts[3], 10, 64)
-	c, err2 := strconv.ParseInt(parts[4], 10, 64)
-	return err1 == nil && err2 == nil && m < stamp && c < stamp
+	st, ok := parseStat(stat)
+	return ok && st.olderThan(stamp)
 }
 
 // Remove deletes the cache file (tests, --no-snapshot-cache clean-ups).

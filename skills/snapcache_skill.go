@@ -1,12 +1,7 @@
 package skills
 
 import (
-	"reflect"
-	"slices"
-
 	"golang.org/x/sys/unix"
-
-	"github.com/harness-dev/harness/artifacts"
 )
 
 // Skill entries of the snapshot cache: what loading a skill produced
@@ -16,147 +11,146 @@ import (
 // added, removed or renamed in it, SKILL.md's whenever it is written, and
 // a script's when its mode changes (listing records whether it is
 // executable), so equal fingerprints mean loading would produce the same
-// skill; the
-// resources' digests are then reused or not file by file, as without
-// this. The racily-clean rule applies to every fingerprint. A skill that
-// involves a symbolic link anywhere (found through one, a linked SKILL.md
-// or a link among its files) is never cached: a link's target can change
-// without any of these fingerprints moving.
+// skill; the resources' digests are then reused or not file by file, as
+// without this. The racily-clean rule applies to every fingerprint. A
+// skill that involves a symbolic link anywhere (found through one, a
+// linked SKILL.md or a link among its files) is never cached: a link's
+// target can change without any of these fingerprints moving.
 
+// skillEntry is one loaded skill, encoded: its fingerprints first (so
+// that a changed skill is rejected before anything else is decoded), then
+// loading's own diagnostics and the skill.
 type skillEntry struct {
-	Dir   string // the candidate directory, as found
-	Stats []pathStat
-	Skill cachedSkill
-	Diags []Diagnostic // loading's own diagnostics, returned beside the skill
+	Dir string // the candidate directory, as found
+	Raw []byte
 }
 
 // pathStat is one fingerprint, of a path relative to the skill's root.
-type pathStat struct{ Rel, Stat string }
-
-// cachedSkill is a loaded Skill in a form gob keeps exactly: gob drops
-// empty slices and pointers to zero values, and cannot carry the
-// frontmatter's untyped values, so those are spelled out.
-type cachedSkill struct {
-	Name, Description, Root, SkillPath, SkillDir, SandboxSkillPath, SandboxSkillDir string
-	Digest                                                                          artifacts.Digest
-	Frontmatter                                                                     fmValue
-	Headings                                                                        []string
-	BodyOffset, BodyLine                                                            int
-	Resources                                                                       []cachedResource
-	Diagnostics                                                                     []Diagnostic
+type pathStat struct {
+	Rel string
+	St  statNums
 }
 
-type cachedResource struct {
-	Path, Kind, HostPath, SandboxPath string
-	Referenced                        bool
-	Executable                        int8 // 0 unset, 1 false, 2 true
-	Diagnostics                       []Diagnostic
-}
-
-// fmValue is one frontmatter value with its Go type (what jsonValue
-// produces: maps, lists, strings, booleans, nil, integers and floats).
-type fmValue struct {
-	Kind reflect.Kind
-	Nil  bool
-	S    string
-	B    bool
-	I    int64
-	U    uint64
-	F    float64
-	List []fmValue
-	Keys []string
-	Vals []fmValue
-}
-
-func toFM(v any) (fmValue, bool) {
-	if v == nil {
-		return fmValue{Nil: true}, true
+func encodeSkillEntry(dir string, stats []pathStat, diags []Diagnostic, s *Skill) ([]byte, bool) {
+	var e encoder
+	e.length(len(stats), false)
+	for _, ps := range stats {
+		e.str(ps.Rel)
+		e.stat(ps.St)
 	}
-	rv := reflect.ValueOf(v)
-	out := fmValue{Kind: rv.Kind()}
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
+	e.diagnostics(diags)
+	e.str(s.Name)
+	e.str(s.Description)
+	e.rel(dir, s.Root)
+	e.rel(dir, s.SkillDir)
+	e.joined(s.SkillDir, "SKILL.md", s.SkillPath)
+	e.str(s.SandboxSkillDir)
+	e.joined(s.SandboxSkillDir, "SKILL.md", s.SandboxSkillPath)
+	e.digest(s.Digest)
+	if !e.value(map[string]any(s.Frontmatter), 0) {
+		return nil, false
+	}
+	e.length(len(s.Headings), s.Headings == nil)
+	for _, h := range s.Headings {
+		e.str(h)
+	}
+	e.varint(int64(s.BodyOffset))
+	e.varint(int64(s.bodyLine))
+	e.diagnostics(s.Diagnostics)
+	e.length(len(s.Resources), s.Resources == nil)
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		e.str(r.Path)
+		e.str(r.Kind)
+		e.joined(s.SkillDir, r.Path, r.HostPath)
+		e.joined(s.SandboxSkillDir, r.Path, r.SandboxPath)
+		e.boolean(r.Referenced)
+		switch {
+		case r.Executable == nil:
+			e.b = append(e.b, 0)
+		case *r.Executable:
+			e.b = append(e.b, 2)
+		default:
+			e.b = append(e.b, 1)
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			e, ok := toFM(x[k])
-			if !ok {
-				return out, false
+		e.diagnostics(r.Diagnostics)
+	}
+	return e.b, true
+}
+
+func (d *decoder) pathStats() []pathStat {
+	n, _ := d.length()
+	out := make([]pathStat, 0, n)
+	for range n {
+		out = append(out, pathStat{Rel: d.str(), St: d.stat()})
+	}
+	return out
+}
+
+// skill decodes the rest of an entry (after pathStats) into a Skill with
+// the exported fields loading sets, and loading's diagnostics.
+func (d *decoder) skill(dir string) (*Skill, []Diagnostic) {
+	diags := d.diagnostics()
+	s := &Skill{Name: d.str(), Description: d.str(), Root: d.rel(dir)}
+	s.SkillDir = d.rel(dir)
+	s.SkillPath = d.joined(s.SkillDir, "SKILL.md")
+	s.SandboxSkillDir = d.str()
+	s.SandboxSkillPath = d.joined(s.SandboxSkillDir, "SKILL.md")
+	s.Digest = d.digest()
+	fm, ok := d.value(0).(map[string]any)
+	if !ok {
+		d.fail()
+	}
+	s.Frontmatter = fm
+	if n, isNil := d.length(); !isNil {
+		s.Headings = make([]string, 0, n)
+		for range n {
+			s.Headings = append(s.Headings, d.str())
+		}
+	}
+	s.BodyOffset, s.bodyLine = d.int(), d.int()
+	s.Diagnostics = d.diagnostics()
+	if n, isNil := d.length(); !isNil {
+		s.Resources = make([]Resource, 0, n)
+		for range n {
+			r := Resource{Path: d.str(), Kind: d.word()}
+			r.HostPath = d.joined(s.SkillDir, r.Path)
+			r.SandboxPath = d.joined(s.SandboxSkillDir, r.Path)
+			r.Referenced = d.boolean()
+			switch d.byte1() {
+			case 0:
+			case 1:
+				r.Executable = new(bool)
+			case 2:
+				r.Executable = new(bool)
+				*r.Executable = true
+			default:
+				d.fail()
 			}
-			out.Keys, out.Vals = append(out.Keys, k), append(out.Vals, e)
+			r.Diagnostics = d.diagnostics()
+			s.Resources = append(s.Resources, r)
 		}
-		out.Nil = x == nil
-	case []any:
-		for _, e := range x {
-			ev, ok := toFM(e)
-			if !ok {
-				return out, false
-			}
-			out.List = append(out.List, ev)
-		}
-		out.Nil = x == nil
-	case string:
-		out.S = x
-	case bool:
-		out.B = x
-	case float64:
-		out.F = x
-	case int, int8, int16, int32, int64:
-		out.I = rv.Int()
-	case uint, uint8, uint16, uint32, uint64:
-		out.U = rv.Uint()
-	default:
-		return out, false
 	}
-	return out, true
+	if !d.ok() || len(d.b) != 0 {
+		return nil, nil
+	}
+	return s, diags
 }
 
-func (f fmValue) value() any {
-	if f.Nil && f.Kind != reflect.Map && f.Kind != reflect.Slice {
-		return nil
+// entryOlder reports whether every fingerprint of an encoded entry is
+// strictly older than stamp.
+func entryOlder(raw []byte, stamp int64) bool {
+	d := decoder{b: raw}
+	stats := d.pathStats()
+	if !d.ok() || len(stats) == 0 {
+		return false
 	}
-	switch f.Kind {
-	case reflect.Map:
-		if f.Nil {
-			return map[string]any(nil)
+	for _, ps := range stats {
+		if !ps.St.olderThan(stamp) {
+			return false
 		}
-		m := make(map[string]any, len(f.Keys))
-		for i, k := range f.Keys {
-			m[k] = f.Vals[i].value()
-		}
-		return m
-	case reflect.Slice:
-		if f.Nil {
-			return []any(nil)
-		}
-		l := make([]any, len(f.List))
-		for i, e := range f.List {
-			l[i] = e.value()
-		}
-		return l
-	case reflect.String:
-		return f.S
-	case reflect.Bool:
-		return f.B
-	case reflect.Float64:
-		return f.F
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return reflect.ValueOf(f.I).Convert(intTypes[f.Kind]).Interface()
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return reflect.ValueOf(f.U).Convert(intTypes[f.Kind]).Interface()
 	}
-	return nil
-}
-
-// intTypes gives an integer back the Go type it had when cached.
-var intTypes = map[reflect.Kind]reflect.Type{
-	reflect.Int: reflect.TypeFor[int](), reflect.Int8: reflect.TypeFor[int8](), reflect.Int16: reflect.TypeFor[int16](),
-	reflect.Int32: reflect.TypeFor[int32](), reflect.Int64: reflect.TypeFor[int64](),
-	reflect.Uint: reflect.TypeFor[uint](), reflect.Uint8: reflect.TypeFor[uint8](), reflect.Uint16: reflect.TypeFor[uint16](),
-	reflect.Uint32: reflect.TypeFor[uint32](), reflect.Uint64: reflect.TypeFor[uint64](),
+	return true
 }
 
 // walkInfo is what listing a skill saw, for deciding whether it can be
@@ -173,11 +167,6 @@ func (sc *scanner) skillEntryOf(c candidate, s *Skill, diags []Diagnostic, w wal
 	if c.link != nil || c.viaLink || w.uncacheable {
 		return skillEntry{}, false
 	}
-	fm, ok := toFM(map[string]any(s.Frontmatter))
-	if !ok {
-		return skillEntry{}, false
-	}
-	e := skillEntry{Dir: c.dir, Diags: slices.Clone(diags)}
 	paths := append([]string{s.SkillPath}, w.dirs...)
 	for _, r := range s.Resources {
 		// Whether a script is executable is read when listing; a chmod
@@ -186,72 +175,52 @@ func (sc *scanner) skillEntryOf(c candidate, s *Skill, diags []Diagnostic, w wal
 			paths = append(paths, r.HostPath)
 		}
 	}
+	stats := make([]pathStat, 0, len(paths))
 	for _, p := range paths {
 		rel := relTo(c.root.path, p)
 		st, ok := lstatBeneath(c.root, rel)
 		if !ok {
 			return skillEntry{}, false
 		}
-		e.Stats = append(e.Stats, pathStat{Rel: rel, Stat: st})
+		stats = append(stats, pathStat{Rel: rel, St: st})
 	}
-	e.Skill = cachedSkill{
-		Name: s.Name, Description: s.Description, Root: s.Root, SkillPath: s.SkillPath, SkillDir: s.SkillDir,
-		SandboxSkillPath: s.SandboxSkillPath, SandboxSkillDir: s.SandboxSkillDir, Digest: s.Digest, Frontmatter: fm,
-		Headings: s.Headings, BodyOffset: s.BodyOffset, BodyLine: s.bodyLine, Diagnostics: slices.Clone(s.Diagnostics),
+	raw, ok := encodeSkillEntry(c.dir, stats, diags, s)
+	if !ok {
+		return skillEntry{}, false
 	}
-	for _, r := range s.Resources {
-		cr := cachedResource{Path: r.Path, Kind: r.Kind, HostPath: r.HostPath, SandboxPath: r.SandboxPath, Referenced: r.Referenced, Diagnostics: slices.Clone(r.Diagnostics)}
-		if r.Executable != nil {
-			cr.Executable = 1
-			if *r.Executable {
-				cr.Executable = 2
-			}
-		}
-		e.Skill.Resources = append(e.Skill.Resources, cr)
-	}
-	return e, true
+	return skillEntry{Dir: c.dir, Raw: raw}, true
 }
 
 // lstatBeneath fingerprints rel under root without following a final
 // link; ok is false for a link or anything it cannot stat.
-func lstatBeneath(root *scanRoot, rel string) (string, bool) {
+func lstatBeneath(root *scanRoot, rel string) (statNums, bool) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(root.dirfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return "", false
+		return statNums{}, false
 	}
-	return statKey(&st), true
+	return statNumsOf(&st), true
 }
 
 // fromCache rebuilds the loaded skill of candidate c from its entry when
 // every fingerprint is unchanged.
-func (sc *scanner) fromCache(c candidate, e *skillEntry) (*Skill, []Diagnostic, bool) {
-	if c.link != nil || c.viaLink || e.Dir != c.dir {
+func (sc *scanner) fromCache(c candidate, raw []byte) (*Skill, []Diagnostic, bool) {
+	if c.link != nil || c.viaLink {
 		return nil, nil, false
 	}
-	for _, ps := range e.Stats {
-		if st, ok := lstatBeneath(c.root, ps.Rel); !ok || st != ps.Stat {
+	d := decoder{b: raw}
+	stats := d.pathStats()
+	if !d.ok() || len(stats) == 0 {
+		return nil, nil, false
+	}
+	for _, ps := range stats {
+		if st, ok := lstatBeneath(c.root, ps.Rel); !ok || st != ps.St {
 			return nil, nil, false
 		}
 	}
-	cs := &e.Skill
-	fm, _ := cs.Frontmatter.value().(map[string]any)
-	s := &Skill{
-		Name: cs.Name, Description: cs.Description, Root: cs.Root, SkillPath: cs.SkillPath, SkillDir: cs.SkillDir,
-		SandboxSkillPath: cs.SandboxSkillPath, SandboxSkillDir: cs.SandboxSkillDir, Digest: cs.Digest, Frontmatter: fm,
-		Headings: cs.Headings, BodyOffset: cs.BodyOffset, Diagnostics: slices.Clone(cs.Diagnostics),
-		rootIndex: c.index, relDir: c.rel, bodyLine: cs.BodyLine, fsRoot: c.root,
-		Resources: make([]Resource, len(cs.Resources)),
+	s, diags := d.skill(c.dir)
+	if s == nil {
+		return nil, nil, false
 	}
-	for i, cr := range cs.Resources {
-		r := Resource{Path: cr.Path, Kind: cr.Kind, HostPath: cr.HostPath, SandboxPath: cr.SandboxPath, Referenced: cr.Referenced, Diagnostics: slices.Clone(cr.Diagnostics)}
-		if r.Diagnostics == nil {
-			r.Diagnostics = []Diagnostic{}
-		}
-		if cr.Executable > 0 {
-			x := cr.Executable == 2
-			r.Executable = &x
-		}
-		s.Resources[i] = r
-	}
-	return s, slices.Clone(e.Diags), true
+	s.rootIndex, s.relDir, s.fsRoot = c.index, c.rel, c.root
+	return s, diags, true
 }

@@ -1,0 +1,133 @@
+package skills
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// The registry is written as encoding/json writes it (indented, HTML not
+// escaped), byte for byte, but its resources are written here: a root of
+// 2,000 skills has 40,000 of them, and encoding/json's indenting pass over
+// its own output was a third of a warm snapshot's time. Anything unusual
+// (a string that needs escaping, a resource with diagnostics) goes back
+// to encoding/json, so the fast path only ever handles what it can spell
+// exactly; TestResourceJSONMatchesEncoder and FuzzResourceJSON hold it
+// to that.
+
+// Indentation inside the registry's skills array: a skill's fields, a
+// resource, a resource's fields.
+const (
+	skillFieldIndent = "\n      "
+	resourceIndent   = "        "
+	resourceFields   = "\n          "
+)
+
+// encodeSkill is one skill as it appears in the registry's skills array.
+func encodeSkill(s *Skill) ([]byte, error) {
+	if s.Resources == nil {
+		return encodeIndented(s, "    ")
+	}
+	head := *s
+	head.Resources = []Resource{}
+	b, err := encodeIndented(&head, "    ")
+	if err != nil {
+		return nil, err
+	}
+	// A raw newline never occurs inside a JSON string, so this can only
+	// be the skill's own resources field.
+	const marker = skillFieldIndent + `"resources": [],`
+	before, after, ok := bytes.Cut(b, []byte(marker))
+	if !ok || len(s.Resources) == 0 {
+		return b, nil
+	}
+	out := make([]byte, 0, len(b)+len(s.Resources)*600)
+	out = append(out, before...)
+	out = append(out, skillFieldIndent+`"resources": [`...)
+	for i := range s.Resources {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '\n')
+		out = append(out, resourceIndent...)
+		if out, err = appendResource(out, &s.Resources[i]); err != nil {
+			return nil, err
+		}
+	}
+	out = append(out, skillFieldIndent+`],`...)
+	return append(out, after...), nil
+}
+
+// encodeIndented is v as encoding/json writes it at this depth of the
+// registry, without the trailing newline.
+func encodeIndented(v any, prefix string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// appendResource writes r at resourceIndent.
+func appendResource(out []byte, r *Resource) ([]byte, error) {
+	plain := r.Diagnostics != nil && len(r.Diagnostics) == 0
+	for _, s := range []string{r.Path, r.Kind, r.HostPath, r.SandboxPath, string(r.Digest), r.ContentKind, r.Shebang, r.Runtime, r.Stat} {
+		plain = plain && plainString(s)
+	}
+	if !plain {
+		b, err := encodeIndented(r, resourceIndent)
+		return append(out, b...), err
+	}
+	field := func(name, v string) {
+		out = append(out, resourceFields+`"`...)
+		out = append(out, name...)
+		out = append(out, `": "`...)
+		out = append(out, v...)
+		out = append(out, `",`...)
+	}
+	out = append(out, '{')
+	field("path", r.Path)
+	field("kind", r.Kind)
+	field("hostPath", r.HostPath)
+	field("sandboxPath", r.SandboxPath)
+	out = append(out, resourceFields+`"size": `...)
+	out = strconv.AppendInt(out, r.Size, 10)
+	out = append(out, ',')
+	field("digest", string(r.Digest))
+	field("contentKind", r.ContentKind)
+	out = append(out, resourceFields+`"referenced": `...)
+	out = strconv.AppendBool(out, r.Referenced)
+	out = append(out, ',')
+	if r.Executable != nil {
+		out = append(out, resourceFields+`"executable": `...)
+		out = strconv.AppendBool(out, *r.Executable)
+		out = append(out, ',')
+	}
+	if r.Shebang != "" {
+		field("shebang", r.Shebang)
+	}
+	if r.Runtime != "" {
+		field("runtime", r.Runtime)
+	}
+	if r.Stat != "" {
+		field("stat", r.Stat)
+	}
+	out = append(out, resourceFields+`"diagnostics": []`...)
+	out = append(out, '\n')
+	out = append(out, resourceIndent...)
+	return append(out, '}'), nil
+}
+
+// plainString reports whether encoding/json writes s as it is between
+// quotes: printable ASCII without a quote or a backslash.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
