@@ -361,4 +361,3 @@ func DecodeRegistry(data []byte) (*Registry, error) {
 	}
 	return &reg, nil
 }
-

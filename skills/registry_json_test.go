@@ -50,7 +50,9 @@ func TestResourceJSONMatchesEncoder(t *testing.T) {
 		"html":            jsonSkillWith(with(func(r *Resource) { r.Path = "<a>&b" })),
 		"bad utf8":        jsonSkillWith(with(func(r *Resource) { r.Path = "a\xffb" })),
 		"nil diagnostics": jsonSkillWith(with(func(r *Resource) { r.Diagnostics = nil })),
-		"diagnostics":     jsonSkillWith(with(func(r *Resource) { r.Diagnostics = []Diagnostic{{Severity: "error", Code: "x", Detail: "d", Path: "p", Line: 2}} })),
+		"diagnostics": jsonSkillWith(with(func(r *Resource) {
+			r.Diagnostics = []Diagnostic{{Severity: "error", Code: "x", Detail: "d", Path: "p", Line: 2}}
+		})),
 	} {
 		t.Run(name, func(t *testing.T) { checkSkillJSON(t, s) })
 	}
