@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -87,6 +88,34 @@ func TestDigest(t *testing.T) {
 	h2.WriteField("bc")
 	if h1.Digest() == h2.Digest() {
 		t.Error("field boundaries do not change the digest")
+	}
+}
+
+// The Hasher's buffering is invisible: whatever the field sizes, and
+// with raw writes between them, the digest is blake3 of "len:field"...
+func TestHasherBufferingIsInvisible(t *testing.T) {
+	big := strings.Repeat("x", 40<<10)
+	for name, fields := range map[string][]string{
+		"none":  nil,
+		"small": {"a", "", "bc"},
+		"many":  slices.Repeat([]string{"0123456789abcdef"}, 3000),
+		"big":   {"a", big, "b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := NewHasher()
+			var want []byte
+			for i, f := range fields {
+				h.WriteField(f)
+				want = fmt.Appendf(want, "%d:%s", len(f), f)
+				if i == 1 {
+					h.Write([]byte("raw"))
+					want = append(want, "raw"...)
+				}
+			}
+			if got := h.Digest(); got != DigestBytes(want) || h.Digest() != got {
+				t.Fatalf("Digest = %s, want %s", got, DigestBytes(want))
+			}
+		})
 	}
 }
 

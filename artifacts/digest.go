@@ -37,25 +37,54 @@ func DigestReader(r io.Reader) (Digest, int64, error) {
 	return h.Digest(), n, nil
 }
 
-// Hasher accumulates bytes into a Digest.
-type Hasher struct{ h hash.Hash }
+// Hasher accumulates bytes into a Digest. Fields are gathered in a small
+// buffer first, and the blake3 state (over 8 KiB) is made only once they
+// outgrow it: a registry digest is tens of thousands of short fields in
+// thousands of small per-skill digests, and both each Write into blake3
+// and each fresh state have a cost.
+type Hasher struct {
+	h   hash.Hash // nil until buf first outgrows its bound
+	buf []byte
+}
 
 // NewHasher returns an empty Hasher.
-func NewHasher() *Hasher { return &Hasher{h: blake3.New()} }
+func NewHasher() *Hasher { return &Hasher{} }
 
-func (h *Hasher) Write(p []byte) (int, error) { return h.h.Write(p) }
+func (h *Hasher) Write(p []byte) (int, error) {
+	h.flush()
+	return h.h.Write(p)
+}
+
+// flush moves the buffered fields into the blake3 state, making it.
+func (h *Hasher) flush() {
+	if h.h == nil {
+		h.h = blake3.New()
+	}
+	if len(h.buf) > 0 {
+		h.h.Write(h.buf)
+		h.buf = h.buf[:0]
+	}
+}
 
 // WriteField adds a length-prefixed field. Digests over lists (a skill tree,
 // a registry, a run identity) use it so that ("ab","c") and ("a","bc") never
 // collide.
 func (h *Hasher) WriteField(s string) {
-	var n [24]byte
-	h.h.Write(append(strconv.AppendInt(n[:0], int64(len(s)), 10), ':'))
-	io.WriteString(h.h, s)
+	h.buf = strconv.AppendInt(h.buf, int64(len(s)), 10)
+	h.buf = append(h.buf, ':')
+	h.buf = append(h.buf, s...)
+	if len(h.buf) >= 16<<10 {
+		h.flush()
+	}
 }
 
 // Digest returns the digest of everything written so far.
 func (h *Hasher) Digest() Digest {
+	if h.h == nil {
+		sum := blake3.Sum256(h.buf)
+		return Digest(digestPrefix + hex.EncodeToString(sum[:]))
+	}
+	h.flush()
 	return Digest(digestPrefix + hex.EncodeToString(h.h.Sum(nil)))
 }
 
