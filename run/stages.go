@@ -263,8 +263,12 @@ func (r *runner) preload() ([]loop.Message, error) {
 		}
 	}
 	if r.registry != nil {
-		if err := r.acts.Write(); err != nil {
-			return nil, err
+		// Add wrote the file with every preload; without one it is
+		// written here, empty.
+		if len(chosen) == 0 {
+			if err := r.acts.Write(); err != nil {
+				return nil, err
+			}
 		}
 		r.manifest.Artifacts = append(r.manifest.Artifacts, record.FileActivations)
 	}

@@ -284,22 +284,9 @@ func (r *Registry) StreamJSON(w io.Writer) error {
 	errs := make([]error, batch)
 	for start := 0; start < len(r.Skills); start += batch {
 		end := min(start+batch, len(r.Skills))
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range runtime.GOMAXPROCS(0) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					bufs[i-start], errs[i-start] = encodeSkill(&r.Skills[i])
-				}
-			}()
-		}
-		for i := start; i < end; i++ {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		parallelFor(start, end, func(i int) {
+			bufs[i-start], errs[i-start] = encodeSkill(&r.Skills[i])
+		})
 		for i := start; i < end; i++ {
 			if errs[i-start] != nil {
 				return errs[i-start]
@@ -324,6 +311,27 @@ func (r *Registry) StreamJSON(w io.Writer) error {
 	}
 	_, err := w.Write(after)
 	return err
+}
+
+// parallelFor calls f for every i in [start, end) on a goroutine per CPU
+// and returns when all calls have.
+func parallelFor(start, end int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), end-start) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := start; i < end; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // ReadRegistry loads a skill-registry.json written by a run, restoring

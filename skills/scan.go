@@ -109,16 +109,18 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		Envelope:    artifacts.NewEnvelope(RegistryType, RegistryVersion),
 		GeneratedAt: now().UTC(),
 		Limits:      sc.limits,
-		Skills:      []Skill{},
+		Skills:      make([]Skill, 0, len(loaded)),
 	}
 	for _, r := range sc.roots {
 		reg.Roots = append(reg.Roots, Root{Path: r.path, SandboxPath: sc.sandbox(r.path), External: r.external})
 	}
 	env := opts.Environment.withDefaults()
 	reg.Eligibility = EligibilityContext{Path: nonEmpty(filepath.SplitList(env.Path)), OS: env.OS}
+	parallelFor(0, len(loaded), func(i int) {
+		sc.finishSkill(loaded[i])
+		checkEligibility(loaded[i], env)
+	})
 	for _, s := range loaded {
-		sc.finishSkill(s)
-		checkEligibility(s, env)
 		reg.Skills = append(reg.Skills, *s)
 	}
 	resolvePrecedence(reg.Skills)
