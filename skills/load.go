@@ -217,17 +217,20 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 // entry when every fingerprint is unchanged, else from disk (then making
 // it an entry, when caching).
 func (sc *scanner) loadCached(c candidate) loadResult {
-	r := sc.loadEntry(c)
+	r, checked := sc.loadEntry(c)
 	if r.ok && sc.cache != nil {
 		r.files = matchFiles(r.skill.SkillDir, sc.cache.filesOf(r.skill.SkillDir), r.skill.Resources)
+		markChecked(c.root.path, r.skill.Resources, r.files, checked)
 	}
 	return r
 }
 
-func (sc *scanner) loadEntry(c candidate) loadResult {
+// loadEntry loads c from its cache entry if it is still good (then also
+// returning the fingerprints it checked), else from disk.
+func (sc *scanner) loadEntry(c candidate) (loadResult, []pathStat) {
 	if raw := sc.cache.skill(c.dir); raw != nil {
-		if s, d, ok := sc.fromCache(c, raw); ok {
-			return loadResult{skill: s, diags: d, ok: true, entry: &skillEntry{Dir: c.dir, Raw: raw}, reused: true}
+		if s, d, checked, ok := sc.fromCache(c, raw); ok {
+			return loadResult{skill: s, diags: d, ok: true, entry: &skillEntry{Dir: c.dir, Raw: raw}, reused: true}, checked
 		}
 	}
 	s, d, ok := sc.load(c, false)
@@ -237,5 +240,5 @@ func (sc *scanner) loadEntry(c candidate) loadResult {
 			r.entry = &e
 		}
 	}
-	return r
+	return r, nil
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -194,6 +193,12 @@ func (d *digester) reuse(j digestJob) bool {
 	if !ok && j.cached == nil {
 		return false
 	}
+	if c := j.cached; !ok && c.checked {
+		r := j.res
+		r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = c.digest, c.size, c.contentKind, c.shebang, c.runtime
+		r.Stat = c.st.String()
+		return true
+	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(j.root.dirfd, j.rel, &st, 0); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return false
@@ -231,20 +236,7 @@ func previousDigests(reg *Registry) map[string]*Resource {
 
 // statKey is the fingerprint a file must keep for its digest to be
 // reused: device, inode, size, modification and change time (ns).
-func statKey(st *unix.Stat_t) string {
-	// strconv, not fmt: a warm scan makes one per file and directory.
-	b := make([]byte, 0, 80)
-	b = strconv.AppendUint(b, st.Dev, 10)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, st.Ino, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, st.Size, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, st.Mtim.Nano(), 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, st.Ctim.Nano(), 10)
-	return string(b)
-}
+func statKey(st *unix.Stat_t) string { return statNumsOf(st).String() }
 
 func (d *digester) wait() error {
 	close(d.ch)

@@ -187,6 +187,9 @@ type fileEntry struct {
 	contentKind string
 	shebang     string
 	runtime     string
+	// checked says the scan has already seen this fingerprint on the
+	// file (a script's, checked with its skill).
+	checked bool
 }
 
 func (e *fileEntry) is(dir, hostPath string) bool {

@@ -297,7 +297,23 @@ func statNumsOf(st *unix.Stat_t) statNums {
 	return statNums{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
-// parseStat reads statKey's form back.
+// String is the fingerprint's written form (Resource.Stat).
+func (s statNums) String() string {
+	// strconv, not fmt: a warm scan makes one per file.
+	b := make([]byte, 0, 80)
+	b = strconv.AppendUint(b, s.dev, 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, s.ino, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, s.size, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, s.mtime, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, s.ctime, 10)
+	return string(b)
+}
+
+// parseStat reads the written form back.
 func parseStat(s string) (statNums, bool) {
 	var f [5]string
 	for i := range 4 {

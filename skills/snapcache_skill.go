@@ -202,25 +202,45 @@ func lstatBeneath(root *scanRoot, rel string) (statNums, bool) {
 }
 
 // fromCache rebuilds the loaded skill of candidate c from its entry when
-// every fingerprint is unchanged.
-func (sc *scanner) fromCache(c candidate, raw []byte) (*Skill, []Diagnostic, bool) {
+// every fingerprint is unchanged, and returns the fingerprints it just
+// checked.
+func (sc *scanner) fromCache(c candidate, raw []byte) (*Skill, []Diagnostic, []pathStat, bool) {
 	if c.link != nil || c.viaLink {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	d := decoder{b: raw}
 	stats := d.pathStats()
 	if !d.ok() || len(stats) == 0 {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	for _, ps := range stats {
 		if st, ok := lstatBeneath(c.root, ps.Rel); !ok || st != ps.St {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 	}
 	s, diags := d.skill(c.dir)
 	if s == nil {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	s.rootIndex, s.relDir, s.fsRoot = c.index, c.rel, c.root
-	return s, diags, true
+	return s, diags, stats, true
+}
+
+// markChecked marks the file entries of scripts whose fingerprint
+// fromCache has just checked (a script's is part of its skill's entry):
+// the digest pass need not stat them again. Equal fingerprints are the
+// same inode, so still the regular file that was digested.
+func markChecked(root string, res []Resource, files []*fileEntry, checked []pathStat) {
+	for i, f := range files {
+		if f == nil || res[i].Executable == nil {
+			continue
+		}
+		rel := relTo(root, res[i].HostPath)
+		for _, ps := range checked {
+			if ps.Rel == rel && ps.St == f.st {
+				f.checked = true
+				break
+			}
+		}
+	}
 }

@@ -25,11 +25,27 @@ func TestMain(m *testing.M) {
 	if code, ok := scripts.HelperDispatch(os.Args); ok {
 		os.Exit(code)
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(ownCache{m}, map[string]func(){
 		"harness": func() {
 			os.Exit(mainWith(os.Args, os.Stdin, os.Stdout, os.Stderr, crashPoint(os.Getenv("HARNESS_TEST_CRASH_AFTER"))))
 		},
 	})
+}
+
+// ownCache runs the tests with a user cache directory of their own: a
+// test that calls Main without --snapshot-cache uses the default cache,
+// which must not be the developer's. (Each script gets its own in Setup.)
+type ownCache struct{ m *testing.M }
+
+func (c ownCache) Run() int {
+	dir, err := os.MkdirTemp("", "harness-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv("XDG_CACHE_HOME", dir)
+	return c.m.Run()
 }
 
 var osWriteFile = os.WriteFile
