@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,13 +133,13 @@ func (d *decoder) uvarint() uint64 {
 	return v
 }
 
+// varint undoes binary.AppendVarint's zig-zag encoding.
 func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
+	u := d.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	d.b = d.b[n:]
 	return v
 }
 
@@ -406,38 +407,18 @@ func (e *encoder) value(v any, depth int) bool {
 	case float64:
 		e.b = append(e.b, fmFloat)
 		e.b = binary.LittleEndian.AppendUint64(e.b, math.Float64bits(x))
-	case int:
-		e.b = append(e.b, fmInt)
-		e.varint(int64(x))
-	case int8:
-		e.b = append(e.b, fmInt8)
-		e.varint(int64(x))
-	case int16:
-		e.b = append(e.b, fmInt16)
-		e.varint(int64(x))
-	case int32:
-		e.b = append(e.b, fmInt32)
-		e.varint(int64(x))
-	case int64:
-		e.b = append(e.b, fmInt64)
-		e.varint(x)
-	case uint:
-		e.b = append(e.b, fmUint)
-		e.uvarint(uint64(x))
-	case uint8:
-		e.b = append(e.b, fmUint8)
-		e.uvarint(uint64(x))
-	case uint16:
-		e.b = append(e.b, fmUint16)
-		e.uvarint(uint64(x))
-	case uint32:
-		e.b = append(e.b, fmUint32)
-		e.uvarint(uint64(x))
-	case uint64:
-		e.b = append(e.b, fmUint64)
-		e.uvarint(x)
 	default:
-		return false
+		rv := reflect.ValueOf(v)
+		tag, ok := intTags[rv.Type()]
+		if !ok {
+			return false
+		}
+		e.b = append(e.b, tag)
+		if tag >= fmUint {
+			e.uvarint(rv.Uint())
+		} else {
+			e.varint(rv.Int())
+		}
 	}
 	return true
 }
@@ -486,40 +467,26 @@ func (d *decoder) value(depth int) any {
 		d.b = d.b[8:]
 		return f
 	case fmInt, fmInt8, fmInt16, fmInt32, fmInt64:
-		return signedOf(tag, d.varint())
+		return reflect.ValueOf(d.varint()).Convert(intTypes[tag-fmInt]).Interface()
 	case fmUint, fmUint8, fmUint16, fmUint32, fmUint64:
-		return unsignedOf(tag, d.uvarint())
+		return reflect.ValueOf(d.uvarint()).Convert(intTypes[tag-fmInt]).Interface()
 	}
 	d.fail()
 	return nil
 }
 
-// signedOf and unsignedOf give an integer back the Go type it was written
-// with (a value that did not fit was not written by encoder).
-func signedOf(tag byte, v int64) any {
-	switch tag {
-	case fmInt:
-		return int(v)
-	case fmInt8:
-		return int8(v)
-	case fmInt16:
-		return int16(v)
-	case fmInt32:
-		return int32(v)
-	}
-	return v
+// intTypes are the integer types a frontmatter value can have, in the
+// order of their tags (fmInt first): a value is written with its type's
+// tag and given that type back when read.
+var intTypes = []reflect.Type{
+	reflect.TypeFor[int](), reflect.TypeFor[int8](), reflect.TypeFor[int16](), reflect.TypeFor[int32](), reflect.TypeFor[int64](),
+	reflect.TypeFor[uint](), reflect.TypeFor[uint8](), reflect.TypeFor[uint16](), reflect.TypeFor[uint32](), reflect.TypeFor[uint64](),
 }
 
-func unsignedOf(tag byte, v uint64) any {
-	switch tag {
-	case fmUint:
-		return uint(v)
-	case fmUint8:
-		return uint8(v)
-	case fmUint16:
-		return uint16(v)
-	case fmUint32:
-		return uint32(v)
+var intTags = func() map[reflect.Type]byte {
+	m := map[reflect.Type]byte{}
+	for i, t := range intTypes {
+		m[t] = fmInt + byte(i)
 	}
-	return v
-}
+	return m
+}()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -256,7 +257,7 @@ func TestSnapshotCacheRefusesSharedDir(t *testing.T) {
 func TestFrontmatterValuesRoundTrip(t *testing.T) {
 	fm := map[string]any{
 		"s": "text", "empty": "", "b": true, "f": false, "float": 0.5, "zero": 0.0,
-		"int": 3, "i64": int64(-7), "u64": uint64(18446744073709551615), "u8": uint8(0), "i32": int32(0),
+		"int": 3, "i64": int64(-7), "min": int64(math.MinInt64), "max": math.MaxInt64, "u64": uint64(18446744073709551615), "u8": uint8(0), "i32": int32(0),
 		"nil": nil, "list": []any{"a", 1, map[string]any{"k": "v"}, []any{}}, "emptymap": map[string]any{}, "emptylist": []any{},
 		"nilmap": map[string]any(nil), "nillist": []any(nil),
 	}
