@@ -38,7 +38,12 @@ func encodeSkill(s *Skill) ([]byte, error) {
 	// be the skill's own resources field.
 	const marker = skillFieldIndent + `"resources": [],`
 	before, after, ok := bytes.Cut(b, []byte(marker))
-	if !ok || len(s.Resources) == 0 {
+	if !ok {
+		// Never expected; the whole skill through encoding/json is
+		// still right, where the head alone would drop the resources.
+		return encodeIndented(s, "    ")
+	}
+	if len(s.Resources) == 0 {
 		return b, nil
 	}
 	out := make([]byte, 0, len(b)+len(s.Resources)*600)
