@@ -2,8 +2,8 @@ package artifacts
 
 import (
 	"encoding/hex"
-	"hash"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,7 +43,7 @@ func DigestReader(r io.Reader) (Digest, int64, error) {
 // thousands of small per-skill digests, and both each Write into blake3
 // and each fresh state have a cost.
 type Hasher struct {
-	h   hash.Hash // nil until buf first outgrows its bound
+	h   *blake3.Hasher // nil until buf first outgrows its bound
 	buf []byte
 }
 
@@ -64,6 +64,17 @@ func (h *Hasher) flush() {
 		h.h.Write(h.buf)
 		h.buf = h.buf[:0]
 	}
+}
+
+// Clone returns a Hasher that goes on from what h has been given, apart
+// from h: a digest over a growing prefix (a conversation) need not hash
+// the prefix again.
+func (h *Hasher) Clone() *Hasher {
+	c := &Hasher{buf: slices.Clone(h.buf)}
+	if h.h != nil {
+		c.h = h.h.Clone()
+	}
+	return c
 }
 
 // WriteField adds a length-prefixed field. Digests over lists (a skill tree,

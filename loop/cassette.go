@@ -118,6 +118,7 @@ func (r *Recorder) Close() error { return r.f.Close() }
 // network.
 type Cassette struct {
 	mu         sync.Mutex
+	path       string
 	embeddings map[artifacts.Digest][][]float64
 	entries    []storedEntry
 	used       []bool
@@ -125,14 +126,25 @@ type Cassette struct {
 	keys       KeyCache
 }
 
-// storedEntry is a cassette entry as held for replay: matching needs only
-// the key, so the recorded request (the whole conversation so far, which
-// makes a long cassette quadratic in its turns) stays undecoded until a
-// mismatch has to be explained.
+// storedEntry is a cassette entry as held for replay. Matching needs only
+// the key, and a recorded request is the whole conversation so far (a long
+// cassette is quadratic in its turns), so the request is not kept: where
+// it lies in the file is, and it is read again only when a mismatch has to
+// be explained. A line whose request could not be cut out (see
+// cutRequest) keeps its copy.
 type storedEntry struct {
 	Key      artifacts.Digest `json:"key"`
 	Request  json.RawMessage  `json:"request"`
 	Response Response         `json:"response"`
+	// reqAt and reqLen place the request in the file when Request is nil.
+	reqAt  int64
+	reqLen int
+}
+
+// storedLine is a cassette line as it is first decoded.
+type storedLine struct {
+	artifacts.Envelope
+	storedEntry
 }
 
 // OpenCassette reads a cassette written by a Recorder.
@@ -142,44 +154,92 @@ func OpenCassette(path string) (*Cassette, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadCassette(f)
-}
-
-// ReadCassette parses cassette lines from r.
-func ReadCassette(r io.Reader) (*Cassette, error) {
-	c := &Cassette{embeddings: map[artifacts.Digest][][]float64{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+	c := &Cassette{path: path, embeddings: map[artifacts.Digest][][]float64{}}
+	// One buffer for every line: the file is read once, front to back,
+	// and none of it is kept (fresh memory costs more here than parsing).
+	br := bufio.NewReaderSize(f, 256<<10)
+	var buf []byte
+	var at int64
+	for n := 1; ; n++ {
+		line, err := readLine(br, buf[:0])
+		buf = line
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("read cassette: %w", err)
 		}
-		var e struct {
-			artifacts.Envelope
-			storedEntry
+		if len(line) == 0 && err == io.EOF {
+			break
 		}
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("cassette line %d: %w", n, err)
+		lineAt := at
+		at += int64(len(line))
+		if derr := c.add(n, line, lineAt); derr != nil {
+			return nil, derr
 		}
-		if e.Type == cassetteEmbeddingType && e.Version == 1 {
-			var em EmbeddingEntry
-			if err := json.Unmarshal(line, &em); err != nil {
-				return nil, fmt.Errorf("cassette line %d: %w", n, err)
-			}
-			c.embeddings[em.Key] = em.Vectors
-			continue
+		if err == io.EOF {
+			break
 		}
-		if e.Type != cassetteEntryType || e.Version != 1 {
-			return nil, fmt.Errorf("cassette line %d: type %q version %d, want %s version 1", n, e.Type, e.Version, cassetteEntryType)
-		}
-		c.entries = append(c.entries, e.storedEntry)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read cassette: %w", err)
 	}
 	c.used = make([]bool, len(c.entries))
 	return c, nil
+}
+
+// readLine appends the next line of br, newline included, to buf. Lines
+// have no length limit but the memory they take.
+func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		buf = append(buf, frag...)
+		if err != bufio.ErrBufferFull {
+			return buf, err
+		}
+	}
+}
+
+// add decodes line n of the cassette, which starts at byte at of the file.
+func (c *Cassette) add(n int, raw []byte, at int64) error {
+	lead := skipSpace(raw, 0)
+	line := bytes.TrimRight(raw[lead:], " \t\r\n")
+	if len(line) == 0 {
+		return nil
+	}
+	var e storedLine
+	span, err := decodeStored(line, &e)
+	if err != nil {
+		return fmt.Errorf("cassette line %d: %w", n, err)
+	}
+	if e.Type == cassetteEmbeddingType && e.Version == 1 {
+		var em EmbeddingEntry
+		if err := json.Unmarshal(line, &em); err != nil {
+			return fmt.Errorf("cassette line %d: %w", n, err)
+		}
+		c.embeddings[em.Key] = em.Vectors
+		return nil
+	}
+	if e.Type != cassetteEntryType || e.Version != 1 {
+		return fmt.Errorf("cassette line %d: type %q version %d, want %s version 1", n, e.Type, e.Version, cassetteEntryType)
+	}
+	if span[1] > 0 {
+		e.reqAt, e.reqLen = at+int64(lead+span[0]), span[1]-span[0]
+	}
+	c.entries = append(c.entries, e.storedEntry)
+	return nil
+}
+
+// recordedRequest is entry i's request as recorded.
+func (c *Cassette) recordedRequest(i int) ([]byte, error) {
+	e := c.entries[i]
+	if e.Request != nil {
+		return e.Request, nil
+	}
+	f, err := os.Open(c.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, e.reqLen)
+	if _, err := f.ReadAt(b, e.reqAt); err != nil {
+		return nil, fmt.Errorf("read it again: %w", err)
+	}
+	return b, nil
 }
 
 // Complete serves the first unused recording of req. Identical requests
@@ -206,7 +266,11 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (Response, error) 
 	if pos < len(c.entries) {
 		creq, _ := canonical(req)
 		var recorded Request
-		if err := json.Unmarshal(c.entries[pos].Request, &recorded); err != nil {
+		raw, err := c.recordedRequest(pos)
+		if err == nil {
+			err = json.Unmarshal(raw, &recorded)
+		}
+		if err != nil {
 			mm.Field = fmt.Sprintf("the recorded request does not parse (%v)", err)
 		} else {
 			mm.Field = firstDifference(recorded, creq)

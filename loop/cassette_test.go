@@ -149,3 +149,48 @@ func TestRecordThenReplayRun(t *testing.T) {
 		t.Fatalf("record %+v\nreplay %+v", first, second)
 	}
 }
+
+// A recorded request is read again from the file to explain a mismatch:
+// its place must survive blank lines, indentation, CRLF line ends and a
+// line longer than the read buffer, and a line whose request cannot be cut
+// out (an escaped key) keeps its own copy.
+func TestCassetteMismatchFindsTheRecordedRequest(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.jsonl")
+	writeCassette(t, path, baseRequest())
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(string(data))
+	long := baseRequest()
+	long.Messages[1].Content = strings.Repeat("long ", 100_000)
+	key, _ := loop.RequestKey(long)
+	var entry map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &entry); err != nil {
+		t.Fatal(err)
+	}
+	entry["key"], _ = json.Marshal(key)
+	entry["request"], _ = json.Marshal(long)
+	longLine, _ := json.Marshal(entry)
+	escaped := strings.Replace(line, `"request"`, `"requ\u0065st"`, 1)
+	content := "\n  " + line + "\r\n\n" + string(longLine) + "\n\t" + escaped + "\r\n"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := loop.OpenCassette(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete(context.Background(), baseRequest()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"messages[1].content differs", "messages[1].content differs"} {
+		req := baseRequest()
+		req.Messages[1].Content = "changed"
+		_, err = c.Complete(context.Background(), req)
+		var mm *loop.CassetteMismatchError
+		if !errors.As(err, &mm) || mm.Field != want {
+			t.Fatalf("err = %v, want field %q", err, want)
+		}
+	}
+}

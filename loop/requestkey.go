@@ -9,15 +9,30 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 )
 
-// KeyCache computes RequestKey for a conversation that grows by appending,
-// encoding each message once instead of the whole conversation on every
-// turn (which made a long run quadratic). A message is reused only while
-// it is equal to the one encoded, so a changed history is simply encoded
-// again: the key is always RequestKey's. A KeyCache is not safe for
+// KeyCache computes RequestKey for a conversation that grows by appending.
+// Each turn's request is the previous one with a few more messages, so the
+// cache keeps the digest state after the last message it has seen and
+// hashes only what is new; the rest of the request (model, tools,
+// parameters) is encoded again only when it changed. A message is reused
+// only while it is equal to the one hashed, so a changed history is simply
+// hashed again: the key is always RequestKey's. A KeyCache is not safe for
 // concurrent use.
 type KeyCache struct {
+	// What the head was encoded from: the model, the tools (their
+	// parameters copied, since a caller may reuse the bytes) and the
+	// encoded parameters.
+	model  string
+	tools  []ToolSpec
+	params []byte
+	// The canonical encoding of the request without messages, cut where
+	// the messages go: prefix ends with `"messages":[`, suffix starts
+	// after the closing bracket.
+	prefix, suffix []byte
+	headOK         bool
+
 	msgs []Message
-	enc  [][]byte
+	// state has hashed prefix and msgs, with their separators.
+	state *artifacts.Hasher
 }
 
 // messagesField is how the encoding of a Request with no messages shows
@@ -27,45 +42,79 @@ var messagesField = []byte(`"messages":[]`)
 
 // Key returns RequestKey(req).
 func (k *KeyCache) Key(req Request) (artifacts.Digest, error) {
-	c, err := canonical(req)
-	if err != nil {
-		return "", err
-	}
-	msgs := c.Messages
-	c.Messages = []Message{}
-	head, err := json.Marshal(c)
+	params, err := json.Marshal(req.Params)
 	if err != nil {
 		return "", fmt.Errorf("request key: %w", err)
 	}
-	at := bytes.Index(head, messagesField)
-	if at < 0 {
-		return RequestKey(req)
+	if !k.headOK || req.Model != k.model || !bytes.Equal(params, k.params) || !sameTools(req.Tools, k.tools) {
+		if err := k.encodeHead(req, params); err != nil {
+			return "", err
+		}
+		if !k.headOK {
+			return RequestKey(req)
+		}
 	}
 	keep := 0
-	for keep < len(msgs) && keep < len(k.msgs) && sameMessage(msgs[keep], k.msgs[keep]) {
+	for keep < len(req.Messages) && keep < len(k.msgs) && sameMessage(req.Messages[keep], k.msgs[keep]) {
 		keep++
 	}
-	k.msgs, k.enc = k.msgs[:keep], k.enc[:keep]
-	for _, m := range msgs[keep:] {
+	if keep < len(k.msgs) || k.state == nil {
+		k.msgs, k.state = k.msgs[:0], artifacts.NewHasher()
+		k.state.Write(k.prefix)
+		keep = 0
+	}
+	for _, m := range req.Messages[keep:] {
 		b, err := json.Marshal(m)
 		if err != nil {
+			k.msgs, k.state = k.msgs[:0], nil
 			return "", fmt.Errorf("request key: %w", err)
 		}
-		k.msgs = append(k.msgs, cloneMessage(m))
-		k.enc = append(k.enc, b)
-	}
-	h := artifacts.NewHasher()
-	h.Write(head[:at])
-	h.Write([]byte(`"messages":[`))
-	for i, b := range k.enc {
-		if i > 0 {
-			h.Write([]byte{','})
+		if len(k.msgs) > 0 {
+			k.state.Write([]byte{','})
 		}
-		h.Write(b)
+		k.state.Write(b)
+		k.msgs = append(k.msgs, cloneMessage(m))
 	}
+	h := k.state.Clone()
 	h.Write([]byte{']'})
-	h.Write(head[at+len(messagesField):])
+	h.Write(k.suffix)
 	return h.Digest(), nil
+}
+
+// encodeHead encodes the request without its messages and starts the
+// message state afresh. headOK stays false if the encoding does not show
+// the messages field where expected (then Key falls back to RequestKey).
+func (k *KeyCache) encodeHead(req Request, params []byte) error {
+	k.headOK, k.msgs, k.state = false, k.msgs[:0], nil
+	c, err := canonical(req)
+	if err != nil {
+		return err
+	}
+	c.Messages = []Message{}
+	head, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("request key: %w", err)
+	}
+	at := bytes.Index(head, messagesField)
+	if at < 0 {
+		return nil
+	}
+	k.prefix = head[:at+len(messagesField)-1]
+	k.suffix = head[at+len(messagesField):]
+	k.model, k.params = req.Model, params
+	k.tools = k.tools[:0]
+	for _, t := range req.Tools {
+		t.Parameters = slices.Clone(t.Parameters)
+		k.tools = append(k.tools, t)
+	}
+	k.headOK = true
+	return nil
+}
+
+func sameTools(a, b []ToolSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
+	})
 }
 
 func sameMessage(a, b Message) bool {

@@ -40,6 +40,16 @@ func TestKeyCacheMatchesRequestKey(t *testing.T) {
 	check("tool call rewritten in place", req)
 	req.Messages = req.Messages[:3]
 	check("history cut", req)
+	req.Tools[0].Parameters = json.RawMessage(`{"type":"object","x":1}`)
+	check("tool parameters rewritten", req)
+	req.Tools = append(req.Tools, ToolSpec{Name: "write_file", Parameters: json.RawMessage(`{}`)})
+	check("a tool added", req)
+	req.Params.Stop = []string{"a"}
+	check("params set", req)
+	req.Params.Stop[0] = "b"
+	check("params rewritten in place", req)
+	req.Messages = append(req.Messages, Message{Role: RoleUser, Content: "more"})
+	check("grown after a change of head", req)
 	req.Model = "other"
 	req.Tools = nil
 	req.Params.Temperature = new(float64)

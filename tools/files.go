@@ -92,7 +92,10 @@ func (t *ReadFile) Call(ctx context.Context, call loop.ToolCall, raw json.RawMes
 		}
 		return refusePath(&workspace.Refusal{Code: "not_a_file", Msg: fmt.Sprintf("%s is %s", sp, what)}, rec), nil
 	}
-	head := make([]byte, max(limit, sniffBytes))
+	// A file read whole needs no more room than its size (and a little,
+	// should it have grown since the stat); a 64 KiB buffer for a short
+	// file is most of a small read's cost.
+	head := make([]byte, min(int64(max(limit, sniffBytes)), max(fi.Size(), 0)+512))
 	n, err := io.ReadFull(f, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 		return refusePath(err, rec), nil
