@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 )
 
 // WriteJSON encodes v as indented JSON and replaces path atomically: a
@@ -75,6 +78,70 @@ const (
 // rename costs a second commit for the rename.
 func WriteUnreferenced(path string, perm os.FileMode, write func(io.Writer) error) error {
 	return writeAtomic(path, perm, write, syncAfterRename)
+}
+
+// WriteUnsynced writes data to path atomically (a reader never sees a
+// partial file) without making it durable: the caller has put the same
+// bytes somewhere durable already (a tool output carried by its journal
+// line) and makes the file durable later with SyncFiles.
+func WriteUnsynced(path string, perm os.FileMode, data []byte) error {
+	return writeAtomic(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}, noSync)
+}
+
+// SyncFiles makes files written with WriteUnsynced durable, with the
+// directories that hold them. The fsyncs run side by side: a journaling
+// file system commits concurrent fsyncs together, so n files cost a few
+// commits, not n.
+func SyncFiles(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	work := make(chan string)
+	errs := make(chan error, len(paths))
+	var wg sync.WaitGroup
+	for range min(len(paths), 16) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				errs <- syncFile(p)
+			}
+		}()
+	}
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		work <- p
+		dirs[filepath.Dir(p)] = true
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := SyncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
 }
 
 func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, mode syncMode) error {

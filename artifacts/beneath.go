@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,6 +63,67 @@ func ReadBeneath(dir, rel string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", rel, maxArtifact)
 	}
 	return b, nil
+}
+
+// WriteBeneath replaces the file rel inside dir with data, durably and
+// atomically, under ReadBeneath's rules: the directory that holds it is
+// opened without following any link or leaving dir, and the file is
+// created in that directory by its descriptor (a temporary name, fsync,
+// rename, fsync of the directory), so no path is resolved twice.
+func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
+	parent, name := filepath.Split(rel)
+	if name == "" || name == "." || name == ".." {
+		return fmt.Errorf("%s: not a file name", rel)
+	}
+	if parent == "" {
+		parent = "."
+	}
+	d, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(d)
+	how := unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	var pd int
+	for range 3 {
+		if pd, err = unix.Openat2(d, parent, &how); err != unix.EAGAIN && err != unix.EINTR {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ELOOP):
+		return fmt.Errorf("%s: %w", rel, ErrOutsideDir)
+	case err != nil:
+		return &os.PathError{Op: "open", Path: parent, Err: err}
+	}
+	defer unix.Close(pd)
+	tmp := "." + name + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
+	fd, err := unix.Openat(pd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err != nil {
+		return &os.PathError{Op: "create", Path: rel, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(pd, tmp, pd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(pd, tmp, 0)
+		return &os.PathError{Op: "write", Path: rel, Err: err}
+	}
+	if err := unix.Fsync(pd); err != nil {
+		return &os.PathError{Op: "sync", Path: parent, Err: err}
+	}
+	return nil
 }
 
 // DecodeArtifact decodes an artifact read as bytes, checking its envelope

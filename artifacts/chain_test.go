@@ -122,3 +122,45 @@ func TestReadBeneathStaysInside(t *testing.T) {
 		t.Error("a FIFO was read")
 	}
 }
+
+// WriteBeneath restores a file into a run directory that may have been
+// tampered with: it must neither leave the directory nor write through a
+// link, and it replaces a link at the destination instead of following it.
+func TestWriteBeneathStaysInside(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "run")
+	os.MkdirAll(filepath.Join(dir, "tool-outputs"), 0o755)
+	outside := filepath.Join(base, "outside.json")
+	os.WriteFile(outside, []byte(`{"keep":1}`), 0o644)
+	os.Symlink(base, filepath.Join(dir, "children"))
+	os.Symlink(outside, filepath.Join(dir, "tool-outputs", "link.json"))
+	if err := WriteBeneath(dir, "tool-outputs/new.json", []byte(`{"a":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBeneath(dir, "tool-outputs/link.json", []byte(`{"b":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(outside); string(got) != `{"keep":1}` {
+		t.Errorf("the write went through a link: outside is now %s", got)
+	}
+	if got, err := ReadBeneath(dir, "tool-outputs/link.json"); err != nil || string(got) != `{"b":2}` {
+		t.Errorf("link.json was not replaced by a file: %s, %v", got, err)
+	}
+	for _, rel := range []string{"../outside.json", "tool-outputs/../../outside.json", "/tmp/x.json", "children/outside.json"} {
+		if err := WriteBeneath(dir, rel, []byte(`{}`), 0o644); !errors.Is(err, ErrOutsideDir) {
+			t.Errorf("%s: %v, want ErrOutsideDir", rel, err)
+		}
+	}
+	for _, rel := range []string{"tool-outputs/", "tool-outputs/.."} {
+		if err := WriteBeneath(dir, rel, []byte(`{}`), 0o644); err == nil {
+			t.Errorf("%s was written", rel)
+		}
+	}
+	if got, _ := os.ReadFile(outside); string(got) != `{"keep":1}` {
+		t.Errorf("outside changed: %s", got)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "tool-outputs"))
+	if len(entries) != 2 {
+		t.Errorf("tool-outputs holds %d entries, want 2 (no temporary file left)", len(entries))
+	}
+}

@@ -82,12 +82,6 @@ func (r *Redactor) WriteJSONDigest(path string, v any) (Digest, error) {
 	return r.writeJSONDigest(path, v, WriteStream)
 }
 
-// WriteUnreferencedJSONDigest is WriteJSONDigest for a file that no
-// durable record names until it returns (see WriteUnreferenced).
-func (r *Redactor) WriteUnreferencedJSONDigest(path string, v any) (Digest, error) {
-	return r.writeJSONDigest(path, v, WriteUnreferenced)
-}
-
 func (r *Redactor) writeJSONDigest(path string, v any, write func(string, os.FileMode, func(io.Writer) error) error) (Digest, error) {
 	h := NewHasher()
 	if s, ok := v.(JSONStreamer); ok {
@@ -100,18 +94,26 @@ func (r *Redactor) writeJSONDigest(path string, v any, write func(string, os.Fil
 		})
 		return h.Digest(), err
 	}
+	data, err := r.EncodeJSON(v)
+	if err != nil {
+		return "", err
+	}
+	return DigestBytes(data), write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// EncodeJSON returns v as WriteJSON writes it: indented, redacted.
+func (r *Redactor) EncodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return "", err
+		return nil, err
 	}
-	data := r.Bytes(buf.Bytes())
-	return DigestBytes(data), write(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return r.Bytes(buf.Bytes()), nil
 }
 
 // lineRedactor passes complete lines through the redactor.

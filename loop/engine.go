@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,6 +116,9 @@ type engine struct {
 	names    []string
 	specs    []ToolSpec
 	outNames map[string]bool
+	// unsynced are tool outputs written without an fsync (their journal
+	// lines carry them); Run syncs them before it returns.
+	unsynced []string
 	out      Outcome
 	keys     KeyCache
 }
@@ -146,7 +150,14 @@ func Run(ctx context.Context, cfg Config, history []Message) Outcome {
 		runCtx, cancel = context.WithTimeout(ctx, cfg.Limits.Timeout)
 	}
 	defer cancel()
-	return e.loop(ctx, runCtx)
+	out := e.loop(ctx, runCtx)
+	// Whatever ended the loop, the run's files are complete on disk before
+	// the caller records the end: resume relies on an ended segment's
+	// outputs being there, not only in the journal.
+	if err := artifacts.SyncFiles(e.unsynced); err != nil && out.Err == nil {
+		out.Reason, out.Err = ReasonFailed, fmt.Errorf("tool outputs: %w", err)
+	}
+	return out
 }
 
 func (e *engine) addTools(tools []Tool) error {
@@ -352,11 +363,11 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 	if res.Status == "" {
 		res.Status = StatusOK
 	}
-	out, digest, err := e.writeOutput(turn, call, res)
+	out, digest, inline, err := e.writeOutput(turn, call, res)
 	if err != nil {
 		return err
 	}
-	if err := e.journalDeferred("tool.finished", ToolFinishedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Status: res.Status, Code: code, Output: out, OutputDigest: digest}); err != nil {
+	if err := e.journalDeferred("tool.finished", ToolFinishedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Status: res.Status, Code: code, Output: out, OutputDigest: digest, OutputBytes: inline}); err != nil {
 		return err
 	}
 	e.out.Messages = append(e.out.Messages, Message{Role: RoleTool, Content: res.Content, ToolCallID: call.ID})
@@ -436,11 +447,20 @@ func errorCode(content string) string {
 	return v.Error.Code
 }
 
+// InlineOutputMax is the largest tool output whose journal line carries
+// it. Most outputs are small, and one fsync of the journal (due before
+// the next model request anyway) then makes such an output durable, where
+// a file of its own costs an fsync of the file and one of its directory
+// per call. Larger outputs keep the file's fsync and stay out of the
+// journal, which resume reads whole and --json streams.
+const InlineOutputMax = 16 << 10
+
 // writeOutput stores the full result and returns its path relative to the
-// run directory.
-func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, artifacts.Digest, error) {
+// run directory, its digest, and its bytes when the journal line carries
+// them (see InlineOutputMax).
+func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, artifacts.Digest, string, error) {
 	if e.cfg.ToolOutputDir == "" {
-		return "", "", nil
+		return "", "", "", nil
 	}
 	base := FileSafe(call.ID) + "-" + FileSafe(call.Name)
 	name := base + ".json"
@@ -453,11 +473,26 @@ func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, a
 		Turn:     turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments,
 		Status: res.Status, Content: res.Content, Record: res.Record,
 	}
-	// tool.finished, which names the file and carries its digest, is
-	// written only after this returns.
-	d, err := e.cfg.Redact.WriteUnreferencedJSONDigest(filepath.Join(e.cfg.ToolOutputDir, name), rec)
+	data, err := e.cfg.Redact.EncodeJSON(rec)
 	if err != nil {
-		return "", "", fmt.Errorf("write tool output: %w", err)
+		return "", "", "", fmt.Errorf("write tool output: %w", err)
 	}
-	return filepath.Base(e.cfg.ToolOutputDir) + "/" + name, d, nil
+	path := filepath.Join(e.cfg.ToolOutputDir, name)
+	rel := filepath.Base(e.cfg.ToolOutputDir) + "/" + name
+	if len(data) <= InlineOutputMax {
+		if err := artifacts.WriteUnsynced(path, 0o644, data); err != nil {
+			return "", "", "", fmt.Errorf("write tool output: %w", err)
+		}
+		e.unsynced = append(e.unsynced, path)
+		return rel, artifacts.DigestBytes(data), string(data), nil
+	}
+	// tool.finished, which names the file and carries its digest, is
+	// written only after this returns, so the file is durable first.
+	if err := artifacts.WriteUnreferenced(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}); err != nil {
+		return "", "", "", fmt.Errorf("write tool output: %w", err)
+	}
+	return rel, artifacts.DigestBytes(data), "", nil
 }

@@ -387,3 +387,43 @@ func TestDurableBeforeSideEffects(t *testing.T) {
 		t.Errorf("durable when the side effect ran: %s, want %s", got, want)
 	}
 }
+
+// A small output rides in its tool.finished line, byte for byte, so the
+// line's fsync makes it durable; a large one has its own fsynced file and
+// stays out of the journal. Either way the file is the one the digest
+// names.
+func TestToolOutputsInlineUpToTheBound(t *testing.T) {
+	h := newHarness(t)
+	big := strings.Repeat("x", loop.InlineOutputMax)
+	out, _, _ := run(t, h, []looptest.Reply{
+		{ToolCalls: []looptest.Call{{ID: "c1", Name: "echo", Arguments: `{"text":"small"}`}, {ID: "c2", Name: "echo", Arguments: `{"text":"` + big + `"}`}}},
+		{Content: "done"},
+	}, loop.Limits{}, &echoTool{})
+	if out.Reason != loop.ReasonCompleted {
+		t.Fatalf("outcome %s: %v", out.Reason, out.Err)
+	}
+	var inline []bool
+	for _, ev := range h.events(t) {
+		if ev.Type != "tool.finished" {
+			continue
+		}
+		var d loop.ToolFinishedEvent
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(h.dir, filepath.FromSlash(d.Output)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if artifacts.DigestBytes(data) != d.OutputDigest {
+			t.Errorf("%s: the file is not the digest's", d.Output)
+		}
+		if d.OutputBytes != "" && d.OutputBytes != string(data) {
+			t.Errorf("%s: the line's bytes are not the file", d.Output)
+		}
+		inline = append(inline, d.OutputBytes != "")
+	}
+	if !slices.Equal(inline, []bool{true, false}) {
+		t.Errorf("carried in the line: %v, want the small output only", inline)
+	}
+}

@@ -33,6 +33,11 @@ type (
 		// OutputDigest is of the output file's bytes, which resume checks
 		// before it gives the content to the model again.
 		OutputDigest artifacts.Digest `json:"outputDigest"`
+		// OutputBytes, for an output of at most InlineOutputMax bytes, is
+		// the output file itself. The line then makes the output durable,
+		// and the file, written without an fsync, is synced when the loop
+		// ends; resume rewrites it from here if a power cut lost it.
+		OutputBytes string `json:"outputBytes,omitempty"`
 	}
 	// AnswerRejectedEvent: the final answer failed its check; Message is
 	// what the model was told (resume adds it to the conversation again).

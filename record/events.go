@@ -67,6 +67,17 @@ type SkillSkipped struct {
 	Reason string `json:"reason"`
 }
 
+// ToolOutputRestored is the data of tool.output.restored: resume found a
+// tool output of a segment that never ended missing or not the file the
+// journal describes (a power cut came before the file's deferred fsync),
+// and wrote it again from the bytes its tool.finished line carries.
+type ToolOutputRestored struct {
+	Output       string           `json:"output"`
+	OutputDigest artifacts.Digest `json:"outputDigest"`
+	// Found is what was there: "missing" or "different".
+	Found string `json:"found"`
+}
+
 // The loop's own events and records (see the package comment).
 type (
 	ModelRequest   = loop.ModelRequestEvent

@@ -63,6 +63,7 @@ const (
 	EventModelResponse       = "model.response"
 	EventToolStarted         = "tool.started"
 	EventToolFinished        = "tool.finished"
+	EventToolOutputRestored  = "tool.output.restored"
 	EventLimitReached        = "limit.reached"
 	EventAnswerRejected      = "answer.rejected"
 	EventMCPServerStarted    = "mcp.server.started"

@@ -2,8 +2,10 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -136,6 +138,9 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		return nil, err
 	}
 	defer r.journal.Close()
+	if err := r.restoreOutputs(st.restored); err != nil {
+		return nil, err
+	}
 	r.resumed = st
 	r.segment, r.segStart = max(len(m.Segments), st.resumes+1)+1, r.now().UTC()
 	r.start, r.token = st.progress, st.token
@@ -196,15 +201,37 @@ func (r *runner) settleInterrupted(history []loop.Message, toolset []loop.Tool) 
 		if err := os.MkdirAll(r.path(record.DirToolOutputs), 0o755); err != nil {
 			return nil, err
 		}
-		if err := r.redact.WriteJSON(filepath.Join(r.path(record.DirToolOutputs), name), out); err != nil {
+		digest, err := r.redact.WriteJSONDigest(filepath.Join(r.path(record.DirToolOutputs), name), out)
+		if err != nil {
 			return nil, err
 		}
 		if _, err := r.journal.Append(record.EventToolFinished, loop.ToolFinishedEvent{Turn: call.Turn, CallID: call.CallID, Tool: call.Tool,
-			Status: "interrupted", Code: "interrupted", Output: record.DirToolOutputs + "/" + name}); err != nil {
+			Status: "interrupted", Code: "interrupted", Output: record.DirToolOutputs + "/" + name, OutputDigest: digest}); err != nil {
 			return nil, err
 		}
 		st.finished[call.CallID] = true
 		history = append(history, loop.Message{Role: loop.RoleTool, Content: res.Content, ToolCallID: call.CallID})
 	}
 	return history, nil
+}
+
+// restoreOutputs writes again the tool outputs that only the journal
+// still holds (see journalState.restorable), each recorded in the journal
+// before the run goes on.
+func (r *runner) restoreOutputs(outs []restoredOutput) error {
+	if len(outs) > 0 {
+		// The directory itself may be what the power cut lost.
+		if err := os.Mkdir(r.path(record.DirToolOutputs), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("restore tool outputs: %w", err)
+		}
+	}
+	for _, o := range outs {
+		if err := artifacts.WriteBeneath(r.res.runDir, filepath.FromSlash(o.Output), o.data, 0o644); err != nil {
+			return fmt.Errorf("restore tool output %s: %w", o.Output, err)
+		}
+		if _, err := r.journal.Append(record.EventToolOutputRestored, o.ToolOutputRestored); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
@@ -42,6 +44,18 @@ type journalState struct {
 	head       artifacts.Digest
 	tornBytes  int
 	validSize  int64
+	// openTail is the first journal line of a segment that never ended
+	// (0 if the last one ended): only its tool outputs can have missed
+	// their deferred fsync, so only they may be restored from the journal.
+	openTail int
+	// restored are those outputs, to be written again by resume.
+	restored []restoredOutput
+}
+
+// restoredOutput is a tool output rebuilt from its tool.finished line.
+type restoredOutput struct {
+	record.ToolOutputRestored
+	data []byte
 }
 
 // tampered is the refusal for a run directory that is not what the run
@@ -104,6 +118,14 @@ func verifyRun(dir string, m record.Manifest, key []byte) (*journalState, error)
 	if err := checkEnd(c.Events, m, head); err != nil {
 		return nil, err
 	}
+	if m.Status == outcome.StatusRunning {
+		st.openTail = 1
+		for i, ev := range c.Events {
+			if ev.Type == record.EventRunFinished {
+				st.openTail = i + 2
+			}
+		}
+	}
 	for i, ev := range c.Events {
 		if err := st.apply(dir, i+1, ev); err != nil {
 			return nil, err
@@ -130,6 +152,11 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 		st.started, st.token, st.messages, st.sealed = true, d.Token, d.Messages, d.Sealed
 	case record.EventRunResumed:
 		st.resumes++
+		if !st.started {
+			// The stopped segment never started its loop, so this one
+			// preloads afresh and its activations replace those.
+			st.activated = nil
+		}
 	case record.EventRegistrySnapshotted:
 		var d record.RegistrySnapshotted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -201,6 +228,10 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 			return bad(err)
 		}
 		data, err := artifacts.ReadBeneath(dir, filepath.FromSlash(d.Output))
+		if r, ok := st.restorable(line, d, data, err); ok {
+			st.restored = append(st.restored, r)
+			data, err = r.data, nil
+		}
 		if err != nil {
 			return bad(fmt.Errorf("tool output %s: %w", d.Output, err))
 		}
@@ -218,6 +249,36 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 		st.messages = append(st.messages, loop.Message{Role: loop.RoleTool, Content: out.Content, ToolCallID: d.CallID})
 	}
 	return nil
+}
+
+// restorable reports whether the tool output of a tool.finished line is to
+// be rebuilt from the line: the file is missing or is not the one the line
+// describes, the line carries the file's bytes (their digest is the one
+// recorded), and the line belongs to a segment that never ended, the only
+// place where a power cut can have come between the line's fsync and the
+// file's. Anything else (a link, an ended segment's file changed) stays
+// the refusal it was.
+func (st *journalState) restorable(line int, d record.ToolFinished, data []byte, readErr error) (restoredOutput, bool) {
+	found := ""
+	switch {
+	case errors.Is(readErr, fs.ErrNotExist):
+		found = "missing"
+	case readErr == nil && artifacts.DigestBytes(data) != d.OutputDigest:
+		found = "different"
+	default:
+		return restoredOutput{}, false
+	}
+	if st.openTail == 0 || line < st.openTail || d.OutputBytes == "" || artifacts.DigestString(d.OutputBytes) != d.OutputDigest || !isToolOutputPath(d.Output) {
+		return restoredOutput{}, false
+	}
+	return restoredOutput{ToolOutputRestored: record.ToolOutputRestored{Output: d.Output, OutputDigest: d.OutputDigest, Found: found}, data: []byte(d.OutputBytes)}, true
+}
+
+// isToolOutputPath is the only form of path the loop writes an output
+// under: one file name inside tool-outputs/.
+func isToolOutputPath(p string) bool {
+	name, ok := strings.CutPrefix(p, record.DirToolOutputs+"/")
+	return ok && name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
 }
 
 // checkEnd holds run.json's account of how the last segment ended to the
@@ -382,7 +443,11 @@ type VerifyReport struct {
 	Sealed      bool             `json:"sealed"`
 	SealChecked bool             `json:"sealChecked"`
 	ToolOutputs int              `json:"toolOutputsChecked"`
-	Problem     *outcome.Record  `json:"problem,omitempty"`
+	// ToolOutputsInJournal are outputs of a segment that never ended that
+	// only the journal still holds (a power cut came before their files'
+	// fsync); resume writes them again.
+	ToolOutputsInJournal int             `json:"toolOutputsInJournalOnly,omitempty"`
+	Problem              *outcome.Record `json:"problem,omitempty"`
 }
 
 // Verify checks a run directory the way resume does before it trusts it
@@ -416,5 +481,6 @@ func Verify(dir string, key []byte) (*VerifyReport, error) {
 		return rep, nil
 	}
 	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs = true, st.lastSeq, st.head, len(st.finished)
+	rep.ToolOutputsInJournal = len(st.restored)
 	return rep, nil
 }

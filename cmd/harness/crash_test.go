@@ -123,66 +123,136 @@ func TestCrashAnywhereThenResume(t *testing.T) {
 	events := bytes.Count(out, []byte("\n"))
 	want := snapshotDir(t, ws0)
 
+	restored := 0
 	for k := 1; k < events; k++ {
-		t.Run(fmt.Sprintf("after_event_%d", k), func(t *testing.T) {
-			dir := t.TempDir()
-			ws, runs := filepath.Join(dir, "ws"), filepath.Join(dir, "runs")
-			newWorkspace(ws)
-			cmd := exec.Command(bin, runArgs(ws, runs)...)
-			cmd.Env = append(env, fmt.Sprintf("HARNESS_TEST_CRASH_AFTER=seq:%d", k))
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the run was not killed after event %d: %v", k, err)
+		for _, power := range []bool{false, true} {
+			name := fmt.Sprintf("after_event_%d", k)
+			if power {
+				name += "_power_cut"
 			}
-
-			runDir := filepath.Join(runs, "r")
-			res := exec.Command(bin, "resume", runDir)
-			res.Env = env
-			var so, se bytes.Buffer
-			res.Stdout, res.Stderr = &so, &se
-			if err := res.Run(); err != nil {
-				t.Fatalf("resume after event %d: %v\n%s", k, err, se.String())
-			}
-			if got := strings.TrimSpace(so.String()); got != "finished" {
-				t.Errorf("final answer %q", got)
-			}
-			journal, _ := os.ReadFile(filepath.Join(runDir, "journal.jsonl"))
-			okWrites := map[string]int{}
-			interrupted := false
-			for _, line := range bytes.Split(bytes.TrimSpace(journal), []byte("\n")) {
-				var ev struct {
-					Type string `json:"type"`
-					Data struct {
-						CallID string `json:"callId"`
-						Tool   string `json:"tool"`
-						Status string `json:"status"`
-					} `json:"data"`
-				}
-				if err := json.Unmarshal(line, &ev); err != nil {
-					t.Fatalf("journal line does not parse: %s", line)
-				}
-				if ev.Type == "tool.finished" && (ev.Data.Tool == "write_file" || ev.Data.Tool == "run_skill_script") {
-					if ev.Data.Status == "ok" {
-						okWrites[ev.Data.CallID]++
-					}
-					interrupted = interrupted || ev.Data.Status == "interrupted"
-				}
-			}
-			for id, n := range okWrites {
-				if n > 1 {
-					t.Errorf("side effect %s ran %d times", id, n)
-				}
-			}
-			if log, _ := os.ReadFile(filepath.Join(ws, "log.txt")); bytes.Count(log, []byte("ran")) > 1 {
-				t.Errorf("the script ran %d times", bytes.Count(log, []byte("ran")))
-			}
-			if got := snapshotDir(t, ws); !interrupted && got != want {
-				t.Errorf("workspace %q, want %q", got, want)
-			}
-			checkArtifacts(t, runDir)
-		})
+			t.Run(name, func(t *testing.T) { restored += crashThenResume(t, bin, env, runArgs, newWorkspace, k, power, want) })
+		}
 	}
+	if restored == 0 {
+		t.Error("no power cut lost a tool output: the restore path was not tested")
+	}
+}
+
+// crashThenResume kills a run after its k-th journal event and resumes
+// it. With power, the kill stands for a power cut: every tool output the
+// loop left to its deferred fsync (one whose tool.finished line carries
+// its bytes) is lost as well, removed or left empty.
+// It returns how many outputs resume restored.
+func crashThenResume(t *testing.T, bin string, env []string, runArgs func(ws, runs string) []string, newWorkspace func(string), k int, power bool, want string) int {
+	dir := t.TempDir()
+	ws, runs := filepath.Join(dir, "ws"), filepath.Join(dir, "runs")
+	newWorkspace(ws)
+	cmd := exec.Command(bin, runArgs(ws, runs)...)
+	cmd.Env = append(env, fmt.Sprintf("HARNESS_TEST_CRASH_AFTER=seq:%d", k))
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the run was not killed after event %d: %v", k, err)
+	}
+
+	runDir := filepath.Join(runs, "r")
+	lost := 0
+	if power {
+		lost = losePendingOutputs(t, runDir, k%2 == 0)
+	}
+	res := exec.Command(bin, "resume", runDir)
+	res.Env = env
+	var so, se bytes.Buffer
+	res.Stdout, res.Stderr = &so, &se
+	if err := res.Run(); err != nil {
+		t.Fatalf("resume after event %d: %v\n%s", k, err, se.String())
+	}
+	if got := strings.TrimSpace(so.String()); got != "finished" {
+		t.Errorf("final answer %q", got)
+	}
+	journal, _ := os.ReadFile(filepath.Join(runDir, "journal.jsonl"))
+	okWrites := map[string]int{}
+	interrupted := false
+	for _, line := range bytes.Split(bytes.TrimSpace(journal), []byte("\n")) {
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				CallID string `json:"callId"`
+				Tool   string `json:"tool"`
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatalf("journal line does not parse: %s", line)
+		}
+		if ev.Type == "tool.finished" && (ev.Data.Tool == "write_file" || ev.Data.Tool == "run_skill_script") {
+			if ev.Data.Status == "ok" {
+				okWrites[ev.Data.CallID]++
+			}
+			interrupted = interrupted || ev.Data.Status == "interrupted"
+		}
+	}
+	for id, n := range okWrites {
+		if n > 1 {
+			t.Errorf("side effect %s ran %d times", id, n)
+		}
+	}
+	if got := bytes.Count(journal, []byte(`"type":"tool.output.restored"`)); got != lost {
+		t.Errorf("%d tool.output.restored events, want %d (the outputs lost)", got, lost)
+	}
+	if log, _ := os.ReadFile(filepath.Join(ws, "log.txt")); bytes.Count(log, []byte("ran")) > 1 {
+		t.Errorf("the script ran %d times", bytes.Count(log, []byte("ran")))
+	}
+	if got := snapshotDir(t, ws); !interrupted && got != want {
+		t.Errorf("workspace %q, want %q", got, want)
+	}
+	checkArtifacts(t, runDir)
+	ver := exec.Command(bin, "verify", runDir)
+	ver.Env = env
+	if out, err := ver.CombinedOutput(); err != nil {
+		t.Errorf("verify after the resume: %v\n%s", err, out)
+	}
+	return lost
+}
+
+// losePendingOutputs removes (or, with empty, truncates) every tool output
+// that can still be waiting for its fsync: its tool.finished line carries
+// its bytes and no run.finished follows it (the loop syncs its outputs
+// before the segment ends). It returns how many.
+func losePendingOutputs(t *testing.T, runDir string, empty bool) int {
+	t.Helper()
+	journal, err := os.ReadFile(filepath.Join(runDir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []string
+	for _, line := range bytes.Split(bytes.TrimSpace(journal), []byte("\n")) {
+		var ev struct {
+			Type string              `json:"type"`
+			Data record.ToolFinished `json:"data"`
+		}
+		if json.Unmarshal(line, &ev) != nil {
+			continue
+		}
+		switch {
+		case ev.Type == "run.finished":
+			pending = nil
+		case ev.Type == "tool.finished" && ev.Data.OutputBytes != "":
+			pending = append(pending, ev.Data.Output)
+		}
+	}
+	for _, out := range pending {
+		p := filepath.Join(runDir, filepath.FromSlash(out))
+		if empty {
+			err = os.Truncate(p, 0)
+		} else {
+			err = os.Remove(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(pending)
 }
 
 func snapshotDir(t *testing.T, dir string) string {

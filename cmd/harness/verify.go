@@ -46,7 +46,10 @@ func verifyCommand() *cli.Command {
 				}
 				fmt.Fprintf(w, "run %s (%s): %s\n", rep.RunID, rep.Status, seal)
 				if rep.OK {
-					fmt.Fprintf(w, "ok: %d journal lines chained to %s; %d tool outputs match their digests\n", rep.Lines, rep.Head, rep.ToolOutputs)
+					fmt.Fprintf(w, "ok: %d journal lines chained to %s; %d tool outputs match their digests\n", rep.Lines, rep.Head, rep.ToolOutputs-rep.ToolOutputsInJournal)
+					if n := rep.ToolOutputsInJournal; n > 0 {
+						fmt.Fprintf(w, "%d tool outputs of the unfinished segment are only in the journal (the machine stopped before their files were synced); `harness resume` writes them again\n", n)
+					}
 				} else {
 					fmt.Fprintf(w, "%s: %s\n", rep.Problem.Code, rep.Problem.Message)
 				}
