@@ -132,17 +132,7 @@ func SyncFiles(paths []string) error {
 	return nil
 }
 
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	return nil
-}
+func syncFile(path string) error { return syncPath(path, "sync") }
 
 func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, mode syncMode) error {
 	dir := filepath.Dir(path)
@@ -195,14 +185,16 @@ func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, mod
 
 // SyncDir makes a directory's entries durable (a rename or a new file
 // in it), as an atomic write does after its rename.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+func SyncDir(dir string) error { return syncPath(dir, "sync dir") }
+
+func syncPath(path, what string) error {
+	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return nil
 }

@@ -25,26 +25,9 @@ var ErrOutsideDir = errors.New("leaves the run directory or goes through a link"
 // 256 MiB. A run directory is input once it travels (a CI artifact, a
 // copy): the paths written in it are not trusted to stay in it.
 func ReadBeneath(dir, rel string) ([]byte, error) {
-	d, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
-	}
-	defer unix.Close(d)
-	how := unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	var fd int
-	for range 3 {
-		if fd, err = unix.Openat2(d, rel, &how); err != unix.EAGAIN && err != unix.EINTR {
-			break
-		}
-	}
-	switch {
-	case errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ELOOP):
-		return nil, fmt.Errorf("%s: %w", rel, ErrOutsideDir)
-	case err != nil:
-		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
@@ -78,26 +61,9 @@ func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
 	if parent == "" {
 		parent = "."
 	}
-	d, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	pd, err := openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: dir, Err: err}
-	}
-	defer unix.Close(d)
-	how := unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	var pd int
-	for range 3 {
-		if pd, err = unix.Openat2(d, parent, &how); err != unix.EAGAIN && err != unix.EINTR {
-			break
-		}
-	}
-	switch {
-	case errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ELOOP):
-		return fmt.Errorf("%s: %w", rel, ErrOutsideDir)
-	case err != nil:
-		return &os.PathError{Op: "open", Path: parent, Err: err}
+		return err
 	}
 	defer unix.Close(pd)
 	tmp := "." + name + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
@@ -124,6 +90,33 @@ func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
 		return &os.PathError{Op: "sync", Path: parent, Err: err}
 	}
 	return nil
+}
+
+// openBeneath opens rel inside dir with flags, refusing every link and
+// any path that leaves dir (ErrOutsideDir), and returns the descriptor.
+func openBeneath(dir, rel string, flags int) (int, error) {
+	d, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(d)
+	how := unix.OpenHow{
+		Flags:   uint64(flags),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	var fd int
+	for range 3 {
+		if fd, err = unix.Openat2(d, rel, &how); err != unix.EAGAIN && err != unix.EINTR {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ELOOP):
+		return -1, fmt.Errorf("%s: %w", rel, ErrOutsideDir)
+	case err != nil:
+		return -1, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return fd, nil
 }
 
 // DecodeArtifact decodes an artifact read as bytes, checking its envelope
