@@ -41,10 +41,14 @@ type JSONStreamer interface {
 // WriteFile replaces path with data atomically (temp file in the same
 // directory, fsync, rename, fsync of the directory).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	return WriteStream(path, perm, func(w io.Writer) error {
+	return WriteStream(path, perm, writeBytes(data))
+}
+
+func writeBytes(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
-	})
+	}
 }
 
 // WriteStream replaces path atomically with what write produces.
@@ -76,8 +80,8 @@ const (
 // its name, which nothing refers to. On ext4 this lets one journal commit
 // carry the data, the new name and the directory, where fsync before the
 // rename costs a second commit for the rename.
-func WriteUnreferenced(path string, perm os.FileMode, write func(io.Writer) error) error {
-	return writeAtomic(path, perm, write, syncAfterRename)
+func WriteUnreferenced(path string, perm os.FileMode, data []byte) error {
+	return writeAtomic(path, perm, writeBytes(data), syncAfterRename)
 }
 
 // WriteUnsynced writes data to path atomically (a reader never sees a
@@ -85,10 +89,7 @@ func WriteUnreferenced(path string, perm os.FileMode, write func(io.Writer) erro
 // bytes somewhere durable already (a tool output carried by its journal
 // line) and makes the file durable later with SyncFiles.
 func WriteUnsynced(path string, perm os.FileMode, data []byte) error {
-	return writeAtomic(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}, noSync)
+	return writeAtomic(path, perm, writeBytes(data), noSync)
 }
 
 // SyncFiles makes files written with WriteUnsynced durable, with the
@@ -107,7 +108,7 @@ func SyncFiles(paths []string) error {
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				errs <- syncFile(p)
+				errs <- syncPath(p, "sync")
 			}
 		}()
 	}
@@ -131,8 +132,6 @@ func SyncFiles(paths []string) error {
 	}
 	return nil
 }
-
-func syncFile(path string) error { return syncPath(path, "sync") }
 
 func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, mode syncMode) error {
 	dir := filepath.Dir(path)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"regexp"
 )
 
@@ -79,13 +78,9 @@ func (r *Redactor) WriteJSON(path string, v any) error {
 // disk, redacted line by line (a secret never spans a line of indented
 // JSON), never held whole in memory.
 func (r *Redactor) WriteJSONDigest(path string, v any) (Digest, error) {
-	return r.writeJSONDigest(path, v, WriteStream)
-}
-
-func (r *Redactor) writeJSONDigest(path string, v any, write func(string, os.FileMode, func(io.Writer) error) error) (Digest, error) {
 	h := NewHasher()
 	if s, ok := v.(JSONStreamer); ok {
-		err := write(path, 0o644, func(w io.Writer) error {
+		err := WriteStream(path, 0o644, func(w io.Writer) error {
 			lw := &lineRedactor{r: r, w: io.MultiWriter(w, h)}
 			if err := s.StreamJSON(lw); err != nil {
 				return err
@@ -98,10 +93,7 @@ func (r *Redactor) writeJSONDigest(path string, v any, write func(string, os.Fil
 	if err != nil {
 		return "", err
 	}
-	return DigestBytes(data), write(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return DigestBytes(data), WriteFile(path, data, 0o644)
 }
 
 // EncodeJSON returns v as WriteJSON writes it: indented, redacted.

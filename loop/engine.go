@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -488,10 +487,7 @@ func (e *engine) writeOutput(turn int, call ToolCall, res ToolResult) (string, a
 	}
 	// tool.finished, which names the file and carries its digest, is
 	// written only after this returns, so the file is durable first.
-	if err := artifacts.WriteUnreferenced(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}); err != nil {
+	if err := artifacts.WriteUnreferenced(path, 0o644, data); err != nil {
 		return "", "", "", fmt.Errorf("write tool output: %w", err)
 	}
 	return rel, artifacts.DigestBytes(data), "", nil
