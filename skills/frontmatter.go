@@ -103,6 +103,9 @@ func parseFrontmatter(fm []byte, yamlLine int) (map[string]any, error) {
 	if err := printable(fm, yamlLine); err != nil {
 		return nil, err
 	}
+	if m, ok := plainFrontmatter(fm); ok {
+		return m, nil
+	}
 	var v any
 	if err := yaml.UnmarshalWithOptions(fm, &v); err != nil {
 		msg, ln := err.Error(), 0

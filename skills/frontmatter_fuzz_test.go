@@ -3,8 +3,11 @@ package skills
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"testing"
+
+	"github.com/goccy/go-yaml"
 )
 
 func FuzzSplitFrontmatter(f *testing.F) {
@@ -54,6 +57,33 @@ func FuzzValidName(f *testing.F) {
 		want := len(name) <= 64 && specName.MatchString(name)
 		if got != want {
 			t.Fatalf("ValidName(%q) = %v, want %v", name, got, want)
+		}
+	})
+}
+
+// FuzzPlainFrontmatter holds the fast path to goccy/go-yaml: whatever it
+// accepts must decode to exactly what the library makes of it.
+func FuzzPlainFrontmatter(f *testing.F) {
+	for _, s := range []string{
+		"name: a\ndescription: b\n", "name: pdf-tools\ndescription: Fill PDF forms. Use when asked (or told) to.\n",
+		"a: yes\n", "a: No\n", "a: b: c\n", "a: b # c\n", "a:  spaced\n", "a: trailing \n", "a: x\na: y\n",
+		"a-b_c: It's 100% done, isn't it?\n", "k: x\n\n", "k: x", "k: e1\n", "k: inf\n", "k: nan\n", "k: N\n",
+		"k: a@b.c <d> & e=f+g!\n", "Key: Value\n", "k: x;y,z/(w)\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, ok := plainFrontmatter(in)
+		if !ok {
+			return
+		}
+		var v any
+		if err := yaml.UnmarshalWithOptions(in, &v); err != nil {
+			t.Fatalf("fast path accepted %q, the library refuses it: %v", in, err)
+		}
+		want, isMap := jsonValue(v).(map[string]any)
+		if !isMap || !reflect.DeepEqual(got, want) {
+			t.Fatalf("fast path read %q as %#v, the library as %#v", in, got, v)
 		}
 	})
 }
