@@ -3,6 +3,7 @@ package skills
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 )
 
@@ -25,6 +26,9 @@ const (
 
 // encodeSkill is one skill as it appears in the registry's skills array.
 func encodeSkill(s *Skill) ([]byte, error) {
+	if out, ok, err := appendPlainSkill(make([]byte, 0, 1024+len(s.Resources)*600), s); ok || err != nil {
+		return out, err
+	}
 	if s.Resources == nil {
 		return encodeIndented(s, "    ")
 	}
@@ -61,6 +65,102 @@ func encodeSkill(s *Skill) ([]byte, error) {
 	}
 	out = append(out, skillFieldIndent+`],`...)
 	return append(out, after...), nil
+}
+
+// appendPlainSkill writes the common skill by hand: every string plain,
+// frontmatter of strings, no diagnostics, link, shadowing or
+// requirements. ok is false for any other skill, which encodeSkill
+// then writes through encoding/json. Hand-writing the skill's own fields
+// matters for many small skills, where they are most of the registry.
+func appendPlainSkill(out []byte, s *Skill) (_ []byte, ok bool, err error) {
+	if s.LinkedFrom != nil || s.ShadowedBy != "" || s.Requires != nil || s.Missing != nil || len(s.InstallHints) > 0 ||
+		s.Diagnostics == nil || len(s.Diagnostics) > 0 || s.Resources == nil || s.Frontmatter == nil {
+		return nil, false, nil
+	}
+	for _, v := range []string{s.Name, s.Description, s.Root, s.SkillPath, s.SkillDir, s.SandboxSkillPath, s.SandboxSkillDir, string(s.Digest), string(s.TreeDigest)} {
+		if !plainString(v) {
+			return nil, false, nil
+		}
+	}
+	keys := make([]string, 0, len(s.Frontmatter))
+	for k, v := range s.Frontmatter {
+		if str, isString := v.(string); !isString || !plainString(k) || !plainString(str) {
+			return nil, false, nil
+		}
+		keys = append(keys, k)
+	}
+	for _, h := range s.Headings {
+		if !plainString(h) {
+			return nil, false, nil
+		}
+	}
+	slices.Sort(keys)
+	field := func(name, v string) {
+		out = append(out, skillFieldIndent+`"`...)
+		out = append(out, name...)
+		out = append(out, `": "`...)
+		out = append(out, v...)
+		out = append(out, `",`...)
+	}
+	out = append(out, '{')
+	field("name", s.Name)
+	field("description", s.Description)
+	field("root", s.Root)
+	field("skillPath", s.SkillPath)
+	field("skillDir", s.SkillDir)
+	field("sandboxSkillPath", s.SandboxSkillPath)
+	field("sandboxSkillDir", s.SandboxSkillDir)
+	field("digest", string(s.Digest))
+	field("treeDigest", string(s.TreeDigest))
+	out = append(out, skillFieldIndent+`"frontmatter": {`...)
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, skillFieldIndent+`  "`...)
+		out = append(out, k...)
+		out = append(out, `": "`...)
+		out = append(out, s.Frontmatter[k].(string)...)
+		out = append(out, '"')
+	}
+	if len(keys) > 0 {
+		out = append(out, skillFieldIndent...)
+	}
+	out = append(out, "},"...)
+	if len(s.Headings) > 0 {
+		out = append(out, skillFieldIndent+`"headings": [`...)
+		for i, h := range s.Headings {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, skillFieldIndent+`  "`...)
+			out = append(out, h...)
+			out = append(out, '"')
+		}
+		out = append(out, skillFieldIndent+"],"...)
+	}
+	out = append(out, skillFieldIndent+`"bodyOffset": `...)
+	out = strconv.AppendInt(out, int64(s.BodyOffset), 10)
+	out = append(out, ","+skillFieldIndent+`"resources": [`...)
+	for i := range s.Resources {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '\n')
+		out = append(out, resourceIndent...)
+		if out, err = appendResource(out, &s.Resources[i]); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(s.Resources) > 0 {
+		out = append(out, skillFieldIndent...)
+	}
+	out = append(out, "],"+skillFieldIndent+`"diagnostics": []`...)
+	if s.Eligible != nil {
+		out = append(out, ","+skillFieldIndent+`"eligible": `...)
+		out = strconv.AppendBool(out, *s.Eligible)
+	}
+	return append(out, "\n    }"...), true, nil
 }
 
 // encodeIndented is v as encoding/json writes it at this depth of the
