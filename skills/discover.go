@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // candidate is a directory holding SKILL.md, found by discovery.
@@ -24,6 +26,10 @@ type candidate struct {
 	// viaLink says dir was reached through a followed directory link, so
 	// it is not already canonical (the root is).
 	viaLink bool
+	// skillFile is SKILL.md's fingerprint as discovery saw it (not
+	// following a link), for the snapshot cache's check; zero when
+	// SKILL.md is a link.
+	skillFile statNums
 }
 
 // discover walks one root breadth-first in byte-wise order and returns
@@ -34,6 +40,12 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		dir, rel string
 		depth    int
 		viaLink  bool
+		// checked says whether skill has been looked up ahead.
+		checked bool
+		skill   skillFile
+	}
+	found := func(it item) candidate {
+		return candidate{root: r, index: r.index, dir: it.dir, rel: it.rel, viaLink: it.viaLink, skillFile: it.skill.st}
 	}
 	var out []candidate
 	queue := []item{{dir: r.path, rel: "."}}
@@ -47,15 +59,21 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		}
 		it := queue[0]
 		queue = queue[1:]
-		if sc.isSkillDir(it.dir) {
-			out = append(out, candidate{root: r, index: r.index, dir: it.dir, rel: it.rel, viaLink: it.viaLink})
+		if !it.checked {
+			it.skill, it.checked = isSkillDir(it.dir), true
+		}
+		if it.skill.ok {
+			out = append(out, found(it))
 			continue
 		}
 		if listed == sc.limits.DiscoveryDirs {
 			sc.diag(SeverityWarning, CodeScanLimitReached, it.dir, "discovery directory limit (%d) reached; %d directories are not searched (raise --max-dirs)", sc.limits.DiscoveryDirs, len(queue)+1)
 			for _, rest := range queue {
-				if sc.isSkillDir(rest.dir) {
-					out = append(out, candidate{root: r, index: r.index, dir: rest.dir, rel: rest.rel, viaLink: rest.viaLink})
+				if !rest.checked {
+					rest.skill = isSkillDir(rest.dir)
+				}
+				if rest.skill.ok {
+					out = append(out, found(rest))
 				}
 			}
 			return out, nil
@@ -66,6 +84,7 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 			sc.diag(SeverityWarning, CodeSkillFileUnreadable, it.dir, "cannot list directory: %v", err)
 			continue
 		}
+		queued := len(queue)
 		for _, e := range entries {
 			name := e.Name()
 			if strings.HasPrefix(name, ".") || name == "node_modules" {
@@ -98,13 +117,37 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 			}
 			queue = append(queue, item{dir: p, rel: rel, depth: it.depth + 1, viaLink: it.viaLink || e.Type()&fs.ModeSymlink != 0})
 		}
+		// A root of many skills is one directory of many: looking for
+		// their SKILL.md files one after another was a serial phase
+		// before any skill could load.
+		children := queue[queued:]
+		parallelFor(0, len(children), func(i int) {
+			children[i].skill, children[i].checked = isSkillDir(children[i].dir), true
+		})
 	}
 	return out, nil
 }
 
-func (sc *scanner) isSkillDir(dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, "SKILL.md"))
-	return err == nil && fi.Mode().IsRegular()
+// skillFile is what discovery learned of a directory's SKILL.md.
+type skillFile struct {
+	ok bool     // a regular file, or a link to one
+	st statNums // its own fingerprint; zero for a link
+}
+
+func isSkillDir(dir string) skillFile {
+	p := filepath.Join(dir, "SKILL.md")
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return skillFile{}
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return skillFile{ok: true, st: statNumsOf(&st)}
+	case unix.S_IFLNK:
+		fi, err := os.Stat(p)
+		return skillFile{ok: err == nil && fi.Mode().IsRegular()}
+	}
+	return skillFile{}
 }
 
 // followDir decides whether entry p (inside root r) is a directory to

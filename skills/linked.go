@@ -24,7 +24,7 @@ type SkillLink struct {
 // keep the rule that they stay inside what was declared.
 func (sc *scanner) linkedSkill(r *scanRoot, p, rel string) (candidate, bool) {
 	real, err := filepath.EvalSymlinks(p)
-	if err != nil || within(r.path, real) || !sc.isSkillDir(real) {
+	if err != nil || within(r.path, real) || !isSkillDir(real).ok {
 		return candidate{}, false
 	}
 	fsRoot := sc.rootHolding(real)

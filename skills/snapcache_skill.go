@@ -1,6 +1,8 @@
 package skills
 
 import (
+	"path/filepath"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -213,7 +215,14 @@ func (sc *scanner) fromCache(c candidate, raw []byte) (*Skill, []Diagnostic, []p
 	if !d.ok() || len(stats) == 0 {
 		return nil, nil, nil, false
 	}
-	for _, ps := range stats {
+	// SKILL.md comes first; discovery has just taken its fingerprint.
+	for i, ps := range stats {
+		if i == 0 && c.skillFile != (statNums{}) && ps.Rel == relTo(c.root.path, filepath.Join(c.dir, "SKILL.md")) {
+			if c.skillFile != ps.St {
+				return nil, nil, nil, false
+			}
+			continue
+		}
 		if st, ok := lstatBeneath(c.root, ps.Rel); !ok || st != ps.St {
 			return nil, nil, nil, false
 		}

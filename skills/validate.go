@@ -64,7 +64,7 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 	sc.validating = true
 	r := sc.roots[0]
 	var cands []candidate
-	if sc.isSkillDir(r.path) {
+	if isSkillDir(r.path).ok {
 		cands = []candidate{{root: r, dir: r.path, rel: "."}}
 	} else if cands, err = sc.discover(ctx, r); err != nil {
 		return nil, err
