@@ -24,11 +24,19 @@ const (
 	resourceFields   = "\n          "
 )
 
-// encodeSkill is one skill as it appears in the registry's skills array.
-func encodeSkill(s *Skill) ([]byte, error) {
-	if out, ok, err := appendPlainSkill(make([]byte, 0, 1024+len(s.Resources)*600), s); ok || err != nil {
+// appendSkillJSON appends one skill as it appears in the registry's
+// skills array to dst.
+func appendSkillJSON(dst []byte, s *Skill) ([]byte, error) {
+	if out, ok, err := appendPlainSkill(dst, s); ok || err != nil {
 		return out, err
 	}
+	b, err := encodeSkill(s)
+	return append(dst, b...), err
+}
+
+// encodeSkill is one skill as encoding/json writes it, apart from its
+// plain resources (appendResource).
+func encodeSkill(s *Skill) ([]byte, error) {
 	if s.Resources == nil {
 		return encodeIndented(s, "    ")
 	}
@@ -75,23 +83,23 @@ func encodeSkill(s *Skill) ([]byte, error) {
 func appendPlainSkill(out []byte, s *Skill) (_ []byte, ok bool, err error) {
 	if s.LinkedFrom != nil || s.ShadowedBy != "" || s.Requires != nil || s.Missing != nil || len(s.InstallHints) > 0 ||
 		s.Diagnostics == nil || len(s.Diagnostics) > 0 || s.Resources == nil || s.Frontmatter == nil {
-		return nil, false, nil
+		return out, false, nil
 	}
 	for _, v := range []string{s.Name, s.Description, s.Root, s.SkillPath, s.SkillDir, s.SandboxSkillPath, s.SandboxSkillDir, string(s.Digest), string(s.TreeDigest)} {
 		if !plainString(v) {
-			return nil, false, nil
+			return out, false, nil
 		}
 	}
 	keys := make([]string, 0, len(s.Frontmatter))
 	for k, v := range s.Frontmatter {
 		if str, isString := v.(string); !isString || !plainString(k) || !plainString(str) {
-			return nil, false, nil
+			return out, false, nil
 		}
 		keys = append(keys, k)
 	}
 	for _, h := range s.Headings {
 		if !plainString(h) {
-			return nil, false, nil
+			return out, false, nil
 		}
 	}
 	slices.Sort(keys)
@@ -102,6 +110,7 @@ func appendPlainSkill(out []byte, s *Skill) (_ []byte, ok bool, err error) {
 		out = append(out, v...)
 		out = append(out, `",`...)
 	}
+	out = slices.Grow(out, 1024+len(s.Resources)*600)
 	out = append(out, '{')
 	field("name", s.Name)
 	field("description", s.Description)

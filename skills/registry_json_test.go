@@ -17,9 +17,13 @@ func checkSkillJSON(t *testing.T, s *Skill) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := encodeSkill(s)
+	got, err := appendSkillJSON([]byte("reused buffer"), s)
 	if err != nil {
 		t.Fatal(err)
+	}
+	got, ok := bytes.CutPrefix(got, []byte("reused buffer"))
+	if !ok {
+		t.Fatalf("appendSkillJSON lost what its buffer held: %q", got)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("encodeSkill differs from encoding/json:\n%s\n---\n%s", got, want)
