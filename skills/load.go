@@ -177,8 +177,9 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				var arena stringArena
 				for i := range next {
-					results[i] <- sc.loadCached(cands[i])
+					results[i] <- sc.loadCached(cands[i], &arena)
 				}
 			}()
 		}
@@ -216,10 +217,10 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 // loadCached loads one candidate for a scan: from its snapshot-cache
 // entry when every fingerprint is unchanged, else from disk (then making
 // it an entry, when caching).
-func (sc *scanner) loadCached(c candidate) loadResult {
-	r, checked := sc.loadEntry(c)
+func (sc *scanner) loadCached(c candidate, arena *stringArena) loadResult {
+	r, checked := sc.loadEntry(c, arena)
 	if r.ok && sc.cache != nil {
-		r.files = matchFiles(r.skill.SkillDir, sc.cache.filesOf(r.skill.SkillDir), r.skill.Resources)
+		r.files = matchFiles(r.skill.SkillDir, sc.cache.filesOf(r.skill.SkillDir, arena), r.skill.Resources)
 		markChecked(c.root.path, r.skill.Resources, r.files, checked)
 	}
 	return r
@@ -227,9 +228,9 @@ func (sc *scanner) loadCached(c candidate) loadResult {
 
 // loadEntry loads c from its cache entry if it is still good (then also
 // returning the fingerprints it checked), else from disk.
-func (sc *scanner) loadEntry(c candidate) (loadResult, []pathStat) {
+func (sc *scanner) loadEntry(c candidate, arena *stringArena) (loadResult, []pathStat) {
 	if raw := sc.cache.skill(c.dir); raw != nil {
-		if s, d, checked, ok := sc.fromCache(c, raw); ok {
+		if s, d, checked, ok := sc.fromCache(c, raw, arena); ok {
 			return loadResult{skill: s, diags: d, ok: true, entry: &skillEntry{Dir: c.dir, Raw: raw}, reused: true}, checked
 		}
 	}

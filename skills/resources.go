@@ -194,28 +194,37 @@ func (d *digester) reuse(j digestJob) bool {
 		return false
 	}
 	if c := j.cached; !ok && c.checked {
-		r := j.res
-		r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = c.digest, c.size, c.contentKind, c.shebang, c.runtime
-		r.Stat = c.st.String()
+		c.reuseIn(j.res)
 		return true
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(j.root.dirfd, j.rel, &st, 0); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return false
 	}
-	key := statKey(&st)
 	r := j.res
 	switch {
-	case ok && key == prev.Stat:
+	case ok:
+		key := statKey(&st)
+		if key != prev.Stat {
+			return false
+		}
 		r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = prev.Digest, prev.Size, prev.ContentKind, prev.Shebang, prev.Runtime
-	case !ok && statNumsOf(&st) == j.cached.st:
-		c := j.cached
-		r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = c.digest, c.size, c.contentKind, c.shebang, c.runtime
+		r.Stat = key
+	case statNumsOf(&st) == j.cached.st:
+		j.cached.reuseIn(r)
 	default:
 		return false
 	}
-	r.Stat = key
 	return true
+}
+
+// reuseIn gives r the digest, sniff and fingerprint the entry recorded.
+func (e *fileEntry) reuseIn(r *Resource) {
+	r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = e.digest, e.size, e.contentKind, e.shebang, e.runtime
+	r.Stat = e.stat
+	if r.Stat == "" {
+		r.Stat = e.st.String()
+	}
 }
 
 func previousDigests(reg *Registry) map[string]*Resource {

@@ -182,6 +182,7 @@ type fileEntry struct {
 	prefix      int    // bytes of the record's directory the path starts with
 	suffix      []byte // the rest of the path
 	st          statNums
+	stat        string // st's written form, when the decoder made it
 	size        int64
 	digest      artifacts.Digest
 	contentKind string
@@ -199,7 +200,7 @@ func (e *fileEntry) is(dir, hostPath string) bool {
 // filesOf decodes the file entries recorded below dir that are strictly
 // older than the cache's stamp (the racily-clean rule, kept on reading
 // as on writing).
-func (x *cacheIndex) filesOf(dir string) []fileEntry {
+func (x *cacheIndex) filesOf(dir string, arena *stringArena) []fileEntry {
 	if x == nil {
 		return nil
 	}
@@ -207,7 +208,7 @@ func (x *cacheIndex) filesOf(dir string) []fileEntry {
 	if len(raw) == 0 {
 		return nil
 	}
-	d := decoder{b: raw}
+	d := decoder{b: raw, arena: arena}
 	n, _ := d.length()
 	out := make([]fileEntry, 0, n)
 	for range n {
@@ -218,6 +219,9 @@ func (x *cacheIndex) filesOf(dir string) []fileEntry {
 		}
 		e.prefix = int(prefix)
 		if e.st.olderThan(x.stamp) {
+			if arena != nil {
+				e.stat = arena.appended(statNumsMax, e.st.appendTo)
+			}
 			out = append(out, e)
 		}
 	}

@@ -117,6 +117,8 @@ func (e *encoder) diagnostics(ds []Diagnostic) {
 type decoder struct {
 	b   []byte
 	bad bool
+	// arena, when set, holds the strings decoded (see stringArena).
+	arena *stringArena
 }
 
 func (d *decoder) ok() bool { return !d.bad }
@@ -173,7 +175,12 @@ func (d *decoder) raw() []byte {
 	return out
 }
 
-func (d *decoder) str() string { return string(d.raw()) }
+func (d *decoder) str() string {
+	if d.arena != nil {
+		return d.arena.bytes(d.raw())
+	}
+	return string(d.raw())
+}
 
 // word is str for the few values that recur in every entry (kinds,
 // content kinds, runtimes, severities): known ones cost no allocation.
@@ -235,12 +242,18 @@ func (d *decoder) rel(base string) string {
 	if len(suffix) == 0 {
 		return base[:n]
 	}
+	if d.arena != nil {
+		return d.arena.appended(int(n)+len(suffix), func(b []byte) []byte { return append(append(b, base[:n]...), suffix...) })
+	}
 	return base[:n] + string(suffix)
 }
 
 func (d *decoder) joined(base, name string) string {
 	switch d.uvarint() {
 	case 0:
+		if d.arena != nil {
+			return d.arena.join(base, name)
+		}
 		return base + "/" + name
 	case 1:
 		return d.rel(base)
@@ -258,10 +271,14 @@ func (d *decoder) digest() artifacts.Digest {
 			d.fail()
 			return ""
 		}
+		sum := d.b[:32]
+		d.b = d.b[32:]
+		if d.arena != nil {
+			return artifacts.Digest(d.arena.appended(7+64, func(b []byte) []byte { return hex.AppendEncode(append(b, "blake3:"...), sum) }))
+		}
 		var text [7 + 64]byte
 		copy(text[:], "blake3:")
-		hex.Encode(text[7:], d.b[:32])
-		d.b = d.b[32:]
+		hex.Encode(text[7:], sum)
 		return artifacts.Digest(text[:])
 	}
 	d.fail()
@@ -299,9 +316,14 @@ func statNumsOf(st *unix.Stat_t) statNums {
 }
 
 // String is the fingerprint's written form (Resource.Stat).
-func (s statNums) String() string {
+func (s statNums) String() string { return string(s.appendTo(make([]byte, 0, statNumsMax))) }
+
+// statNumsMax bounds the written form: five 20-digit numbers (a sign
+// included) and four colons.
+const statNumsMax = 5*20 + 4
+
+func (s statNums) appendTo(b []byte) []byte {
 	// strconv, not fmt: a warm scan makes one per file.
-	b := make([]byte, 0, 80)
 	b = strconv.AppendUint(b, s.dev, 10)
 	b = append(b, ':')
 	b = strconv.AppendUint(b, s.ino, 10)
@@ -310,8 +332,7 @@ func (s statNums) String() string {
 	b = append(b, ':')
 	b = strconv.AppendInt(b, s.mtime, 10)
 	b = append(b, ':')
-	b = strconv.AppendInt(b, s.ctime, 10)
-	return string(b)
+	return strconv.AppendInt(b, s.ctime, 10)
 }
 
 // parseStat reads the written form back.

@@ -206,7 +206,7 @@ func lstatBeneath(root *scanRoot, rel string) (statNums, bool) {
 // fromCache rebuilds the loaded skill of candidate c from its entry when
 // every fingerprint is unchanged, and returns the fingerprints it just
 // checked.
-func (sc *scanner) fromCache(c candidate, raw []byte) (*Skill, []Diagnostic, []pathStat, bool) {
+func (sc *scanner) fromCache(c candidate, raw []byte, arena *stringArena) (*Skill, []Diagnostic, []pathStat, bool) {
 	if c.link != nil || c.viaLink {
 		return nil, nil, nil, false
 	}
@@ -227,6 +227,7 @@ func (sc *scanner) fromCache(c candidate, raw []byte) (*Skill, []Diagnostic, []p
 			return nil, nil, nil, false
 		}
 	}
+	d.arena = arena
 	s, diags := d.skill(c.dir)
 	if s == nil {
 		return nil, nil, nil, false

@@ -285,12 +285,16 @@ func TestFrontmatterValuesRoundTrip(t *testing.T) {
 // reuse would copy, by host path.
 func cachedResources(x *cacheIndex) map[string]*Resource {
 	out := map[string]*Resource{}
+	var arena stringArena
 	for dir := range x.records {
-		for _, f := range x.filesOf(dir) {
+		for _, f := range x.filesOf(dir, &arena) {
 			p := dir[:f.prefix] + string(f.suffix)
 			st := f.st
-			out[p] = &Resource{HostPath: p, Digest: f.digest, Size: f.size, ContentKind: f.contentKind, Shebang: f.shebang, Runtime: f.runtime,
-				Stat: fmt.Sprintf("%d:%d:%d:%d:%d", st.dev, st.ino, st.size, st.mtime, st.ctime)}
+			stat := fmt.Sprintf("%d:%d:%d:%d:%d", st.dev, st.ino, st.size, st.mtime, st.ctime)
+			if f.stat != stat {
+				stat = "the arena's written fingerprint " + f.stat + " is not " + stat
+			}
+			out[p] = &Resource{HostPath: p, Digest: f.digest, Size: f.size, ContentKind: f.contentKind, Shebang: f.shebang, Runtime: f.runtime, Stat: stat}
 		}
 	}
 	return out
@@ -323,10 +327,11 @@ func FuzzSnapshotCacheDecode(f *testing.F) {
 		if !ok {
 			return
 		}
+		var arena stringArena
 		for dir, rec := range x.records {
-			x.filesOf(dir)
+			x.filesOf(dir, &arena)
 			if rec.skill != nil {
-				d := decoder{b: rec.skill}
+				d := decoder{b: rec.skill, arena: &arena}
 				d.pathStats()
 				d.skill(dir)
 				entryOlder(rec.skill, x.stamp)

@@ -1,0 +1,56 @@
+package skills
+
+import "unsafe"
+
+// stringArena makes many short strings out of few allocations. A warm
+// scan of a large root decodes hundreds of thousands of them (paths,
+// digests, fingerprints), each its own allocation before; on this kind of
+// machine every fresh page of heap costs a fault, so their number, not
+// their bytes, was the cost. Bytes are only ever appended to a chunk and
+// never changed once a string refers to them, which is what unsafe.String
+// requires; a full chunk is left to its strings and a new one started.
+type stringArena struct {
+	chunk []byte
+}
+
+const arenaChunk = 16 << 10
+
+// room returns the arena's chunk with at least n bytes free.
+func (a *stringArena) room(n int) []byte {
+	if cap(a.chunk)-len(a.chunk) < n {
+		a.chunk = make([]byte, 0, max(n, arenaChunk))
+	}
+	return a.chunk
+}
+
+// seal turns the bytes appended to the chunk since start into a string.
+func (a *stringArena) seal(b []byte, start int) string {
+	a.chunk = b
+	if len(b) == start {
+		return ""
+	}
+	return unsafe.String(&b[start], len(b)-start)
+}
+
+func (a *stringArena) bytes(p []byte) string {
+	b := a.room(len(p))
+	start := len(b)
+	return a.seal(append(b, p...), start)
+}
+
+func (a *stringArena) join(base, name string) string {
+	b := a.room(len(base) + 1 + len(name))
+	start := len(b)
+	b = append(b, base...)
+	b = append(b, '/')
+	return a.seal(append(b, name...), start)
+}
+
+// appended is a string of what f appends, which must be at most n bytes.
+func (a *stringArena) appended(n int, f func([]byte) []byte) string {
+	b := a.room(n)
+	start := len(b)
+	// Should f outgrow its room, append moves b to a fresh array that
+	// then becomes the chunk; strings made before keep the old one.
+	return a.seal(f(b), start)
+}
