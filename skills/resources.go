@@ -3,6 +3,7 @@ package skills
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -311,9 +312,12 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 		}
 		h.Write(buf[:n])
 		size += int64(n)
+		if atEOF(n, len(buf), size, st.Size) {
+			break
+		}
 	}
 	var sum [32]byte
-	r.Digest = artifacts.Digest("blake3:" + fmt.Sprintf("%x", h.Sum(sum[:0])))
+	r.Digest = artifacts.Digest(hex.AppendEncode([]byte("blake3:"), h.Sum(sum[:0])))
 	r.Size = size
 	if size == st.Size {
 		r.Stat = statKey(&st)
