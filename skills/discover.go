@@ -79,7 +79,7 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 			return out, nil
 		}
 		listed++
-		entries, err := os.ReadDir(it.dir)
+		entries, err := sc.dirs.list(it.dir)
 		if err != nil {
 			sc.diag(SeverityWarning, CodeSkillFileUnreadable, it.dir, "cannot list directory: %v", err)
 			continue

@@ -36,7 +36,7 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 	var walk func(dir, rel string, depth int)
 	walk = func(dir, rel string, depth int) {
 		w.dirs = append(w.dirs, dir)
-		entries, err := os.ReadDir(dir)
+		entries, err := sc.dirs.list(dir)
 		if err != nil {
 			add(CodeResourceUnreadable, SeverityWarning, dir, "cannot list directory: %v", err)
 			w.uncacheable = true // what failed may not fail next time

@@ -218,6 +218,7 @@ type scanner struct {
 	limits    Limits
 	diags     []Diagnostic
 	markdown  markdownParsers
+	dirs      dirLister
 	// cache is the snapshot cache as read (nil without one); caching
 	// says new entries are wanted.
 	cache   *cacheIndex

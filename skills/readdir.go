@@ -1,0 +1,145 @@
+package skills
+
+import (
+	"encoding/binary"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirLister lists directories with getdents64 into reused buffers. A
+// root of 20,000 small skills lists 40,000 directories, and os.ReadDir
+// spent as much on its os.File, its entries and its buffer per directory
+// as on the two system calls; here a listing costs the open, the reads
+// and the close, and one small allocation per name.
+type dirLister struct{ bufs sync.Pool }
+
+const direntBuf = 32 << 10
+
+// dirEntry is one name of a listing with the type getdents reported.
+type dirEntry struct {
+	dir  string
+	name string
+	typ  fs.FileMode // type bits only, as fs.DirEntry.Type
+}
+
+func (e dirEntry) Name() string               { return e.name }
+func (e dirEntry) IsDir() bool                { return e.typ.IsDir() }
+func (e dirEntry) Type() fs.FileMode          { return e.typ }
+func (e dirEntry) Info() (fs.FileInfo, error) { return os.Lstat(e.dir + "/" + e.name) }
+
+// list returns the entries of dir other than . and .., sorted by name as
+// os.ReadDir returns them. It follows a final symbolic link, as
+// os.ReadDir does.
+func (l *dirLister) list(dir string) ([]fs.DirEntry, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	buf, _ := l.bufs.Get().(*[]byte)
+	if buf == nil {
+		b := make([]byte, direntBuf)
+		buf = &b
+	}
+	defer l.bufs.Put(buf)
+	var out []fs.DirEntry
+	for {
+		n, err := unix.Getdents(fd, *buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "readdirent", Path: dir, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		out = appendDirents(out, dir, fd, (*buf)[:n])
+	}
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
+
+// appendDirents decodes linux_dirent64 records: inode (8 bytes), offset
+// (8), record length (2), type (1), then the name, NUL-terminated. A
+// record that does not fit what the kernel returned ends the batch.
+func appendDirents(out []fs.DirEntry, dir string, fd int, b []byte) []fs.DirEntry {
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		typ, name := b[18], b[19:reclen]
+		b = b[reclen:]
+		if i := slices.Index(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if len(name) == 0 || string(name) == "." || string(name) == ".." {
+			continue
+		}
+		e := dirEntry{dir: dir, name: string(name)}
+		switch typ {
+		case unix.DT_DIR:
+			e.typ = fs.ModeDir
+		case unix.DT_REG:
+		case unix.DT_LNK:
+			e.typ = fs.ModeSymlink
+		case unix.DT_FIFO:
+			e.typ = fs.ModeNamedPipe
+		case unix.DT_SOCK:
+			e.typ = fs.ModeSocket
+		case unix.DT_CHR:
+			e.typ = fs.ModeDevice | fs.ModeCharDevice
+		case unix.DT_BLK:
+			e.typ = fs.ModeDevice
+		default:
+			// DT_UNKNOWN: some file systems do not say; ask. A name gone
+			// meanwhile is left out, as os.ReadDir leaves it out.
+			var gone bool
+			if e.typ, gone = typeAt(fd, e.name); gone {
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// typeAt is the type of name in directory fd, not following a link:
+// irregular when it cannot be told (a listing then treats it as neither
+// a file nor a directory), gone when the name no longer exists.
+func typeAt(fd int, name string) (typ fs.FileMode, gone bool) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fs.ModeIrregular, err == unix.ENOENT
+	}
+	return fileInfoMode(st.Mode), false
+}
+
+func fileInfoMode(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
