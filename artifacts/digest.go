@@ -71,6 +71,12 @@ func (h *Hasher) flush() {
 	}
 }
 
+// Reset empties h for reuse, keeping its buffer: a scan digests
+// thousands of skill trees one after another on each worker.
+func (h *Hasher) Reset() {
+	h.h, h.buf = nil, h.buf[:0]
+}
+
 // Clone returns a Hasher that goes on from what h has been given, apart
 // from h: a digest over a growing prefix (a conversation) need not hash
 // the prefix again.

@@ -208,12 +208,9 @@ func (s *Skill) Resource(rel string) (*Resource, bool) {
 }
 
 // treeDigest digests the sorted (path, digest) list of a skill's resources.
-func treeDigest(rs []Resource) artifacts.Digest {
-	n := 32
-	for i := range rs {
-		n += len(rs[i].Path) + len(rs[i].Digest) + 12
-	}
-	h := artifacts.NewHasherSize(n)
+// h is a Hasher to reuse; it is emptied first.
+func treeDigest(h *artifacts.Hasher, rs []Resource) artifacts.Digest {
+	h.Reset()
 	h.WriteField("harness.skill-tree/1")
 	for _, r := range rs {
 		h.WriteField(r.Path)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -219,6 +220,7 @@ type scanner struct {
 	diags     []Diagnostic
 	markdown  markdownParsers
 	dirs      dirLister
+	hashers   sync.Pool // *artifacts.Hasher, for tree digests
 	// cache is the snapshot cache as read (nil without one); caching
 	// says new entries are wanted.
 	cache   *cacheIndex
