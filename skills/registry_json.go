@@ -60,19 +60,32 @@ func encodeSkill(s *Skill) ([]byte, error) {
 	}
 	out := make([]byte, 0, len(b)+len(s.Resources)*600)
 	out = append(out, before...)
-	out = append(out, skillFieldIndent+`"resources": [`...)
-	for i := range s.Resources {
+	out = append(out, skillFieldIndent+`"resources": `...)
+	if out, err = appendResources(out, s.Resources); err != nil {
+		return nil, err
+	}
+	out = append(out, ',')
+	return append(out, after...), nil
+}
+
+// appendResources writes a skill's resources array, brackets included.
+func appendResources(out []byte, rs []Resource) ([]byte, error) {
+	out = append(out, '[')
+	for i := range rs {
 		if i > 0 {
 			out = append(out, ',')
 		}
 		out = append(out, '\n')
 		out = append(out, resourceIndent...)
-		if out, err = appendResource(out, &s.Resources[i]); err != nil {
+		var err error
+		if out, err = appendResource(out, &rs[i]); err != nil {
 			return nil, err
 		}
 	}
-	out = append(out, skillFieldIndent+`],`...)
-	return append(out, after...), nil
+	if len(rs) > 0 {
+		out = append(out, skillFieldIndent...)
+	}
+	return append(out, ']'), nil
 }
 
 // appendPlainSkill writes the common skill by hand: every string plain,
@@ -150,21 +163,11 @@ func appendPlainSkill(out []byte, s *Skill) (_ []byte, ok bool, err error) {
 	}
 	out = append(out, skillFieldIndent+`"bodyOffset": `...)
 	out = strconv.AppendInt(out, int64(s.BodyOffset), 10)
-	out = append(out, ","+skillFieldIndent+`"resources": [`...)
-	for i := range s.Resources {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, '\n')
-		out = append(out, resourceIndent...)
-		if out, err = appendResource(out, &s.Resources[i]); err != nil {
-			return nil, false, err
-		}
+	out = append(out, ","+skillFieldIndent+`"resources": `...)
+	if out, err = appendResources(out, s.Resources); err != nil {
+		return nil, false, err
 	}
-	if len(s.Resources) > 0 {
-		out = append(out, skillFieldIndent...)
-	}
-	out = append(out, "],"+skillFieldIndent+`"diagnostics": []`...)
+	out = append(out, ","+skillFieldIndent+`"diagnostics": []`...)
 	if s.Eligible != nil {
 		out = append(out, ","+skillFieldIndent+`"eligible": `...)
 		out = strconv.AppendBool(out, *s.Eligible)
