@@ -40,15 +40,13 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		dir, rel string
 		depth    int
 		viaLink  bool
-		// checked says whether skill has been looked up ahead.
-		checked bool
-		skill   skillFile
+		skill    skillFile // looked up when the item is queued
 	}
 	found := func(it item) candidate {
 		return candidate{root: r, index: r.index, dir: it.dir, rel: it.rel, viaLink: it.viaLink, skillFile: it.skill.st}
 	}
 	var out []candidate
-	queue := []item{{dir: r.path, rel: "."}}
+	queue := []item{{dir: r.path, rel: ".", skill: isSkillDir(r.path)}}
 	visited := map[string]bool{r.path: true}
 	// Only directories whose entries are listed count against the limit:
 	// a skill directory is recognised, not searched.
@@ -59,9 +57,6 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		}
 		it := queue[0]
 		queue = queue[1:]
-		if !it.checked {
-			it.skill, it.checked = isSkillDir(it.dir), true
-		}
 		if it.skill.ok {
 			out = append(out, found(it))
 			continue
@@ -69,9 +64,6 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		if listed == sc.limits.DiscoveryDirs {
 			sc.diag(SeverityWarning, CodeScanLimitReached, it.dir, "discovery directory limit (%d) reached; %d directories are not searched (raise --max-dirs)", sc.limits.DiscoveryDirs, len(queue)+1)
 			for _, rest := range queue {
-				if !rest.checked {
-					rest.skill = isSkillDir(rest.dir)
-				}
 				if rest.skill.ok {
 					out = append(out, found(rest))
 				}
@@ -122,7 +114,7 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		// before any skill could load.
 		children := queue[queued:]
 		parallelFor(0, len(children), func(i int) {
-			children[i].skill, children[i].checked = isSkillDir(children[i].dir), true
+			children[i].skill = isSkillDir(children[i].dir)
 		})
 	}
 	return out, nil

@@ -244,10 +244,6 @@ func previousDigests(reg *Registry) map[string]*Resource {
 	return m
 }
 
-// statKey is the fingerprint a file must keep for its digest to be
-// reused: device, inode, size, modification and change time (ns).
-func statKey(st *unix.Stat_t) string { return statNumsOf(st).String() }
-
 func (d *digester) wait() error {
 	close(d.ch)
 	d.wg.Wait()
