@@ -17,10 +17,19 @@ import (
 // checkLinks resolves every relative link and image in the body of
 // SKILL.md against the skill's resources: a target inside the skill marks
 // those resources referenced; anything else is a broken-reference warning.
-func checkLinks(md parser.Parser, s *Skill) []Diagnostic {
+func checkLinks(parsers *markdownParsers, s *Skill) []Diagnostic {
 	if len(s.body) == 0 {
 		return nil
 	}
+	// A body whose links plainLinks can read, all pointing at resources of
+	// the skill, needs no parser. Any other body is parsed, and the
+	// parser finds the same links again (marking a resource twice is
+	// harmless) and says on which line each broken one is.
+	if dests, ok := plainLinks(s.body, nil); ok && markAll(s, dests) {
+		return nil
+	}
+	md := parsers.get()
+	defer parsers.put(md)
 	doc := md.Parse(text.NewReader(s.body))
 	var ds []Diagnostic
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -52,6 +61,18 @@ func checkLinks(md parser.Parser, s *Skill) []Diagnostic {
 		return ast.WalkContinue, nil
 	})
 	return ds
+}
+
+// markAll marks the resources every destination points at, and reports
+// whether each one is a file or directory inside the skill.
+func markAll(s *Skill, dests []string) bool {
+	for _, d := range dests {
+		target, ok := localTarget(d)
+		if ok && (target == "" || !markReferenced(s, target)) {
+			return false
+		}
+	}
+	return true
 }
 
 // markdownParsers hands each loading goroutine its own Markdown parser:

@@ -103,9 +103,7 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 	// Links are checked here, on the loading goroutine, rather than after
 	// every skill is loaded: the check needs only the listed resources,
 	// and a serial pass over tens of thousands of skills left a CPU idle.
-	md := sc.markdown.get()
-	s.Diagnostics = append(s.Diagnostics, checkLinks(md, s)...)
-	sc.markdown.put(md)
+	s.Diagnostics = append(s.Diagnostics, checkLinks(&sc.markdown, s)...)
 	return s, diags, !skipped
 }
 
