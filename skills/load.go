@@ -20,9 +20,10 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 )
 
-// load reads and checks one candidate's SKILL.md and lists its resources.
-// ok is false when the skill must be skipped; diags then say why.
-func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic, ok bool) {
+// load reads and checks one candidate's SKILL.md and lists its resources
+// into *into, which it returns. ok is false when the skill must be
+// skipped; diags then say why.
+func (sc *scanner) load(c candidate, strict bool, into *Skill) (s *Skill, diags []Diagnostic, ok bool) {
 	skillPath := filepath.Join(c.dir, "SKILL.md")
 	errd := func(code, msg string, line int) (*Skill, []Diagnostic, bool) {
 		return nil, append(diags, Diagnostic{Severity: SeverityError, Code: code, Detail: msg, Path: skillPath, Line: line}), false
@@ -78,7 +79,8 @@ func (sc *scanner) load(c candidate, strict bool) (s *Skill, diags []Diagnostic,
 		diags = append(diags, Diagnostic{Severity: SeverityWarning, Code: CodeNameInvalid, Detail: fmt.Sprintf("the frontmatter name is not a non-empty string; using the directory name '%s'", dirName), Path: skillPath})
 	}
 	diags = append(diags, checkFields(fm, name, dirName, skillPath, strict)...)
-	s = &Skill{
+	s = into
+	*s = Skill{
 		Name:             name,
 		Description:      desc,
 		Root:             c.root.path,
@@ -163,7 +165,11 @@ type loadResult struct {
 
 // loadAll loads candidates on a worker pool and yields the results in
 // candidate order, so that what follows is independent of scheduling.
-func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[loadResult] {
+//
+// Each candidate is loaded into its own element of into (as long as
+// cands): one allocation for every skill of the scan, which the registry
+// then keeps.
+func (sc *scanner) loadAll(ctx context.Context, cands []candidate, into []Skill) iter.Seq[loadResult] {
 	return func(yield func(loadResult) bool) {
 		results := make([]chan loadResult, len(cands))
 		for i := range results {
@@ -177,7 +183,7 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 				defer wg.Done()
 				var arena stringArena
 				for i := range next {
-					results[i] <- sc.loadCached(cands[i], &arena)
+					results[i] <- sc.loadCached(cands[i], &arena, &into[i])
 				}
 			}()
 		}
@@ -215,8 +221,8 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate) iter.Seq[load
 // loadCached loads one candidate for a scan: from its snapshot-cache
 // entry when every fingerprint is unchanged, else from disk (then making
 // it an entry, when caching).
-func (sc *scanner) loadCached(c candidate, arena *stringArena) loadResult {
-	r, checked := sc.loadEntry(c, arena)
+func (sc *scanner) loadCached(c candidate, arena *stringArena, into *Skill) loadResult {
+	r, checked := sc.loadEntry(c, arena, into)
 	if r.ok && sc.cache != nil {
 		r.files = matchFiles(r.skill.SkillDir, sc.cache.filesOf(r.skill.SkillDir, arena), r.skill.Resources)
 		markChecked(c.root.path, r.skill.Resources, r.files, checked)
@@ -226,13 +232,13 @@ func (sc *scanner) loadCached(c candidate, arena *stringArena) loadResult {
 
 // loadEntry loads c from its cache entry if it is still good (then also
 // returning the fingerprints it checked), else from disk.
-func (sc *scanner) loadEntry(c candidate, arena *stringArena) (loadResult, []pathStat) {
+func (sc *scanner) loadEntry(c candidate, arena *stringArena, into *Skill) (loadResult, []pathStat) {
 	if raw := sc.cache.skill(c.dir); raw != nil {
-		if s, d, checked, ok := sc.fromCache(c, raw, arena); ok {
+		if s, d, checked, ok := sc.fromCache(c, raw, arena, into); ok {
 			return loadResult{skill: s, diags: d, ok: true, entry: &skillEntry{Dir: c.dir, Raw: raw}, reused: true}, checked
 		}
 	}
-	s, d, ok := sc.load(c, false)
+	s, d, ok := sc.load(c, false, into)
 	r := loadResult{skill: s, diags: d, ok: ok}
 	if ok && sc.caching {
 		if e, ok := sc.skillEntryOf(c, s, d, *s.walked); ok {

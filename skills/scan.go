@@ -76,6 +76,10 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		if err != nil {
 			return nil, err
 		}
+		if cands == nil {
+			cands = cs
+			continue
+		}
 		cands = append(cands, cs...)
 	}
 	cands = sc.dedupe(cands)
@@ -86,10 +90,14 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	// digest workers as soon as the skill is listed.
 	dg := sc.startDigest(ctx)
 	dg.previous = previousDigests(opts.Previous)
+	// Every skill is loaded into this one array, which the registry keeps
+	// (compacted over the skipped ones): copying twenty thousand skills
+	// out of separate allocations cost a pass and their memory twice.
+	all := make([]Skill, len(cands))
 	var loaded []*Skill
 	var entries []skillEntry
 	learned := false
-	for res := range sc.loadAll(ctx, cands) {
+	for res := range sc.loadAll(ctx, cands, all) {
 		if !res.ok {
 			sc.diags = append(sc.diags, res.diags...)
 			learned = learned || sc.caching
@@ -110,7 +118,6 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		Envelope:    artifacts.NewEnvelope(RegistryType, RegistryVersion),
 		GeneratedAt: now().UTC(),
 		Limits:      sc.limits,
-		Skills:      make([]Skill, 0, len(loaded)),
 	}
 	for _, r := range sc.roots {
 		reg.Roots = append(reg.Roots, Root{Path: r.path, SandboxPath: sc.sandbox(r.path), External: r.external})
@@ -121,9 +128,13 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		sc.finishSkill(loaded[i])
 		checkEligibility(loaded[i], env)
 	})
-	for _, s := range loaded {
-		reg.Skills = append(reg.Skills, *s)
+	// loaded is in candidate order, so each skill moves only towards the
+	// front, over a slot already moved or skipped.
+	for i, s := range loaded {
+		all[i] = *s
 	}
+	clear(all[len(loaded):])
+	reg.Skills = all[:len(loaded)]
 	resolvePrecedence(reg.Skills)
 	slices.SortStableFunc(reg.Skills, func(a, b Skill) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {

@@ -89,11 +89,13 @@ func (d *decoder) pathStats() []pathStat {
 	return out
 }
 
-// skill decodes the rest of an entry (after pathStats) into a Skill with
-// the exported fields loading sets, and loading's diagnostics.
-func (d *decoder) skill(dir string) (*Skill, []Diagnostic) {
+// skill decodes the rest of an entry (after pathStats) into *into, with
+// the exported fields loading sets, and returns it with loading's
+// diagnostics.
+func (d *decoder) skill(dir string, into *Skill) (*Skill, []Diagnostic) {
 	diags := d.diagnostics()
-	s := &Skill{Name: d.str(), Description: d.str(), Root: d.rel(dir)}
+	s := into
+	*s = Skill{Name: d.str(), Description: d.str(), Root: d.rel(dir)}
 	s.SkillDir = d.rel(dir)
 	s.SkillPath = d.joined(s.SkillDir, "SKILL.md")
 	s.SandboxSkillDir = d.str()
@@ -206,7 +208,7 @@ func lstatBeneath(root *scanRoot, rel string) (statNums, bool) {
 // fromCache rebuilds the loaded skill of candidate c from its entry when
 // every fingerprint is unchanged, and returns the fingerprints it just
 // checked.
-func (sc *scanner) fromCache(c candidate, raw []byte, arena *stringArena) (*Skill, []Diagnostic, []pathStat, bool) {
+func (sc *scanner) fromCache(c candidate, raw []byte, arena *stringArena, into *Skill) (*Skill, []Diagnostic, []pathStat, bool) {
 	if c.link != nil || c.viaLink {
 		return nil, nil, nil, false
 	}
@@ -228,7 +230,7 @@ func (sc *scanner) fromCache(c candidate, raw []byte, arena *stringArena) (*Skil
 		}
 	}
 	d.arena = arena
-	s, diags := d.skill(c.dir)
+	s, diags := d.skill(c.dir, into)
 	if s == nil {
 		return nil, nil, nil, false
 	}

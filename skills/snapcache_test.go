@@ -173,7 +173,7 @@ func TestSkillEntryIsUsed(t *testing.T) {
 		}
 		d := decoder{b: rec.skill}
 		stats := d.pathStats()
-		s, diags := d.skill(dir)
+		s, diags := d.skill(dir, new(Skill))
 		if s == nil {
 			t.Fatalf("the entry for %s does not decode", dir)
 		}
@@ -333,7 +333,7 @@ func FuzzSnapshotCacheDecode(f *testing.F) {
 			if rec.skill != nil {
 				d := decoder{b: rec.skill, arena: &arena}
 				d.pathStats()
-				d.skill(dir)
+				d.skill(dir, new(Skill))
 				entryOlder(rec.skill, x.stamp)
 			}
 		}
