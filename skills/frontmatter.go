@@ -137,7 +137,9 @@ func parseFrontmatter(fm []byte, yamlLine int) (map[string]any, error) {
 // model's catalog unseen by a reviewer.
 func printable(fm []byte, yamlLine int) error {
 	ln, col := yamlLine, 1
-	for _, r := range string(fm) {
+	for i := 0; i < len(fm); {
+		r, size := utf8.DecodeRune(fm[i:])
+		i += size
 		switch {
 		case r == '\n':
 			ln, col = ln+1, 1

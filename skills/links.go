@@ -96,8 +96,10 @@ func localTarget(dest string) (target string, ok bool) {
 	if dest == "" || strings.HasPrefix(dest, "#") {
 		return "", false
 	}
-	if u, err := url.Parse(dest); err == nil && u.Scheme != "" {
-		return "", false
+	if hasScheme(dest) {
+		if u, err := url.Parse(dest); err == nil && u.Scheme != "" {
+			return "", false
+		}
 	}
 	if i := strings.IndexAny(dest, "?#"); i >= 0 {
 		dest = dest[:i]
@@ -113,6 +115,27 @@ func localTarget(dest string) (target string, ok bool) {
 		return "", true
 	}
 	return p, true
+}
+
+// hasScheme reports whether dest starts as a URL with a scheme does
+// ("x:", a letter, then letters, digits, '+', '-' or '.'): only then can
+// url.Parse find one, so a plain relative path skips building a URL.
+func hasScheme(dest string) bool {
+	for i := 0; i < len(dest); i++ {
+		c := dest[i]
+		switch {
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.':
+			if i == 0 {
+				return false
+			}
+		case c == ':':
+			return i > 0
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // markReferenced marks the resource at target, or every resource below a

@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"net/url"
 	"slices"
 	"testing"
 
@@ -94,6 +95,19 @@ func FuzzPlainLinks(f *testing.F) {
 		}
 		if want := goldmarkDests(body); !slices.Equal(got, want) {
 			t.Fatalf("plainLinks(%q) = %q, goldmark reads %q", body, got, want)
+		}
+	})
+}
+
+// FuzzHasScheme: hasScheme lets localTarget skip url.Parse, so it must
+// never say no where url.Parse finds a scheme.
+func FuzzHasScheme(f *testing.F) {
+	for _, s := range []string{"https://x", "mailto:a@b", "a+b.c-d:x", "references/a.md", ":x", "1a:b", "a", "C:\\x", "a b:c", "x\x00:y", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, dest string) {
+		if u, err := url.Parse(dest); err == nil && u.Scheme != "" && !hasScheme(dest) {
+			t.Fatalf("url.Parse(%q) finds scheme %q, hasScheme says none", dest, u.Scheme)
 		}
 	})
 }

@@ -4,6 +4,7 @@ package skills
 // resources, on a worker pool, or taking it from the snapshot cache.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -96,7 +98,7 @@ func (sc *scanner) load(c candidate, strict bool, into *Skill) (s *Skill, diags 
 		rootIndex:        c.index,
 		relDir:           c.rel,
 		body:             body,
-		bodyLine:         1 + strings.Count(string(data[:bodyOffset]), "\n"),
+		bodyLine:         1 + bytes.Count(data[:bodyOffset], newline),
 		fsRoot:           c.root,
 	}
 	var w walkInfo
@@ -109,7 +111,10 @@ func (sc *scanner) load(c candidate, strict bool, into *Skill) (s *Skill, diags 
 	return s, diags, !skipped
 }
 
-var errTooLarge = errors.New("file too large")
+var (
+	errTooLarge = errors.New("file too large")
+	newline     = []byte{'\n'}
+)
 
 // escapes reports whether an open failed because the path leads outside
 // its root: EXDEV from openat2, or os.Root's own refusal.
@@ -171,48 +176,46 @@ type loadResult struct {
 // then keeps.
 func (sc *scanner) loadAll(ctx context.Context, cands []candidate, into []Skill) iter.Seq[loadResult] {
 	return func(yield func(loadResult) bool) {
-		results := make([]chan loadResult, len(cands))
-		for i := range results {
-			results[i] = make(chan loadResult, 1)
-		}
-		next := make(chan int)
+		// Workers take the next candidate from a counter and say which one
+		// they finished; results are yielded in candidate order as soon as
+		// the next one is ready. (A channel per candidate cost an
+		// allocation each, a handing-out goroutine a switch each.)
+		results := make([]loadResult, len(cands))
+		finished := make(chan int, len(cands)) // never blocks a worker
+		var next atomic.Int64
+		var quit atomic.Bool
 		var wg sync.WaitGroup
 		for range runtime.GOMAXPROCS(0) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				var arena stringArena
-				for i := range next {
-					results[i] <- sc.loadCached(cands[i], &arena, &into[i])
+				for !quit.Load() && ctx.Err() == nil {
+					i := int(next.Add(1) - 1)
+					if i >= len(cands) {
+						return
+					}
+					results[i] = sc.loadCached(cands[i], &arena, &into[i])
+					finished <- i
 				}
 			}()
 		}
-		go func() {
-			defer close(next)
-			for i := range cands {
-				if ctx.Err() != nil {
-					return
-				}
-				next <- i
-			}
-		}()
 		defer wg.Wait()
-		for i := range results {
+		defer quit.Store(true)
+		ready := make([]bool, len(cands))
+		for want := 0; want < len(cands); {
 			select {
-			case r := <-results[i]:
+			case i := <-finished:
+				ready[i] = true
+			case <-ctx.Done():
+				return
+			}
+			for ; want < len(cands) && ready[want]; want++ {
+				r := results[want]
+				results[want] = loadResult{}
 				if !yield(r) {
-					go func() {
-						for range next {
-						}
-					}()
 					return
 				}
-			case <-ctx.Done():
-				go func() {
-					for range next {
-					}
-				}()
-				return
 			}
 		}
 	}
