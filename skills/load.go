@@ -123,11 +123,31 @@ func escapes(err error) bool {
 }
 
 func relTo(base, p string) string {
+	if rel, ok := below(base, p); ok {
+		return rel
+	}
 	rel, err := filepath.Rel(base, p)
 	if err != nil {
 		return p
 	}
 	return rel
+}
+
+// below returns the rest of p after base and a slash when that rest is a
+// clean relative path (no empty, "." or ".." element), which is then
+// exactly what filepath.Rel returns, found without its allocations: every
+// file of a scan asks for its path below the root.
+func below(base, p string) (string, bool) {
+	if !filepath.IsAbs(base) || len(p) <= len(base)+1 || p[len(base)] != '/' || p[:len(base)] != base {
+		return "", false
+	}
+	rest := p[len(base)+1:]
+	for elem := range strings.SplitSeq(rest, "/") {
+		if elem == "" || elem == "." || elem == ".." {
+			return "", false
+		}
+	}
+	return rest, true
 }
 
 // isBinary is the content guess used everywhere: a NUL byte or invalid
@@ -163,9 +183,10 @@ type loadResult struct {
 	// not cacheable); reused says it came from the cache unchanged.
 	entry  *skillEntry
 	reused bool
-	// files pairs the skill's resources with their snapshot-cache
-	// entries (nil when there are none).
-	files []*fileEntry
+	// settled says the snapshot cache has been consulted for every
+	// resource: only jobs are left to digest.
+	settled bool
+	jobs    []digestJob
 }
 
 // loadAll loads candidates on a worker pool and yields the results in
@@ -174,7 +195,7 @@ type loadResult struct {
 // Each candidate is loaded into its own element of into (as long as
 // cands): one allocation for every skill of the scan, which the registry
 // then keeps.
-func (sc *scanner) loadAll(ctx context.Context, cands []candidate, into []Skill) iter.Seq[loadResult] {
+func (sc *scanner) loadAll(ctx context.Context, cands []candidate, into []Skill, dg *digester) iter.Seq[loadResult] {
 	return func(yield func(loadResult) bool) {
 		// Workers take the next candidate from a counter and say which one
 		// they finished; results are yielded in candidate order as soon as
@@ -189,13 +210,13 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate, into []Skill)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var arena stringArena
+				var w loadWorker
 				for !quit.Load() && ctx.Err() == nil {
 					i := int(next.Add(1) - 1)
 					if i >= len(cands) {
 						return
 					}
-					results[i] = sc.loadCached(cands[i], &arena, &into[i])
+					results[i] = sc.loadCached(cands[i], &w, &into[i], dg)
 					finished <- i
 				}
 			}()
@@ -221,14 +242,27 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate, into []Skill)
 	}
 }
 
+// loadWorker is what one loading goroutine reuses from skill to skill.
+type loadWorker struct {
+	arena stringArena
+	// files and matched hold one skill's snapshot-cache file entries
+	// while its digests are settled.
+	files   []fileEntry
+	matched []*fileEntry
+}
+
 // loadCached loads one candidate for a scan: from its snapshot-cache
 // entry when every fingerprint is unchanged, else from disk (then making
-// it an entry, when caching).
-func (sc *scanner) loadCached(c candidate, arena *stringArena, into *Skill) loadResult {
-	r, checked := sc.loadEntry(c, arena, into)
+// it an entry, when caching). With a cache, the digests its entries still
+// vouch for are settled here, while the entries are at hand; jobs lists
+// the resources left for the digest workers.
+func (sc *scanner) loadCached(c candidate, w *loadWorker, into *Skill, dg *digester) loadResult {
+	r, checked := sc.loadEntry(c, &w.arena, into)
 	if r.ok && sc.cache != nil {
-		r.files = matchFiles(r.skill.SkillDir, sc.cache.filesOf(r.skill.SkillDir, arena), r.skill.Resources)
-		markChecked(c.root.path, r.skill.Resources, r.files, checked)
+		w.files = sc.cache.filesOf(r.skill.SkillDir, &w.arena, w.files[:0])
+		w.matched = matchFiles(r.skill.SkillDir, w.files, r.skill.Resources, w.matched[:0])
+		markChecked(c.root.path, r.skill.Resources, w.matched, checked)
+		r.jobs, r.settled = dg.settle(r.skill, w.matched), true
 	}
 	return r
 }

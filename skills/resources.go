@@ -132,6 +132,9 @@ type digestJob struct {
 	res  *Resource
 	// cached is the file's snapshot-cache entry, if it has one.
 	cached *fileEntry
+	// read says the file has already failed the reuse check: only a
+	// read can digest it.
+	read bool
 }
 
 // digester digests resources with a worker pool sized to the CPUs. Each
@@ -158,7 +161,7 @@ func (sc *scanner) startDigest(ctx context.Context) *digester {
 			var buf []byte
 			h := blake3.New()
 			for j := range d.ch {
-				if ctx.Err() == nil && !d.reuse(j) {
+				if ctx.Err() == nil && (j.read || !d.reuse(j)) {
 					d.read.Add(1)
 					if buf == nil {
 						buf = make([]byte, 256<<10)
@@ -171,18 +174,46 @@ func (sc *scanner) startDigest(ctx context.Context) *digester {
 	return d
 }
 
-// add queues every resource of s, each with its snapshot-cache entry
-// when it has one (cached is nil or parallel to s.Resources). The slice
-// must not change until wait.
-func (d *digester) add(s *Skill, cached []*fileEntry) {
+// add queues every resource of s. The slice must not change until wait.
+func (d *digester) add(s *Skill) {
 	for i := range s.Resources {
-		r := &s.Resources[i]
-		j := digestJob{root: s.fsRoot, rel: relTo(s.fsRoot.path, r.HostPath), res: r}
-		if cached != nil {
-			j.cached = cached[i]
-		}
+		d.ch <- d.job(s, i)
+	}
+}
+
+// queue queues jobs that settle left.
+func (d *digester) queue(jobs []digestJob) {
+	for _, j := range jobs {
 		d.ch <- j
 	}
+}
+
+func (d *digester) job(s *Skill, i int) digestJob {
+	r := &s.Resources[i]
+	return digestJob{root: s.fsRoot, rel: relTo(s.fsRoot.path, r.HostPath), res: r}
+}
+
+// settle reuses, on the calling goroutine, the digest of every resource
+// of s whose snapshot-cache entry (cached, parallel to s.Resources, or
+// nil) still matches, and returns jobs for the others. Settling a warm
+// skill where it is loaded keeps its entries in the loader's reused
+// buffer instead of handing tens of thousands of them, each allocated,
+// to the digest workers.
+func (d *digester) settle(s *Skill, cached []*fileEntry) []digestJob {
+	var jobs []digestJob
+	for i := range s.Resources {
+		j := d.job(s, i)
+		if i < len(cached) && cached[i] != nil {
+			j.cached = cached[i]
+			if d.reuse(j) {
+				continue
+			}
+			// The same check would fail again on a digest worker.
+			j.cached, j.read = nil, true
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
 }
 
 // reuse copies an earlier record (Previous first, then the snapshot

@@ -97,7 +97,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	var loaded []*Skill
 	var entries []skillEntry
 	learned := false
-	for res := range sc.loadAll(ctx, cands, all) {
+	for res := range sc.loadAll(ctx, cands, all, dg) {
 		if !res.ok {
 			sc.diags = append(sc.diags, res.diags...)
 			learned = learned || sc.caching
@@ -105,7 +105,11 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		}
 		res.skill.Diagnostics = append(res.skill.Diagnostics, res.diags...)
 		loaded = append(loaded, res.skill)
-		dg.add(res.skill, res.files)
+		if res.settled {
+			dg.queue(res.jobs)
+		} else {
+			dg.add(res.skill)
+		}
 		if res.entry != nil {
 			entries = append(entries, *res.entry)
 		}

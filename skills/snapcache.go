@@ -200,7 +200,9 @@ func (e *fileEntry) is(dir, hostPath string) bool {
 // filesOf decodes the file entries recorded below dir that are strictly
 // older than the cache's stamp (the racily-clean rule, kept on reading
 // as on writing).
-func (x *cacheIndex) filesOf(dir string, arena *stringArena) []fileEntry {
+//
+// The entries are appended to out[:0], which the caller reuses.
+func (x *cacheIndex) filesOf(dir string, arena *stringArena, out []fileEntry) []fileEntry {
 	if x == nil {
 		return nil
 	}
@@ -210,7 +212,7 @@ func (x *cacheIndex) filesOf(dir string, arena *stringArena) []fileEntry {
 	}
 	d := decoder{b: raw, arena: arena}
 	n, _ := d.length()
-	out := make([]fileEntry, 0, n)
+	out = slices.Grow(out[:0], n)
 	for range n {
 		prefix := d.uvarint()
 		e := fileEntry{suffix: d.raw(), st: d.stat(), size: d.varint(), digest: d.digest(), contentKind: d.word(), shebang: d.str(), runtime: d.word()}
@@ -234,11 +236,14 @@ func (x *cacheIndex) filesOf(dir string, arena *stringArena) []fileEntry {
 // matchFiles pairs each resource with its file entry, if any. Entries are
 // sorted by host path, as resources nearly always are, so a cursor finds
 // most of them in one step.
-func matchFiles(dir string, files []fileEntry, res []Resource) []*fileEntry {
+//
+// The pairs are written to out[:0], which the caller reuses.
+func matchFiles(dir string, files []fileEntry, res []Resource, out []*fileEntry) []*fileEntry {
 	if len(files) == 0 {
 		return nil
 	}
-	out := make([]*fileEntry, len(res))
+	out = slices.Grow(out[:0], len(res))[:len(res)]
+	clear(out)
 	k := 0
 	for i := range res {
 		p := res[i].HostPath

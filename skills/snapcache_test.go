@@ -287,7 +287,7 @@ func cachedResources(x *cacheIndex) map[string]*Resource {
 	out := map[string]*Resource{}
 	var arena stringArena
 	for dir := range x.records {
-		for _, f := range x.filesOf(dir, &arena) {
+		for _, f := range x.filesOf(dir, &arena, nil) {
 			p := dir[:f.prefix] + string(f.suffix)
 			st := f.st
 			stat := fmt.Sprintf("%d:%d:%d:%d:%d", st.dev, st.ino, st.size, st.mtime, st.ctime)
@@ -329,7 +329,7 @@ func FuzzSnapshotCacheDecode(f *testing.F) {
 		}
 		var arena stringArena
 		for dir, rec := range x.records {
-			x.filesOf(dir, &arena)
+			x.filesOf(dir, &arena, nil)
 			if rec.skill != nil {
 				d := decoder{b: rec.skill, arena: &arena}
 				d.pathStats()
