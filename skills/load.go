@@ -98,7 +98,7 @@ func (sc *scanner) load(c candidate, strict bool, into *Skill) (s *Skill, diags 
 		rootIndex:        c.index,
 		relDir:           c.rel,
 		body:             body,
-		bodyLine:         1 + bytes.Count(data[:bodyOffset], newline),
+		bodyLine:         1 + bytes.Count(data[:bodyOffset], []byte{'\n'}),
 		fsRoot:           c.root,
 	}
 	var w walkInfo
@@ -111,10 +111,7 @@ func (sc *scanner) load(c candidate, strict bool, into *Skill) (s *Skill, diags 
 	return s, diags, !skipped
 }
 
-var (
-	errTooLarge = errors.New("file too large")
-	newline     = []byte{'\n'}
-)
+var errTooLarge = errors.New("file too large")
 
 // escapes reports whether an open failed because the path leads outside
 // its root: EXDEV from openat2, or os.Root's own refusal.
