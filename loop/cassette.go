@@ -54,6 +54,11 @@ func RequestKey(req Request) (artifacts.Digest, error) {
 	if err != nil {
 		return "", err
 	}
+	return canonicalKey(c)
+}
+
+// canonicalKey is RequestKey of a request canonical has already made.
+func canonicalKey(c Request) (artifacts.Digest, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return "", fmt.Errorf("request key: %w", err)
@@ -92,7 +97,7 @@ func (r *Recorder) Complete(ctx context.Context, req Request) (Response, error) 
 	if err != nil {
 		return resp, err
 	}
-	key, err := RequestKey(req)
+	key, err := canonicalKey(c)
 	if err != nil {
 		return resp, err
 	}
