@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	_ "github.com/harness-dev/harness/internal/hugeheap"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/scripts"
 )
