@@ -39,9 +39,9 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	add("promptRole", id.PromptRole, r.opts.PromptRole)
 	add("model", id.Model, r.opts.Model)
 	if r.registry != nil {
-		// Files whose stat fingerprint is unchanged keep their recorded
-		// digests: only what changed is read again.
-		scan := skills.ScanOptions{Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox, Limits: r.registry.Limits, Previous: r.registry}
+		// Every file is read again unless the snapshot cache vouches for
+		// it: the recorded registry cannot (see skills.ScanOptions.Previous).
+		scan := skills.ScanOptions{Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox, Limits: r.registry.Limits}
 		scan.Cache = r.snapshotCache(scan)
 		now, err := skills.Scan(ctx, scan)
 		if err != nil {

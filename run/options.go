@@ -43,8 +43,10 @@ type Options struct {
 	// Previous is a snapshot of the same roots taken shortly before (a
 	// batch takes one for all its tasks): a file whose stat fingerprint
 	// (inode, size, modification and change time, in nanoseconds) is
-	// unchanged keeps its digest without being read again. Performance
-	// only: the run's own snapshot is still taken and recorded.
+	// unchanged keeps its digest without being read again (files changed
+	// within two seconds of that snapshot's start excepted). It must come
+	// from skills.Scan in this process; a decoded one is ignored.
+	// Performance only: the run's own snapshot is still taken and recorded.
 	Previous *skills.Registry
 	// Audits remembers content-scan findings by skill digests across runs
 	// of one batch (nil: scan every time). Performance only.

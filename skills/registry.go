@@ -68,6 +68,11 @@ type Registry struct {
 	// Eligibility records what requirements were checked against: the
 	// PATH entries searched and the OS, so the verdicts can be reproduced.
 	Eligibility EligibilityContext `json:"eligibility"`
+
+	// scanStart is when Scan began, by this machine's clock; zero for a
+	// registry decoded from a file. A later scan needs it to reuse this
+	// snapshot's digests safely (ScanOptions.Previous).
+	scanStart time.Time
 }
 
 // EligibilityContext is the machine a snapshot judged eligibility on.

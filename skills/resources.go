@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zeebo/blake3"
 	"golang.org/x/sys/unix"
@@ -143,6 +144,9 @@ type digestJob struct {
 // depend on scheduling.
 type digester struct {
 	previous map[string]*Resource // host path -> earlier record, for reuse
+	// previousBefore bounds the file times (ns) of a reusable earlier
+	// record: see racyMargin.
+	previousBefore int64
 	// read counts the files actually read (not reused).
 	read atomic.Int64
 	ctx  context.Context
@@ -234,20 +238,18 @@ func (d *digester) reuse(j digestJob) bool {
 		return false
 	}
 	r := j.res
-	switch {
-	case ok:
-		key := statKey(&st)
-		if key != prev.Stat {
-			return false
+	if ok && st.Mtim.Nano() < d.previousBefore && st.Ctim.Nano() < d.previousBefore {
+		if key := statKey(&st); key == prev.Stat {
+			r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = prev.Digest, prev.Size, prev.ContentKind, prev.Shebang, prev.Runtime
+			r.Stat = key
+			return true
 		}
-		r.Digest, r.Size, r.ContentKind, r.Shebang, r.Runtime = prev.Digest, prev.Size, prev.ContentKind, prev.Shebang, prev.Runtime
-		r.Stat = key
-	case statNumsOf(&st) == j.cached.st:
-		j.cached.reuseIn(r)
-	default:
-		return false
 	}
-	return true
+	if j.cached != nil && statNumsOf(&st) == j.cached.st {
+		j.cached.reuseIn(r)
+		return true
+	}
+	return false
 }
 
 // reuseIn gives r the digest, sniff and fingerprint the entry recorded.
@@ -259,9 +261,20 @@ func (e *fileEntry) reuseIn(r *Resource) {
 	}
 }
 
-func previousDigests(reg *Registry) map[string]*Resource {
-	if reg == nil {
-		return nil
+// racyMargin is how much older than the earlier scan's start a file's
+// modification and change times must be for its earlier digest to be
+// reused. File system times are coarser than the clock (a jiffy on ext4,
+// two seconds on FAT), so a file changed twice within one tick, its size
+// kept, keeps its fingerprint: one changed again just after the earlier
+// scan read it would pass as unchanged. Its times are at least the scan
+// start less one tick, so anything that new is read again.
+const racyMargin = 2 * time.Second
+
+// previousDigests indexes the reusable records of an earlier snapshot,
+// and the bound its files' times must be below (racyMargin).
+func previousDigests(reg *Registry) (map[string]*Resource, int64) {
+	if reg == nil || reg.scanStart.IsZero() {
+		return nil, 0
 	}
 	m := map[string]*Resource{}
 	for i := range reg.Skills {
@@ -272,7 +285,7 @@ func previousDigests(reg *Registry) map[string]*Resource {
 			}
 		}
 	}
-	return m
+	return m, reg.scanStart.Add(-racyMargin).UnixNano()
 }
 
 func (d *digester) wait() error {

@@ -36,10 +36,12 @@ type ScanOptions struct {
 	// Environment is what skill requirements are checked against (zero:
 	// this process's PATH, environment and OS).
 	Environment Environment
-	// Previous is an earlier snapshot of the same roots (a resume's drift
-	// check): a file whose stat fingerprint (inode, size, modification
-	// and change times) is unchanged keeps its recorded digest instead of
-	// being read again.
+	// Previous is an earlier snapshot of the same roots, taken by Scan in
+	// this process (a batch's shared snapshot): a file whose stat
+	// fingerprint (inode, size, modification and change times) is
+	// unchanged keeps its recorded digest instead of being read again,
+	// unless the file is racily clean (see racyMargin). A registry decoded
+	// from a file carries no scan start, so its digests are never reused.
 	Previous *Registry
 	// Cache, when set, is a persistent snapshot cache (see
 	// OpenSnapshotCache): digests of unchanged files are taken from it,
@@ -55,6 +57,8 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	if len(opts.Roots) == 0 {
 		return nil, errors.New("scan: no skill roots")
 	}
+	// Real time, not opts.Now: it is compared with file times.
+	started := time.Now()
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -89,7 +93,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	// Listing and digesting overlap: each skill's files are queued for the
 	// digest workers as soon as the skill is listed.
 	dg := sc.startDigest(ctx)
-	dg.previous = previousDigests(opts.Previous)
+	dg.previous, dg.previousBefore = previousDigests(opts.Previous)
 	// Every skill is loaded into this one array, which the registry keeps
 	// (compacted over the skipped ones): copying twenty thousand skills
 	// out of separate allocations cost a pass and their memory twice.
@@ -122,6 +126,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		Envelope:    artifacts.NewEnvelope(RegistryType, RegistryVersion),
 		GeneratedAt: now().UTC(),
 		Limits:      sc.limits,
+		scanStart:   started,
 	}
 	for _, r := range sc.roots {
 		reg.Roots = append(reg.Roots, Root{Path: r.path, SandboxPath: sc.sandbox(r.path), External: r.external})
