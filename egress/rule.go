@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Rule is one allowlist entry: a host name or IP address, and a port
@@ -35,7 +36,11 @@ func (r Rule) String() string {
 
 var hexLabel = regexp.MustCompile(`^0x[0-9a-f]*$`)
 
-var hostName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+// Compiled on first use: a bounded repetition compiles to one
+// instruction per repeat, which every start would otherwise pay for.
+var hostName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+})
 
 // ParseRule reads host or host:port ([v6]:port for IPv6 with a port).
 // No schemes, paths or wildcards: an allowlist names hosts exactly.
@@ -92,7 +97,7 @@ func normalHost(h string) (string, bool) {
 		return a.Unmap().String(), true
 	}
 	h = strings.TrimSuffix(strings.ToLower(h), ".")
-	if len(h) > 253 || !hostName.MatchString(h) {
+	if len(h) > 253 || !hostName().MatchString(h) {
 		return "", false
 	}
 	// A name whose last label is a number is an address in a form netip

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Server is one entry of an mcpServers map.
@@ -54,10 +55,15 @@ func (s Server) Transport() string {
 	return TransportStdio
 }
 
+// serverName is compiled on first use: a bounded repetition compiles to
+// one instruction per repeat, which every start would otherwise pay for.
+var serverName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,47}$`)
+})
+
 var (
-	serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,47}$`)
-	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	reference  = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	reference = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 )
 
 // Parse reads a configuration: a JSON object with an "mcpServers" map, or
@@ -93,7 +99,7 @@ func Parse(b []byte, bare bool) (map[string]Server, error) {
 }
 
 func check(name string, s Server) error {
-	if !serverName.MatchString(name) || strings.Contains(name, "__") {
+	if !serverName().MatchString(name) || strings.Contains(name, "__") {
 		return fmt.Errorf("mcp server %q: a name is letters, digits, '-' and '_' (no \"__\"), at most 48", name)
 	}
 	switch s.Transport() {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/harness-dev/harness/outcome"
@@ -34,7 +35,11 @@ type K8sOptions struct {
 	BackoffLimitPerIndex int
 }
 
-var k8sName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+// Compiled on first use: a bounded repetition compiles to one
+// instruction per repeat, which every start would otherwise pay for.
+var k8sName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+})
 
 // K8sManifest prints the Indexed Job as YAML.
 func K8sManifest(o K8sOptions) ([]byte, error) {
@@ -45,9 +50,9 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 		return nil, outcome.Usage("k8s_shards_invalid", "--shards must be at least 1")
 	case o.Secret == "":
 		return nil, outcome.Usage("k8s_secret_missing", "--secret NAME is required: the Secret that holds the API key (it is referenced, never written into the manifest)")
-	case !k8sName.MatchString(o.ID):
+	case !k8sName().MatchString(o.ID):
 		return nil, outcome.Usage("k8s_name_invalid", "--id %q: a Kubernetes name is at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", o.ID)
-	case o.RunsClaim != "" && !k8sName.MatchString(o.RunsClaim):
+	case o.RunsClaim != "" && !k8sName().MatchString(o.RunsClaim):
 		return nil, outcome.Usage("k8s_name_invalid", "--runs-claim %q is not a valid Kubernetes name", o.RunsClaim)
 	}
 	if o.Parallelism <= 0 || o.Parallelism > o.Shards {
@@ -62,7 +67,7 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 	args := []string{"harness", "batch", "run", o.File, "--shards", strconv.Itoa(o.Shards), "--id", o.ID,
 		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1)), "--or-resume"}
 	var b bytes.Buffer
-	err := k8sTemplate.Execute(&b, map[string]any{"o": o, "args": args})
+	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": args})
 	return b.Bytes(), err
 }
 
@@ -70,7 +75,9 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 // subset YAML accepts).
 func quote(s string) string { return strconv.Quote(s) }
 
-var k8sTemplate = template.Must(template.New("job").Funcs(template.FuncMap{"q": quote, "join": strings.Join}).Parse(`# An Indexed Job that runs harness batch shards: pod I runs
+// Parsed on first use, like k8sName: only `batch k8s` needs it.
+var k8sTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("job").Funcs(template.FuncMap{"q": quote, "join": strings.Join}).Parse(`# An Indexed Job that runs harness batch shards: pod I runs
 # "harness batch run ... --shards {{.o.Shards}}", which reads JOB_COMPLETION_INDEX
 # and runs the tasks of shard I/{{.o.Shards}} into /runs/{{.o.ID}}-shard-I.
 # Afterwards: harness batch merge /runs/{{.o.ID}}-shard-* --out /runs/{{.o.ID}}
@@ -127,6 +134,7 @@ spec:
           emptyDir: {}
 {{- end}}
 `))
+})
 
 // shardID is the directory id of one shard's run of a batch.
 func shardID(id string, sh Shard) string {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -237,7 +238,11 @@ func sandboxPath(ws, host string) string {
 	return path.Join(workspace.DefaultSandbox, filepath.ToSlash(rel))
 }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// Compiled on first use: a bounded repetition compiles to one
+// instruction per repeat, which every start would otherwise pay for.
+var runIDPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+})
 
 // newRunID returns a time-sortable unique id: UTC time to the second, then
 // random bits so that runs started in the same second do not collide.
@@ -255,7 +260,7 @@ func newRunID(now time.Time) string {
 func CheckRunID(id string) error { return checkRunID(id) }
 
 func checkRunID(id string) error {
-	if !runIDPattern.MatchString(id) || strings.Contains(id, "..") {
+	if !runIDPattern().MatchString(id) || strings.Contains(id, "..") {
 		return outcome.Usage("run_id_invalid", "--run-id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
 	return nil
