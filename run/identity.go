@@ -84,8 +84,8 @@ func policyDigest(o Options) artifacts.Digest {
 	if o.MCPConfig != "" || len(o.PassEnv)+len(o.MCPToolEffects) > 0 {
 		// What servers start, with which of the operator's variables, and
 		// how their tools are policed. The file's content counts, not its
-		// name: mcpConfigDigest reads it.
-		h.WriteField("mcp-config:" + string(mcpConfigDigest(o.MCPConfig)))
+		// name, as this invocation read it.
+		h.WriteField("mcp-config:" + string(o.operator.recordedDigest()))
 		for _, n := range o.PassEnv {
 			h.WriteField("pass-env:" + n)
 		}

@@ -56,7 +56,7 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		ScriptMemoryLimit: o.ScriptMemoryLimit,
 		WasmMemoryLimit:   o.WasmMemoryLimit,
 		MCPConfig:         absOrEmpty(o.MCPConfig),
-		MCPConfigDigest:   mcpConfigDigest(o.MCPConfig),
+		MCPConfigDigest:   o.operator.recordedDigest(),
 		PassEnv:           o.PassEnv,
 		MCPToolEffects:    o.MCPToolEffects,
 		AllowNetwork:      o.AllowNetwork,

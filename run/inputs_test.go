@@ -28,6 +28,7 @@ var notRecorded = map[string]string{
 	"Version":        "the harness binary: compared as identity drift, not restored",
 	"model":          "a child's shared model, handed in again by its parent",
 	"afterSnapshot":  "a test hook",
+	"operator":       "the --mcp-config file as read: its digest is recorded, and a resume reads the file again",
 	"Previous":       "a cache of digests: the run's own snapshot is recorded",
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",

@@ -14,30 +14,46 @@ import (
 	"github.com/harness-dev/harness/tools"
 )
 
-// readMCPConfig reads and checks the operator's MCP server file.
-func readMCPConfig(file string) (*tools.OperatorServers, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, outcome.Usage("mcp_config_unreadable", "--mcp-config %s: %v", file, err)
-	}
-	servers, err := mcp.Parse(b, false)
-	if err != nil {
-		return nil, outcome.Usage("mcp_config_invalid", "--mcp-config %s: %v", file, err)
-	}
-	return &tools.OperatorServers{File: file, Digest: artifacts.DigestBytes(b), Servers: servers}, nil
+// operatorConfig is the operator's --mcp-config as this invocation read
+// it, once. The identity, run.json, the policy snapshot, resume's drift
+// check and the servers started all take it from here: reading the file
+// again for each let an edit during the run start servers that no record
+// described.
+type operatorConfig struct {
+	// digest is of the bytes read, "unreadable" when there were none (a
+	// resume then sees drift).
+	digest  artifacts.Digest
+	servers *tools.OperatorServers // nil when err is set
+	err     error                  // why the file cannot be used: a usage error
 }
 
-// mcpConfigDigest is the digest of the file's content now ("" when none,
-// "unreadable" when it cannot be read: a resume then sees drift).
-func mcpConfigDigest(file string) artifacts.Digest {
+// loadOperatorConfig reads and checks the operator's MCP server file; nil
+// when there is none.
+func loadOperatorConfig(file string) *operatorConfig {
 	if file == "" {
-		return ""
+		return nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "unreadable"
+		return &operatorConfig{digest: "unreadable", err: outcome.Usage("mcp_config_unreadable", "--mcp-config %s: %v", file, err)}
 	}
-	return artifacts.DigestBytes(b)
+	c := &operatorConfig{digest: artifacts.DigestBytes(b)}
+	servers, err := mcp.Parse(b, false)
+	if err != nil {
+		c.err = outcome.Usage("mcp_config_invalid", "--mcp-config %s: %v", file, err)
+		return c
+	}
+	c.servers = &tools.OperatorServers{File: file, Digest: c.digest, Servers: servers}
+	return c
+}
+
+// recordedDigest is what the records say of the file: "" when there is
+// none.
+func (c *operatorConfig) recordedDigest() artifacts.Digest {
+	if c == nil {
+		return ""
+	}
+	return c.digest
 }
 
 // mcpWanted reports whether any MCP server could be started: only a server

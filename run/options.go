@@ -229,6 +229,10 @@ type Options struct {
 	depth, maxDepth  int
 	activationSource string
 
+	// operator is the --mcp-config file as read at the start of this
+	// invocation (by Run's option check, or by Resume).
+	operator *operatorConfig
+
 	// afterSnapshot lets in-package tests change the workspace between the
 	// snapshot and the preload, the window the preload digest check guards.
 	afterSnapshot func()

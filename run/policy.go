@@ -258,7 +258,7 @@ func (r *runner) writePolicySnapshot() error {
 		ps.LoadedSkills = append(ps.LoadedSkills, p)
 	}
 	if mcpWanted(r.opts) || r.opts.MCPConfig != "" {
-		ps.MCP = &record.PolicyMCP{ConfigFile: absOrEmpty(r.opts.MCPConfig), ConfigDigest: mcpConfigDigest(r.opts.MCPConfig),
+		ps.MCP = &record.PolicyMCP{ConfigFile: absOrEmpty(r.opts.MCPConfig), ConfigDigest: r.opts.operator.recordedDigest(),
 			PassEnv: nonNil(r.opts.PassEnv), ToolEffects: nonNil(r.opts.MCPToolEffects)}
 	}
 	b, err := json.Marshal(ps)

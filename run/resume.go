@@ -105,6 +105,9 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	r.manifest = m
 	r.opts = optionsOf(st.created.Inputs, st.created.Sources)
+	// A file that is now unusable is refused when the servers would
+	// start; an edited one is policy drift.
+	r.opts.operator = loadOperatorConfig(r.opts.MCPConfig)
 	r.opts.RunKey = ro.RunKey
 	if ro.BaseURL != "" {
 		r.opts.BaseURL = ro.BaseURL

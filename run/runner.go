@@ -254,10 +254,8 @@ func checkOptions(o *Options) error {
 	if _, err := egress.ParseRules(o.AllowNetwork); err != nil {
 		return outcome.Usage("allow_network_invalid", "--allow-network: %v; give host or host:port (a name as the skill declares it, or an IP address)", err)
 	}
-	if o.MCPConfig != "" {
-		if _, err := readMCPConfig(o.MCPConfig); err != nil {
-			return err
-		}
+	if o.operator = loadOperatorConfig(o.MCPConfig); o.operator != nil && o.operator.err != nil {
+		return o.operator.err
 	}
 	if o.RunID != "" {
 		if err := checkRunID(o.RunID); err != nil {

@@ -379,10 +379,13 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			backend, probe = scripts.Probe(ctx, scripts.Backend(r.opts.Sandbox), helper)
 		}
 		var op *tools.OperatorServers
-		if r.opts.MCPConfig != "" {
-			if op, err = readMCPConfig(r.opts.MCPConfig); err != nil {
-				return nil, nil, err
+		if c := r.opts.operator; c != nil {
+			if c.err != nil {
+				return nil, nil, c.err
 			}
+			op = c.servers
+		} else if r.opts.MCPConfig != "" {
+			return nil, nil, fmt.Errorf("internal: --mcp-config %s was never read", r.opts.MCPConfig)
 		}
 		effects, err := tools.ParseToolEffects(r.opts.MCPToolEffects)
 		if err != nil {
