@@ -100,13 +100,15 @@ type Inputs struct {
 	// SkipEligibility preloads skills this machine cannot run.
 	SkipEligibility bool      `json:"skipEligibility"`
 	CFC             CFCRecord `json:"cfc"`
-	// Profiles is the subagent profiles file; Depth and MaxDepth place a
-	// run in a tree of subagents (0 and 1 for a top-level run).
-	Profiles         string         `json:"profiles,omitempty"`
-	Depth            int            `json:"depth"`
-	MaxDepth         int            `json:"maxDepth"`
-	ActivationSource string         `json:"activationSource,omitempty"`
-	Sandbox          *SandboxRecord `json:"sandbox,omitempty"`
+	// Profiles is the subagent profiles file and ProfilesDigest the
+	// digest of its content as the run read it; Depth and MaxDepth place
+	// a run in a tree of subagents (0 and 1 for a top-level run).
+	Profiles         string           `json:"profiles,omitempty"`
+	ProfilesDigest   artifacts.Digest `json:"profilesDigest,omitempty"`
+	Depth            int              `json:"depth"`
+	MaxDepth         int              `json:"maxDepth"`
+	ActivationSource string           `json:"activationSource,omitempty"`
+	Sandbox          *SandboxRecord   `json:"sandbox,omitempty"`
 	// ScriptMemoryLimit caps each skill script's memory, in bytes.
 	ScriptMemoryLimit uint64 `json:"scriptMemoryLimit,omitempty"`
 	// WasmMemoryLimit caps each WebAssembly script's linear memory, in bytes.

@@ -125,7 +125,7 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) Op
 		o.MaxTurns = 50
 	}
 	if p.MaxDepth > 0 {
-		o.Profiles, o.maxDepth = po.Profiles, po.depth+1+p.MaxDepth
+		o.Profiles, o.profilesFile, o.maxDepth = po.Profiles, po.profilesFile, po.depth+1+p.MaxDepth
 	}
 	return o
 }

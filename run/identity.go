@@ -81,6 +81,11 @@ func policyDigest(o Options) artifacts.Digest {
 		h.WriteField("embedding-model:" + o.EmbeddingModel)
 	}
 	h.WriteField(fmt.Sprint("script-memory:", o.ScriptMemoryLimit))
+	if o.Profiles != "" {
+		// What delegate_task can start: the profiles' skills, tools,
+		// scripts and limits. Content, not name, as for the MCP file.
+		h.WriteField("profiles:" + string(profilesDigest(o)))
+	}
 	if o.MCPConfig != "" || len(o.PassEnv)+len(o.MCPToolEffects) > 0 {
 		// What servers start, with which of the operator's variables, and
 		// how their tools are policed. The file's content counts, not its
@@ -115,4 +120,13 @@ func policyDigest(o Options) artifacts.Digest {
 	h.WriteField(fmt.Sprint("skip-eligibility:", o.SkipEligibility))
 	h.WriteField(fmt.Sprint("answer:", o.AllowEmptyAnswer, o.SchemaRetries))
 	return h.Digest()
+}
+
+// profilesDigest is the digest of the --profiles content this invocation
+// read ("" when there is no file).
+func profilesDigest(o Options) artifacts.Digest {
+	if o.Profiles == "" {
+		return ""
+	}
+	return artifacts.DigestBytes(o.profilesFile)
 }

@@ -49,6 +49,7 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		CFC: record.CFCRecord{Mode: o.CFCMode, FailOnDenial: o.FailOnDenial, AllowUnmediated: o.AllowUnmediated,
 			HonorAllowedTools: o.HonorAllowedTools, TrustSkills: nonNil(o.TrustSkills)},
 		Profiles:          absOrEmpty(o.Profiles),
+		ProfilesDigest:    profilesDigest(o),
 		Depth:             o.depth,
 		MaxDepth:          o.maxDepth,
 		ActivationSource:  o.activationSource,

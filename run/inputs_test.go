@@ -29,6 +29,7 @@ var notRecorded = map[string]string{
 	"model":          "a child's shared model, handed in again by its parent",
 	"afterSnapshot":  "a test hook",
 	"operator":       "the --mcp-config file as read: its digest is recorded, and a resume reads the file again",
+	"profilesFile":   "the --profiles file's content: its digest is recorded, and a resume reads the file again",
 	"Previous":       "a cache of digests: the run's own snapshot is recorded",
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",

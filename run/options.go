@@ -229,6 +229,11 @@ type Options struct {
 	depth, maxDepth  int
 	activationSource string
 
+	// profilesFile is the --profiles file's content as read once for a
+	// whole tree of runs: the top-level run (or its resume) reads it, and
+	// children that may delegate further are handed the same bytes.
+	profilesFile []byte
+
 	// operator is the --mcp-config file as read at the start of this
 	// invocation (by Run's option check, or by Resume).
 	operator *operatorConfig

@@ -9,6 +9,7 @@ import (
 	"github.com/harness-dev/harness/store"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -321,7 +322,14 @@ func (r *runner) loadProfiles() error {
 	if r.opts.Profiles == "" {
 		return nil
 	}
-	ps, err := tools.LoadProfiles(r.opts.Profiles, tools.Parent{AllowTools: r.opts.AllowTools, AllowSkillScripts: r.opts.AllowSkillScripts, Sandbox: r.opts.Sandbox})
+	if r.opts.profilesFile == nil {
+		data, err := os.ReadFile(r.opts.Profiles)
+		if err != nil {
+			return outcome.Usage("profiles_invalid", "--profiles %s: %v", r.opts.Profiles, err)
+		}
+		r.opts.profilesFile = data
+	}
+	ps, err := tools.ParseProfiles(r.opts.Profiles, r.opts.profilesFile, tools.Parent{AllowTools: r.opts.AllowTools, AllowSkillScripts: r.opts.AllowSkillScripts, Sandbox: r.opts.Sandbox})
 	r.profiles = ps
 	return err
 }

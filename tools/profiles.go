@@ -2,7 +2,6 @@ package tools
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -38,14 +37,12 @@ type Profile struct {
 	MaxDepth          int      `yaml:"maxDepth" json:"maxDepth"` // 0: no grandchildren
 }
 
-// LoadProfiles reads --profiles and refuses any profile that would widen
-// what the parent has: a write or side-effect tool, a script or a weaker
-// sandbox the parent was not given.
-func LoadProfiles(path string, parent Parent) ([]Profile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, outcome.Usage("profiles_invalid", "--profiles %s: %v", path, err)
-	}
+// ParseProfiles reads the content of the --profiles file at path and
+// refuses any profile that would widen what the parent has: a write or
+// side-effect tool, a script or a weaker sandbox the parent was not given.
+// The caller reads the file, once: the content it records is the content
+// checked here.
+func ParseProfiles(path string, data []byte, parent Parent) ([]Profile, error) {
 	var doc struct {
 		Profiles []Profile `yaml:"profiles"`
 	}
