@@ -20,8 +20,9 @@ import (
 // again for each let an edit during the run start servers that no record
 // described.
 type operatorConfig struct {
-	// digest is of the bytes read, "unreadable" when there were none (a
-	// resume then sees drift).
+	// digest is of the bytes read, "unreadable" when there were none:
+	// drift for a resume that starts no server from the file (one that
+	// would is refused with err).
 	digest  artifacts.Digest
 	servers *tools.OperatorServers // nil when err is set
 	err     error                  // why the file cannot be used: a usage error

@@ -37,7 +37,7 @@ type Profile struct {
 	MaxDepth          int      `yaml:"maxDepth" json:"maxDepth"` // 0: no grandchildren
 }
 
-// ParseProfiles reads the content of the --profiles file at path and
+// ParseProfiles parses the content of the --profiles file at path and
 // refuses any profile that would widen what the parent has: a write or
 // side-effect tool, a script or a weaker sandbox the parent was not given.
 // The caller reads the file, once: the content it records is the content
