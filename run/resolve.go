@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -48,14 +50,7 @@ func readAttachments(paths []string) ([]record.Attachment, error) {
 		if err != nil {
 			return nil, outcome.Usage("attach_invalid", "--attach %s: %v", p, err)
 		}
-		fi, err := os.Stat(abs)
-		if err != nil || !fi.Mode().IsRegular() {
-			return nil, outcome.Usage("attach_invalid", "--attach %s: not a readable file", p)
-		}
-		if fi.Size() > maxAttachment {
-			return nil, outcome.Usage("attach_invalid", "--attach %s is %d bytes; at most %d can be attached", p, fi.Size(), maxAttachment)
-		}
-		b, err := os.ReadFile(abs)
+		b, err := readAttachment(abs)
 		if err != nil {
 			return nil, outcome.Usage("attach_invalid", "--attach %s: %v", p, err)
 		}
@@ -65,6 +60,34 @@ func readAttachments(paths []string) ([]record.Attachment, error) {
 		out = append(out, record.Attachment{Path: abs, Digest: artifacts.DigestBytes(b), Content: string(b)})
 	}
 	return out, nil
+}
+
+// readAttachment reads one --attach file, judged by what was opened, not
+// by the path: a file swapped after a check on the path could otherwise
+// be a device, a FIFO that never ends, or larger than the bound.
+func readAttachment(path string) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, errors.New("not a readable file")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a readable file")
+	}
+	if fi.Size() > maxAttachment {
+		return nil, fmt.Errorf("%d bytes; at most %d can be attached", fi.Size(), maxAttachment)
+	}
+	// The file may grow after the stat: the read is bounded too.
+	b, err := io.ReadAll(io.LimitReader(f, maxAttachment+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxAttachment {
+		return nil, fmt.Errorf("more than %d bytes; at most %d can be attached", maxAttachment, maxAttachment)
+	}
+	return b, nil
 }
 
 func resolveWorkspace(dir string) (string, error) {
