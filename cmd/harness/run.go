@@ -56,7 +56,7 @@ var runOptions = []option{
 	{name: "output-schema", usage: "JSON Schema `FILE` the final answer must match; sent as the structured-output format, checked always; the parsed answer is result.json's structuredOutput", def: ""},
 	{name: "schema-retries", kind: kindInt, usage: "times the model may answer again after being told how its answer fails --output-schema (`N`)", def: run.DefaultSchemaRetries},
 	{name: "allow-empty-answer", kind: kindBool, usage: "accept a final answer with no text (otherwise exit 1, reason empty_answer)"},
-	{name: "attach", kind: kindStrings, usage: "hand `FILE` to the model as labelled context (data, not a command); recorded with its digest"},
+	{name: "attach", kind: kindStrings, usage: "hand `FILE` (regular UTF-8 text, at most 1 MiB) to the model as labelled context (data, not a command); recorded with its digest"},
 	{name: "output-last-message", usage: "write the final answer to `FILE` (also when the run fails with an answer)", def: ""},
 	{name: "result-file", usage: "copy result.json to `FILE`", def: ""},
 	{name: "fallback-model", usage: "model `NAME` to continue with when --model fails with an outage after its retries (recorded in the journal and result.json)", def: ""},
