@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -31,21 +30,12 @@ func ReadBeneath(dir, rel string) ([]byte, error) {
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	b, err := readOpened(f, maxArtifact)
+	var tooLarge *TooLargeError
+	if errors.Is(err, ErrNotRegular) || errors.As(err, &tooLarge) {
+		return nil, fmt.Errorf("%s is %w", rel, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", rel)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxArtifact+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxArtifact {
-		return nil, fmt.Errorf("%s is larger than %d bytes", rel, maxArtifact)
-	}
-	return b, nil
+	return b, err
 }
 
 // WriteBeneath replaces the file rel inside dir with data, durably and

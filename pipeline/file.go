@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -128,25 +127,11 @@ func Load(path string, vars map[string]string) (*File, error) {
 	return f, nil
 }
 
+// readBounded reads a file the pipeline names (the pipeline file, a
+// batch's tasks, a phase's prompt or schema): configuration, at most
+// maxFile bytes.
 func readBounded(path string) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	if st.Size() > maxFile {
-		return nil, fmt.Errorf("larger than %d bytes", maxFile)
-	}
-	var b bytes.Buffer
-	_, err = b.ReadFrom(fh)
-	return b.Bytes(), err
+	return artifacts.ReadRegular(path, maxFile)
 }
 
 // decodeChecked decodes YAML, validates it against a schema (naming the

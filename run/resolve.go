@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -62,30 +60,18 @@ func readAttachments(paths []string) ([]record.Attachment, error) {
 	return out, nil
 }
 
-// readAttachment reads one --attach file, judged by what was opened, not
-// by the path: a file swapped after a check on the path could otherwise
-// be a device, a FIFO that never ends, or larger than the bound.
+// readAttachment reads one --attach file, judged by the descriptor it
+// opened (artifacts.ReadRegular), in the words --attach has always used.
 func readAttachment(path string) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO must not wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, errors.New("not a readable file")
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, errors.New("not a readable file")
-	}
-	if fi.Size() > maxAttachment {
-		return nil, fmt.Errorf("%d bytes; at most %d can be attached", fi.Size(), maxAttachment)
-	}
-	// The file may grow after the stat: the read is bounded too.
-	b, err := io.ReadAll(io.LimitReader(f, maxAttachment+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxAttachment {
+	b, err := artifacts.ReadRegular(path, maxAttachment)
+	var tooLarge *artifacts.TooLargeError
+	switch {
+	case errors.As(err, &tooLarge) && tooLarge.Size >= 0:
+		return nil, fmt.Errorf("%d bytes; at most %d can be attached", tooLarge.Size, maxAttachment)
+	case errors.As(err, &tooLarge):
 		return nil, fmt.Errorf("more than %d bytes; at most %d can be attached", maxAttachment, maxAttachment)
+	case err != nil:
+		return nil, errors.New("not a readable file")
 	}
 	return b, nil
 }

@@ -1,0 +1,60 @@
+package artifacts
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// ErrNotRegular is a path that opened as something other than a regular
+// file: a directory, a device, a FIFO or a socket.
+var ErrNotRegular = errors.New("not a regular file")
+
+// TooLargeError is a file over the bound it was read under. Size is what
+// the descriptor said, or -1 when the file grew past Max while it was
+// read.
+type TooLargeError struct {
+	Size, Max int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("larger than %d bytes", e.Max)
+}
+
+// ReadRegular reads the file at path, judged by the descriptor it opened
+// rather than by the path: a file swapped after a check on the path could
+// otherwise be a device, a FIFO that never ends, or larger than max. A
+// FIFO is refused without waiting for a writer.
+func ReadRegular(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readOpened(f, max)
+}
+
+// readOpened reads an opened file if it is regular and at most max bytes,
+// counted on the descriptor and again while reading (it may grow).
+func readOpened(f *os.File, max int64) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, ErrNotRegular
+	}
+	if fi.Size() > max {
+		return nil, &TooLargeError{Size: fi.Size(), Max: max}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, &TooLargeError{Size: -1, Max: max}
+	}
+	return b, nil
+}

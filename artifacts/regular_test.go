@@ -1,0 +1,69 @@
+package artifacts
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestReadRegular: what is read is judged by what opening gave. A FIFO
+// is refused without waiting for a writer, a link to a device and a
+// directory are not regular files, and a file over the bound is refused
+// with its size.
+func TestReadRegular(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	const max = 16
+	for _, tc := range []struct {
+		name, path string
+		want       []byte
+		notRegular bool
+		tooLarge   int64 // the size TooLargeError reports; 0: not too large
+	}{
+		{name: "fifo", path: fifo, notRegular: true},
+		{name: "device through a link", path: zero, notRegular: true},
+		{name: "directory", path: dir, notRegular: true},
+		{name: "over the bound", path: write("big", bytes.Repeat([]byte("x"), max+1)), tooLarge: max + 1},
+		{name: "at the bound", path: write("full", bytes.Repeat([]byte("y"), max)), want: bytes.Repeat([]byte("y"), max)},
+		{name: "empty", path: write("empty", nil), want: []byte{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadRegular(tc.path, max)
+			var tl *TooLargeError
+			switch {
+			case tc.notRegular:
+				if !errors.Is(err, ErrNotRegular) {
+					t.Fatalf("err = %v, want ErrNotRegular", err)
+				}
+			case tc.tooLarge != 0:
+				if !errors.As(err, &tl) || tl.Size != tc.tooLarge || tl.Max != max {
+					t.Fatalf("err = %v, want TooLargeError{%d, %d}", err, tc.tooLarge, max)
+				}
+			default:
+				if err != nil || !bytes.Equal(got, tc.want) {
+					t.Fatalf("ReadRegular = %q, %v; want %q", got, err, tc.want)
+				}
+			}
+		})
+	}
+	if _, err := ReadRegular(filepath.Join(dir, "missing"), max); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v, want ErrNotExist", err)
+	}
+}
