@@ -49,7 +49,14 @@ func readOpened(f *os.File, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, &TooLargeError{Size: fi.Size(), Max: max}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	return ReadAtMost(f, max)
+}
+
+// ReadAtMost reads r to its end, or fails with a *TooLargeError (Size -1)
+// as soon as it gives more than max bytes: a limit that silently cut the
+// input would hand on part of it as if it were all.
+func ReadAtMost(r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, err
 	}
@@ -57,4 +64,17 @@ func readOpened(f *os.File, max int64) ([]byte, error) {
 		return nil, &TooLargeError{Size: -1, Max: max}
 	}
 	return b, nil
+}
+
+// ReadFileAtMost reads a file an operator named, at most max bytes of it.
+// Unlike ReadRegular it takes a pipe or a terminal as well (a shell's
+// <(command), /dev/stdin), waiting for it as cat would: the operator chose
+// it. A device that never ends fails at the bound.
+func ReadFileAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAtMost(f, max)
 }

@@ -67,3 +67,43 @@ func TestReadRegular(t *testing.T) {
 		t.Errorf("missing file: %v, want ErrNotExist", err)
 	}
 }
+
+// TestReadFileAtMost: an operator's file may be a pipe (a shell's
+// <(command)); what never ends or is over the bound fails instead of
+// being cut short or filling memory.
+func TestReadFileAtMost(t *testing.T) {
+	dir := t.TempDir()
+	const max = 16
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		w.Write([]byte("from a pipe"))
+		w.Close()
+	}()
+	if got, err := ReadFileAtMost(fifo, max); err != nil || string(got) != "from a pipe" {
+		t.Errorf("pipe: %q, %v", got, err)
+	}
+	var tl *TooLargeError
+	if _, err := ReadFileAtMost("/dev/zero", max); !errors.As(err, &tl) || tl.Size != -1 || tl.Max != max {
+		t.Errorf("/dev/zero: %v, want TooLargeError{-1, %d}", err, max)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), max+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFileAtMost(big, max); !errors.As(err, &tl) {
+		t.Errorf("over the bound: %v", err)
+	}
+	if _, err := ReadFileAtMost(dir, max); err == nil {
+		t.Error("a directory was read")
+	}
+	if got, err := ReadAtMost(bytes.NewReader(bytes.Repeat([]byte("y"), max)), max); err != nil || len(got) != max {
+		t.Errorf("at the bound: %d bytes, %v", len(got), err)
+	}
+}

@@ -166,8 +166,11 @@ func OpenCassette(path string) (*Cassette, error) {
 	var buf []byte
 	var at int64
 	for n := 1; ; n++ {
-		line, err := readLine(br, buf[:0])
+		line, err := readLine(br, buf[:0], maxCassetteLine)
 		buf = line
+		if errors.Is(err, errLineTooLong) {
+			return nil, fmt.Errorf("cassette line %d is longer than %d MiB: not a cassette harness wrote", n, maxCassetteLine>>20)
+		}
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("read cassette: %w", err)
 		}
@@ -187,12 +190,22 @@ func OpenCassette(path string) (*Cassette, error) {
 	return c, nil
 }
 
-// readLine appends the next line of br, newline included, to buf. Lines
-// have no length limit but the memory they take.
-func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+// maxCassetteLine bounds one recorded exchange. A request carries the
+// whole conversation, so a long run's lines are megabytes; a line beyond
+// this (a stream with no newline, /dev/zero) would only fill memory.
+const maxCassetteLine = 64 << 20
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine appends the next line of br, newline included, to buf, and
+// fails once the line is longer than max.
+func readLine(br *bufio.Reader, buf []byte, max int) ([]byte, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		buf = append(buf, frag...)
+		if len(buf) > max {
+			return buf, errLineTooLong
+		}
 		if err != bufio.ErrBufferFull {
 			return buf, err
 		}

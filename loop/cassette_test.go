@@ -121,6 +121,11 @@ func TestCassetteReplayAndLimits(t *testing.T) {
 	if _, err := loop.OpenCassette(bad); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("malformed cassette: %v", err)
 	}
+	// A stream without newlines is refused at the line bound, not read
+	// until memory runs out.
+	if _, err := loop.OpenCassette("/dev/zero"); err == nil || !strings.Contains(err.Error(), "cassette line 1 is longer than 64 MiB") {
+		t.Errorf("endless line: %v", err)
+	}
 }
 
 // TestRecordThenReplayRun: a whole loop recorded against the server and

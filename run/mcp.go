@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
@@ -34,7 +33,7 @@ func loadOperatorConfig(file string) *operatorConfig {
 	if file == "" {
 		return nil
 	}
-	b, err := os.ReadFile(file)
+	b, err := artifacts.ReadFileAtMost(file, maxOperatorFile)
 	if err != nil {
 		return &operatorConfig{digest: "unreadable", err: outcome.Usage("mcp_config_unreadable", "--mcp-config %s: %v", file, err)}
 	}

@@ -40,6 +40,10 @@ type resolved struct {
 // maxAttachment bounds one --attach file: it goes whole into the context.
 const maxAttachment = 1 << 20
 
+// maxOperatorFile bounds the configuration files an operator names
+// (--mcp-config, --profiles), which are read whole.
+const maxOperatorFile = 1 << 20
+
 // readAttachments reads each --attach file once, for the run to keep.
 func readAttachments(paths []string) ([]record.Attachment, error) {
 	var out []record.Attachment

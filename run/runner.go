@@ -9,7 +9,6 @@ import (
 	"github.com/harness-dev/harness/store"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -323,7 +322,7 @@ func (r *runner) loadProfiles() error {
 		return nil
 	}
 	if r.opts.profilesFile == nil {
-		data, err := os.ReadFile(r.opts.Profiles)
+		data, err := artifacts.ReadFileAtMost(r.opts.Profiles, maxOperatorFile)
 		if err != nil {
 			return outcome.Usage("profiles_invalid", "--profiles %s: %v", r.opts.Profiles, err)
 		}

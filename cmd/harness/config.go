@@ -88,9 +88,9 @@ func resolveOptions(cmd *cli.Command, opts []option) (*resolvedOptions, error) {
 	}
 	cfg := map[string]any{}
 	if cfgPath != "" {
-		data, err := os.ReadFile(cfgPath)
+		data, err := readFlagFile("config", cfgPath, maxOperatorFile)
 		if err != nil {
-			return nil, usagef(fmt.Sprintf("--config %s: %v", cfgPath, err))
+			return nil, err
 		}
 		if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.Strict()); err != nil {
 			return nil, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", cfgPath, err))

@@ -26,7 +26,7 @@ var runOptions = []option{
 	{name: "embedding-cache", usage: "`DIR` keeping skill vectors between runs, by model and text digest (default: the user cache directory)", def: ""},
 	{name: "skill", kind: kindStrings, usage: "preload skill `NAME` for this run (needs --skills-root or --external-skills-root)"},
 	{name: "prompt", usage: "the task `TEXT`", def: ""},
-	{name: "prompt-file", usage: "read the task from `FILE` (- for standard input)", def: ""},
+	{name: "prompt-file", usage: "read the task from `FILE` (- for standard input; a pipe such as <(command) works too), at most 16 MiB", def: ""},
 	{name: "model", usage: "model `NAME`", def: ""},
 	{name: "base-url", usage: "OpenAI-compatible API base `URL`", def: "", envFallbacks: []string{"OPENAI_BASE_URL"}},
 	{name: "no-skill-catalog", kind: kindBool, usage: "do not offer the load_skill catalog: only --skill preloads reach the model"},
@@ -149,8 +149,8 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	}
 	var schema []byte
 	if f := ro.str("output-schema"); f != "" {
-		if schema, err = os.ReadFile(f); err != nil {
-			return usagef(fmt.Sprintf("--output-schema %s: %v", f, err))
+		if schema, err = readFlagFile("output-schema", f, maxOperatorFile); err != nil {
+			return err
 		}
 	}
 	opts := run.Options{
@@ -315,15 +315,15 @@ func readPrompt(stdin io.Reader, ro *resolvedOptions, cmd *cli.Command) (string,
 	}
 	switch {
 	case file == "-":
-		b, err := io.ReadAll(io.LimitReader(stdin, 16<<20))
+		b, err := artifacts.ReadAtMost(stdin, maxPromptBytes)
 		if err != nil {
-			return "", "", usagef(fmt.Sprintf("--prompt-file -: %v", err))
+			return "", "", flagFileError("prompt-file", "-", maxPromptBytes, err)
 		}
 		return string(b), "stdin", nil
 	case file != "":
-		b, err := os.ReadFile(file)
+		b, err := readFlagFile("prompt-file", file, maxPromptBytes)
 		if err != nil {
-			return "", "", usagef(fmt.Sprintf("--prompt-file %s: %v", file, err))
+			return "", "", err
 		}
 		return string(b), "file:" + file, nil
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/goccy/go-yaml"
@@ -72,9 +71,9 @@ func readTrustedSources(file string) ([]string, error) {
 	if file == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(file)
+	data, err := readFlagFile("config", file, maxOperatorFile)
 	if err != nil {
-		return nil, usagef(fmt.Sprintf("--config %s: %v", file, err))
+		return nil, err
 	}
 	var cfg struct {
 		Skills struct {
