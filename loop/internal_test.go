@@ -1,10 +1,14 @@
 package loop
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -112,5 +116,52 @@ func TestFirstDifferenceComparesSchemasByValue(t *testing.T) {
 	}
 	if d := firstDifference(want, tool(`{"type":"string"}`)); d != "tools[0].parameters differs" {
 		t.Errorf("a real schema change: %q", d)
+	}
+}
+
+// TestEndlessResponseBody: an endpoint whose answer never ends fails the
+// attempt at the bound, streamed or not, and is not asked again.
+func TestEndlessResponseBody(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		var requests atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			if stream {
+				w.Header().Set("Content-Type", "text/event-stream")
+			} else {
+				w.Header().Set("Content-Type", "application/json")
+			}
+			chunk := []byte(strings.Repeat(" ", 4096))
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}))
+		m := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, APIKey: "k", Stream: stream, Retry: RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond}, maxBody: 1 << 20})
+		_, err := m.Complete(context.Background(), Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "x"}}})
+		srv.Close()
+		var pe *ProviderError
+		if !errors.As(err, &pe) || pe.Code != codeResponseTooLarge || pe.Retryable ||
+			!strings.Contains(err.Error(), "model provider sent too much: the response body is larger than 1 MiB") {
+			t.Errorf("stream=%v: err = %v, want a ProviderError for a body over 1 MiB", stream, err)
+		}
+		if n := requests.Load(); n != 1 {
+			t.Errorf("stream=%v: %d requests, want 1 (not retried)", stream, n)
+		}
+	}
+}
+
+// TestBoundedBodyAtTheBound: a body of exactly the bound is read whole.
+func TestBoundedBodyAtTheBound(t *testing.T) {
+	b := &boundedBody{ReadCloser: io.NopCloser(strings.NewReader("12345678")), left: 8}
+	got, err := io.ReadAll(b)
+	if err != nil || string(got) != "12345678" {
+		t.Errorf("ReadAll = %q, %v", got, err)
+	}
+	b = &boundedBody{ReadCloser: io.NopCloser(strings.NewReader("123456789")), left: 8, max: 8}
+	var tl *ResponseTooLargeError
+	if _, err := io.ReadAll(b); !errors.As(err, &tl) {
+		t.Errorf("one byte over: %v", err)
 	}
 }

@@ -33,6 +33,8 @@ type OpenAIConfig struct {
 	// proxies that cut connections idle for as long as a long answer
 	// takes; the journal is the same either way.
 	Stream bool
+	// maxBody bounds a response body (0: maxResponseBody); tests lower it.
+	maxBody int64
 }
 
 // OpenAI is a Model backed by an OpenAI-compatible /chat/completions API.
@@ -55,7 +57,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
 		baseRT = cfg.HTTPClient.Transport
 	}
-	hc := &http.Client{Transport: &transport{base: baseRT, keyless: cfg.APIKey == ""}}
+	hc := &http.Client{Transport: &transport{base: baseRT, keyless: cfg.APIKey == "", maxBody: cfg.maxBody}}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),
 		option.WithBaseURL(base),
@@ -268,6 +270,10 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 	}, nil
 }
 
+// codeResponseTooLarge is ProviderError.Code for a response body over
+// the bound (see ResponseTooLargeError).
+const codeResponseTooLarge = "response_too_large"
+
 // ProviderError is a failure of the model provider, after retries.
 type ProviderError struct {
 	Status    int    // HTTP status, 0 for a transport failure
@@ -281,9 +287,12 @@ type ProviderError struct {
 
 func (e *ProviderError) Error() string {
 	var s string
-	if e.Status != 0 {
+	switch {
+	case e.Status != 0:
 		s = fmt.Sprintf("model provider answered HTTP %d", e.Status)
-	} else {
+	case e.Code == codeResponseTooLarge:
+		s = "model provider sent too much"
+	default:
 		s = "model provider unreachable"
 	}
 	if e.Message != "" {
@@ -308,6 +317,10 @@ func providerError(err error, attempts int, retryable bool) *ProviderError {
 		cp := *pe
 		cp.Attempts, cp.Retryable = attempts, retryable
 		return &cp
+	}
+	var tooLarge *ResponseTooLargeError
+	if errors.As(err, &tooLarge) {
+		return &ProviderError{Code: codeResponseTooLarge, Message: tooLarge.Error(), Attempts: attempts, Retryable: retryable}
 	}
 	var api *openai.Error
 	if errors.As(err, &api) {
