@@ -37,9 +37,15 @@ func (e dirEntry) Info() (fs.FileInfo, error) { return os.Lstat(e.dir + "/" + e.
 // os.ReadDir does. The entries are values, not fs.DirEntry interfaces:
 // boxing each one was an allocation per file of the scan.
 func (l *dirLister) list(dir string) ([]dirEntry, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return l.listAt(unix.AT_FDCWD, dir, dir)
+}
+
+// listAt lists name, resolved relative to the directory dirfd; dir is its
+// host path, which the entries and errors carry.
+func (l *dirLister) listAt(dirfd int, name, dir string) ([]dirEntry, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	for err == unix.EINTR {
-		fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}

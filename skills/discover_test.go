@@ -1,0 +1,86 @@
+package skills
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/harness-dev/harness/internal/testenv"
+)
+
+// Discovery recognises a skill directory by its SKILL.md, looked up
+// beneath the root's descriptor: what counts, and what a renamed root
+// does not change.
+func TestSkillDirAtRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	testenv.WriteTree(t, root, map[string]string{
+		"SKILL.md":               "---\nname: root\ndescription: d\n---\n",
+		"plain/SKILL.md":         "---\nname: plain\ndescription: d\n---\n",
+		"nested/deeper/SKILL.md": "---\nname: deeper\ndescription: d\n---\n",
+		"real.md":                "---\nname: linked\ndescription: d\n---\n",
+		"dir/SKILL.md/file":      "a directory named SKILL.md",
+		"none/README.md":         "no skill here",
+	})
+	for name, target := range map[string]string{
+		"linked/SKILL.md":   "../real.md",
+		"dangling/SKILL.md": "../missing.md",
+		"todir/SKILL.md":    "../dir",
+	} {
+		p := filepath.Join(root, name)
+		testenv.Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		testenv.Must(t, os.Symlink(target, p))
+	}
+	r, err := openScanRoot(root)
+	testenv.Must(t, err)
+	defer func() { r.fs.Close(); r.dir.Close() }()
+	for _, tc := range []struct {
+		rel       string
+		ok, ownSt bool // a skill; with SKILL.md's own fingerprint (not a link)
+	}{
+		{".", true, true},
+		{"plain", true, true},
+		{"nested/deeper", true, true},
+		{"linked", true, false},
+		{"dangling", false, false},
+		{"todir", false, false},
+		{"dir", false, false},
+		{"none", false, false},
+		{"missing", false, false},
+	} {
+		got := isSkillDirAt(r, tc.rel)
+		if got.ok != tc.ok || (got.st != statNums{}) != tc.ownSt {
+			t.Errorf("%s: ok %v, fingerprint %v; want ok %v, fingerprint %v", tc.rel, got.ok, got.st != statNums{}, tc.ok, tc.ownSt)
+		}
+		if want := isSkillDir(filepath.Join(root, tc.rel)); got != want {
+			t.Errorf("%s: beneath the descriptor %+v, by path %+v", tc.rel, got, want)
+		}
+	}
+
+}
+
+// A root renamed after it was opened, with another directory put under
+// its name, does not redirect discovery: it lists and looks beneath the
+// root it opened.
+func TestDiscoveryStaysInTheOpenedRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	skill := func(name string) string { return "---\nname: " + name + "\ndescription: d\n---\n" }
+	testenv.WriteTree(t, root, map[string]string{"group/a/SKILL.md": skill("a"), "b/SKILL.md": skill("b")})
+	sc, err := newScanner([]string{root}, "", "", DefaultLimits())
+	testenv.Must(t, err)
+	defer sc.close()
+	testenv.Must(t, os.Rename(root, filepath.Join(base, "moved")))
+	testenv.WriteTree(t, root, map[string]string{"impostor/SKILL.md": skill("impostor"), "group/x/SKILL.md": skill("x")})
+	found, err := sc.discover(context.Background(), sc.roots[0])
+	testenv.Must(t, err)
+	var rels []string
+	for _, c := range found {
+		rels = append(rels, c.rel)
+	}
+	if want := []string{"b", "group/a"}; !slices.Equal(rels, want) {
+		t.Errorf("discovered %q, want %q (the opened root's skills); diagnostics %v", rels, want, sc.diags)
+	}
+}
