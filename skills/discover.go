@@ -76,7 +76,7 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 			return out, nil
 		}
 		listed++
-		entries, err := sc.dirs.listAt(r.dirfd, it.rel, it.dir)
+		entries, err := sc.dirs.listBeneath(r, it.rel, it.dir)
 		if err != nil {
 			sc.diag(SeverityWarning, CodeSkillFileUnreadable, it.dir, "cannot list directory: %v", err)
 			continue

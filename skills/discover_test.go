@@ -84,3 +84,36 @@ func TestDiscoveryStaysInTheOpenedRoot(t *testing.T) {
 		t.Errorf("discovered %q, want %q (the opened root's skills); diagnostics %v", rels, want, sc.diags)
 	}
 }
+
+// A skill's resources are listed beneath the root that was opened, as
+// they are read: a root renamed after discovery, with an impostor under
+// its name, does not put the impostor's files in the registry.
+func TestResourcesListedInTheOpenedRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	testenv.WriteTree(t, root, map[string]string{
+		"a/SKILL.md":           "---\nname: a\ndescription: d\n---\n",
+		"a/references/mine.md": "the opened root's",
+	})
+	sc, err := newScanner([]string{root}, "", "", DefaultLimits())
+	testenv.Must(t, err)
+	defer sc.close()
+	found, err := sc.discover(context.Background(), sc.roots[0])
+	testenv.Must(t, err)
+	if len(found) != 1 {
+		t.Fatalf("discovered %d skills, want 1", len(found))
+	}
+	testenv.Must(t, os.Rename(root, filepath.Join(base, "moved")))
+	testenv.WriteTree(t, root, map[string]string{
+		"a/SKILL.md":               "---\nname: a\ndescription: d\n---\n",
+		"a/references/impostor.md": "not the opened root's",
+	})
+	rs, ds, _ := sc.listResources(found[0], &Skill{Name: "a"})
+	var paths []string
+	for _, r := range rs {
+		paths = append(paths, r.Path)
+	}
+	if want := []string{"references/mine.md"}; !slices.Equal(paths, want) {
+		t.Errorf("resources %q, want %q; diagnostics %v", paths, want, ds)
+	}
+}

@@ -104,10 +104,17 @@ var errNoOpenat2 = errors.New("openat2 unavailable")
 
 // openBeneathFD is openBeneath for callers that manage the descriptor.
 func openBeneathFD(r *scanRoot, rel string) (int, error) {
-	how := unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
-	}
+	return openat2Beneath(r, rel, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY)
+}
+
+// openDirBeneathFD opens directory rel of the root for listing, confined
+// as openBeneath is.
+func openDirBeneathFD(r *scanRoot, rel string) (int, error) {
+	return openat2Beneath(r, rel, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECTORY)
+}
+
+func openat2Beneath(r *scanRoot, rel string, flags int) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
 	for range 3 {
 		fd, err := unix.Openat2(r.dirfd, rel, &how)
 		switch {

@@ -2,6 +2,8 @@ package skills
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"slices"
@@ -32,25 +34,36 @@ func (e dirEntry) IsDir() bool                { return e.typ.IsDir() }
 func (e dirEntry) Type() fs.FileMode          { return e.typ }
 func (e dirEntry) Info() (fs.FileInfo, error) { return os.Lstat(e.dir + "/" + e.name) }
 
-// list returns the entries of dir other than . and .., sorted by name as
-// os.ReadDir returns them. It follows a final symbolic link, as
-// os.ReadDir does. The entries are values, not fs.DirEntry interfaces:
+// listBeneath returns the entries of directory rel of root r other than
+// . and .., sorted by name as os.ReadDir returns them. The directory is
+// opened beneath the root's descriptor (openat2 RESOLVE_BENEATH, or
+// os.Root where the kernel has no openat2), as the root's files are read:
+// one swapped for a link out of the root after it was seen fails to open
+// instead of being listed. dir is its host path, which the entries and
+// errors carry. The entries are values, not fs.DirEntry interfaces:
 // boxing each one was an allocation per file of the scan.
-func (l *dirLister) list(dir string) ([]dirEntry, error) {
-	return l.listAt(unix.AT_FDCWD, dir, dir)
-}
-
-// listAt lists name, resolved relative to the directory dirfd; dir is its
-// host path, which the entries and errors carry.
-func (l *dirLister) listAt(dirfd int, name, dir string) ([]dirEntry, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	for err == unix.EINTR {
-		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+func (l *dirLister) listBeneath(r *scanRoot, rel, dir string) ([]dirEntry, error) {
+	fd, err := openDirBeneathFD(r, rel)
+	if errors.Is(err, errNoOpenat2) {
+		f, err := r.fs.Open(rel)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return l.listFD(int(f.Fd()), dir)
+	}
+	if errors.Is(err, unix.EXDEV) {
+		return nil, fmt.Errorf("open %s: it leads out of the skills root (through a link that points outside it, or an absolute link), so it is not listed", dir)
 	}
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.Unwrap(err)}
 	}
 	defer unix.Close(fd)
+	return l.listFD(fd, dir)
+}
+
+// listFD lists the open directory fd, whose host path is dir.
+func (l *dirLister) listFD(fd int, dir string) ([]dirEntry, error) {
 	buf, _ := l.bufs.Get().(*[]byte)
 	if buf == nil {
 		b := make([]byte, direntBuf)

@@ -35,11 +35,19 @@ func TestDirListerMatchesReadDir(t *testing.T) {
 	must(err)
 	defer l.Close()
 
+	outside := t.TempDir()
+	must(os.Symlink(outside, filepath.Join(dir, "away")))
+	must(os.Symlink(filepath.Join(dir, "sub"), filepath.Join(dir, "absolute")))
+	r, err := openScanRoot(dir)
+	must(err)
+	defer func() { r.fs.Close(); r.dir.Close() }()
+
 	var lister dirLister
-	for _, d := range []string{dir, filepath.Join(dir, "sub"), filepath.Join(dir, "link")} {
+	for _, rel := range []string{".", "sub", "link"} {
+		d := filepath.Join(dir, rel)
 		want, err := os.ReadDir(d)
 		must(err)
-		got, err := lister.list(d)
+		got, err := lister.listBeneath(r, rel, d)
 		must(err)
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d entries, os.ReadDir has %d", d, len(got), len(want))
@@ -50,13 +58,20 @@ func TestDirListerMatchesReadDir(t *testing.T) {
 			}
 		}
 	}
-	_, err = lister.list(filepath.Join(dir, "missing"))
+	_, err = lister.listBeneath(r, "missing", filepath.Join(dir, "missing"))
 	_, werr := os.ReadDir(filepath.Join(dir, "missing"))
 	if err == nil || err.Error() != werr.Error() {
 		t.Fatalf("listing a missing directory: %v, os.ReadDir says %v", err, werr)
 	}
-	if _, err := lister.list(filepath.Join(dir, "fifo")); err == nil {
+	if _, err := lister.listBeneath(r, "fifo", filepath.Join(dir, "fifo")); err == nil {
 		t.Fatal("a FIFO was listed as a directory")
+	}
+	// Links that leave the root, or are absolute, are not listed through,
+	// as the root's files are not read through them.
+	for _, rel := range []string{"away", "absolute", "../" + filepath.Base(outside), outside} {
+		if _, err := lister.listBeneath(r, rel, filepath.Join(dir, rel)); err == nil || !strings.Contains(err.Error(), "out of the skills root") {
+			t.Errorf("%s: listed beneath the root (err %v)", rel, err)
+		}
 	}
 }
 

@@ -25,6 +25,8 @@ import (
 
 // listResources walks a skill's directory (bounded, byte-wise order) and
 // returns its files without digests; the scan's digester fills those in.
+// Each directory is listed beneath the root's descriptor, as its files
+// are read.
 func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnostic, walkInfo) {
 	var rs []Resource
 	var w walkInfo
@@ -37,7 +39,7 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 	var walk func(dir, rel string, depth int)
 	walk = func(dir, rel string, depth int) {
 		w.dirs = append(w.dirs, dir)
-		entries, err := sc.dirs.list(dir)
+		entries, err := sc.dirs.listBeneath(c.root, relTo(c.root.path, dir), dir)
 		if err != nil {
 			add(CodeResourceUnreadable, SeverityWarning, dir, "cannot list directory: %v", err)
 			w.uncacheable = true // what failed may not fail next time
@@ -83,15 +85,15 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 			// A plain regular file needs no stat here: the digest pass
 			// measures it. Symlinks and special files are checked now.
 			mode := e.Type()
-			var fi fs.FileInfo
 			if mode&fs.ModeSymlink != 0 || !mode.IsRegular() || resourceKind(r) == KindScript {
-				fi, err = os.Stat(p)
-				if err != nil {
-					add(CodeResourceUnreadable, SeverityWarning, p, "cannot stat: %v", err)
+				// Beneath the root's descriptor, as the listing was made.
+				var st unix.Stat_t
+				if err := unix.Fstatat(c.root.dirfd, relTo(c.root.path, p), &st, 0); err != nil {
+					add(CodeResourceUnreadable, SeverityWarning, p, "cannot stat: %v", &fs.PathError{Op: "stat", Path: p, Err: err})
 					w.uncacheable = true
 					continue
 				}
-				mode = fi.Mode()
+				mode = fileInfoMode(st.Mode) | fs.FileMode(st.Mode&0o777)
 			}
 			if !mode.IsRegular() {
 				add(CodeResourceNotRegular, SeverityWarning, p, "not a regular file (%s); skipped and never opened", mode.Type())
@@ -110,7 +112,7 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 				Diagnostics: []Diagnostic{},
 			}
 			if res.Kind == KindScript {
-				x := fi.Mode()&0o111 != 0
+				x := mode&0o111 != 0
 				res.Executable = &x
 			}
 			if path.Base(r) == "SKILL.md" {
