@@ -11,16 +11,15 @@ import (
 )
 
 // Discovery recognises a skill directory by its SKILL.md, looked up
-// beneath the root's descriptor: what counts, and what a renamed root
-// does not change.
+// beneath the root's descriptor, exactly as a lookup by path does.
 func TestSkillDirAtRoot(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
 	testenv.WriteTree(t, root, map[string]string{
-		"SKILL.md":               "---\nname: root\ndescription: d\n---\n",
-		"plain/SKILL.md":         "---\nname: plain\ndescription: d\n---\n",
-		"nested/deeper/SKILL.md": "---\nname: deeper\ndescription: d\n---\n",
-		"real.md":                "---\nname: linked\ndescription: d\n---\n",
+		"SKILL.md":               skillMD("root", "d", ""),
+		"plain/SKILL.md":         skillMD("plain", "d", ""),
+		"nested/deeper/SKILL.md": skillMD("deeper", "d", ""),
+		"real.md":                skillMD("linked", "d", ""),
 		"dir/SKILL.md/file":      "a directory named SKILL.md",
 		"none/README.md":         "no skill here",
 	})
@@ -67,13 +66,12 @@ func TestSkillDirAtRoot(t *testing.T) {
 func TestDiscoveryStaysInTheOpenedRoot(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
-	skill := func(name string) string { return "---\nname: " + name + "\ndescription: d\n---\n" }
-	testenv.WriteTree(t, root, map[string]string{"group/a/SKILL.md": skill("a"), "b/SKILL.md": skill("b")})
+	testenv.WriteTree(t, root, map[string]string{"group/a/SKILL.md": skillMD("a", "d", ""), "b/SKILL.md": skillMD("b", "d", "")})
 	sc, err := newScanner([]string{root}, "", "", DefaultLimits())
 	testenv.Must(t, err)
 	defer sc.close()
 	testenv.Must(t, os.Rename(root, filepath.Join(base, "moved")))
-	testenv.WriteTree(t, root, map[string]string{"impostor/SKILL.md": skill("impostor"), "group/x/SKILL.md": skill("x")})
+	testenv.WriteTree(t, root, map[string]string{"impostor/SKILL.md": skillMD("impostor", "d", ""), "group/x/SKILL.md": skillMD("x", "d", "")})
 	found, err := sc.discover(context.Background(), sc.roots[0])
 	testenv.Must(t, err)
 	var rels []string
@@ -92,7 +90,7 @@ func TestResourcesListedInTheOpenedRoot(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
 	testenv.WriteTree(t, root, map[string]string{
-		"a/SKILL.md":           "---\nname: a\ndescription: d\n---\n",
+		"a/SKILL.md":           skillMD("a", "d", ""),
 		"a/references/mine.md": "the opened root's",
 	})
 	sc, err := newScanner([]string{root}, "", "", DefaultLimits())
@@ -105,7 +103,7 @@ func TestResourcesListedInTheOpenedRoot(t *testing.T) {
 	}
 	testenv.Must(t, os.Rename(root, filepath.Join(base, "moved")))
 	testenv.WriteTree(t, root, map[string]string{
-		"a/SKILL.md":               "---\nname: a\ndescription: d\n---\n",
+		"a/SKILL.md":               skillMD("a", "d", ""),
 		"a/references/impostor.md": "not the opened root's",
 	})
 	rs, ds, _ := sc.listResources(found[0], &Skill{Name: "a"})
