@@ -86,7 +86,9 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 			// measures it. Symlinks and special files are checked now.
 			mode := e.Type()
 			if mode&fs.ModeSymlink != 0 || !mode.IsRegular() || resourceKind(r) == KindScript {
-				// Beneath the root's descriptor, as the listing was made.
+				// Relative to the root's descriptor, as the listing was
+				// made; a link is followed, as before, and its file is
+				// read beneath the root or not at all.
 				var st unix.Stat_t
 				if err := unix.Fstatat(c.root.dirfd, relTo(c.root.path, p), &st, 0); err != nil {
 					add(CodeResourceUnreadable, SeverityWarning, p, "cannot stat: %v", &fs.PathError{Op: "stat", Path: p, Err: err})
