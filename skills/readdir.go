@@ -45,21 +45,23 @@ func (e dirEntry) Info() (fs.FileInfo, error) { return os.Lstat(e.dir + "/" + e.
 func (l *dirLister) listBeneath(r *scanRoot, rel, dir string) ([]dirEntry, error) {
 	fd, err := openDirBeneathFD(r, rel)
 	if errors.Is(err, errNoOpenat2) {
-		f, err := r.fs.Open(rel)
-		if err != nil {
-			return nil, err
+		var f *os.File
+		if f, err = r.fs.Open(rel); err == nil {
+			defer f.Close()
+			return l.listFD(int(f.Fd()), dir)
 		}
-		defer f.Close()
-		return l.listFD(int(f.Fd()), dir)
 	}
-	if errors.Is(err, unix.EXDEV) {
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		defer unix.Close(fd)
+		return l.listFD(fd, dir)
+	case escapes(err):
 		return nil, fmt.Errorf("open %s: it leads out of the skills root (through a link that points outside it, or an absolute link), so it is not listed", dir)
+	case errors.As(err, &pe):
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: pe.Err}
 	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.Unwrap(err)}
-	}
-	defer unix.Close(fd)
-	return l.listFD(fd, dir)
+	return nil, err
 }
 
 // listFD lists the open directory fd, whose host path is dir.
