@@ -256,10 +256,14 @@ type loadWorker struct {
 func (sc *scanner) loadCached(c candidate, w *loadWorker, into *Skill, dg *digester) loadResult {
 	r, checked := sc.loadEntry(c, &w.arena, into)
 	if r.ok && sc.cache != nil {
-		w.files = sc.cache.filesOf(r.skill.SkillDir, &w.arena, w.files[:0])
+		var tree artifacts.Digest
+		w.files, tree = sc.cache.filesOf(r.skill.SkillDir, &w.arena, w.files[:0])
 		w.matched = matchFiles(r.skill.SkillDir, w.files, r.skill.Resources, w.matched[:0])
 		markChecked(c.root.path, r.skill.Resources, w.matched, checked)
 		r.jobs, r.settled = dg.settle(r.skill, w.matched), true
+		// Digests taken from an earlier scan in this process (a batch's)
+		// are not those the recorded tree digest covers.
+		r.skill.TreeDigest = cachedTree(tree, r.skill.Resources, w.files, w.matched, len(r.jobs) == 0 && len(dg.previous) == 0)
 	}
 	return r
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -343,23 +344,19 @@ func writeBatch(w io.Writer, out [][]byte, errs []error, start, end, n int) erro
 }
 
 // parallelFor calls f for every i in [start, end) on a goroutine per CPU
-// and returns when all calls have.
+// and returns when all calls have. Indices come from a counter: handing
+// each one over a channel cost more than the work of a small skill.
 func parallelFor(start, end int, f func(i int)) {
 	var wg sync.WaitGroup
-	next := make(chan int)
+	var next atomic.Int64
+	next.Store(int64(start))
 	for range min(runtime.GOMAXPROCS(0), end-start) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < end; i = int(next.Add(1) - 1) {
 				f(i)
 			}
-		}()
+		})
 	}
-	for i := start; i < end; i++ {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
 }
 

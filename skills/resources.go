@@ -431,12 +431,15 @@ func runtimeOf(shebang, rel string) string {
 // finishSkill runs what needs the digests: the tree digest and the
 // diagnostic order. It drops the in-memory fields a snapshot must not keep.
 func (sc *scanner) finishSkill(s *Skill) {
-	h, _ := sc.hashers.Get().(*artifacts.Hasher)
-	if h == nil {
-		h = artifacts.NewHasherSize(16 << 10)
+	// A tree digest the snapshot cache vouched for (cachedTree) is kept.
+	if s.TreeDigest == "" {
+		h, _ := sc.hashers.Get().(*artifacts.Hasher)
+		if h == nil {
+			h = artifacts.NewHasherSize(16 << 10)
+		}
+		s.TreeDigest = treeDigest(h, s.Resources)
+		sc.hashers.Put(h)
 	}
-	s.TreeDigest = treeDigest(h, s.Resources)
-	sc.hashers.Put(h)
 	s.Diagnostics = sortDiagnostics(s.Diagnostics)
 	s.body, s.fsRoot, s.walked = nil, nil, nil
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -133,9 +134,15 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	}
 	env := opts.Environment.withDefaults()
 	reg.Eligibility = EligibilityContext{Path: nonEmpty(filepath.SplitList(env.Path)), OS: env.OS}
+	// What the cache would keep is counted here, on all CPUs, to tell
+	// whether it needs rewriting.
+	var kept atomic.Int64
 	parallelFor(0, len(loaded), func(i int) {
 		sc.finishSkill(loaded[i])
 		checkEligibility(loaded[i], env)
+		if opts.Cache != nil {
+			kept.Add(int64(opts.Cache.kept(loaded[i])))
+		}
 	})
 	// loaded is in candidate order, so each skill moves only towards the
 	// front, over a slot already moved or skipped.
@@ -156,7 +163,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	})
 	reg.Diagnostics = sortDiagnostics(sc.diags)
 	reg.Digest = registryDigest(reg.Limits, reg.Skills)
-	if opts.Cache != nil && (learned || dg.read.Load() > 0 || opts.Cache.entries(reg) != sc.cache.files || len(entries) != sc.cache.skills) {
+	if opts.Cache != nil && (learned || dg.read.Load() > 0 || kept.Load() != int64(sc.cache.files) || len(entries) != sc.cache.skills) {
 		// Rewritten only when this scan learned something: every skill
 		// taken from the cache, nothing read, and as many entries as
 		// loaded means the file already holds exactly these. A cache

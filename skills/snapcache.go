@@ -35,7 +35,7 @@ import (
 
 // cacheFormat changes whenever the layout does; an older file is
 // ignored.
-const cacheFormat = 4
+const cacheFormat = 5
 
 // cacheMagic opens every cache file (then the format, the stamp, the
 // counts of file and skill entries, and the records).
@@ -199,16 +199,17 @@ func (e *fileEntry) is(dir, hostPath string) bool {
 
 // filesOf decodes the file entries recorded below dir that are strictly
 // older than the cache's stamp (the racily-clean rule, kept on reading
-// as on writing).
+// as on writing), and the tree digest recorded with them: it is "" unless
+// the record holds one and every entry passed the rule.
 //
 // The entries are appended to out[:0], which the caller reuses.
-func (x *cacheIndex) filesOf(dir string, arena *stringArena, out []fileEntry) []fileEntry {
+func (x *cacheIndex) filesOf(dir string, arena *stringArena, out []fileEntry) ([]fileEntry, artifacts.Digest) {
 	if x == nil {
-		return nil
+		return nil, ""
 	}
 	raw := x.records[dir].files
 	if len(raw) == 0 {
-		return nil
+		return nil, ""
 	}
 	d := decoder{b: raw, arena: arena}
 	n, _ := d.length()
@@ -217,7 +218,7 @@ func (x *cacheIndex) filesOf(dir string, arena *stringArena, out []fileEntry) []
 		prefix := d.uvarint()
 		e := fileEntry{suffix: d.raw(), st: d.stat(), size: d.varint(), digest: d.digest(), contentKind: d.word(), shebang: d.str(), runtime: d.word()}
 		if prefix > uint64(len(dir)) {
-			return nil
+			return nil, ""
 		}
 		e.prefix = int(prefix)
 		if e.st.olderThan(x.stamp) {
@@ -227,10 +228,31 @@ func (x *cacheIndex) filesOf(dir string, arena *stringArena, out []fileEntry) []
 			out = append(out, e)
 		}
 	}
+	tree := d.digest()
 	if !d.ok() || len(d.b) != 0 {
-		return nil
+		return nil, ""
 	}
-	return out
+	if len(out) != n {
+		tree = ""
+	}
+	return out, tree
+}
+
+// cachedTree is the tree digest recorded with a skill's file entries,
+// when it is still the skill's: every resource took its digest from the
+// entry at its own position (so the paths, their order and the digests
+// are those the recorded digest was computed over) and there are no
+// other entries.
+func cachedTree(tree artifacts.Digest, res []Resource, files []fileEntry, matched []*fileEntry, reusedAll bool) artifacts.Digest {
+	if tree == "" || !reusedAll || len(res) != len(files) || len(matched) != len(res) {
+		return ""
+	}
+	for i := range matched {
+		if matched[i] != &files[i] {
+			return ""
+		}
+	}
+	return tree
 }
 
 // matchFiles pairs each resource with its file entry, if any. Entries are
@@ -271,6 +293,10 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 	type record struct {
 		skill []byte
 		files []*Resource
+		// tree is the digest of the one skill whose resources are
+		// exactly files, in order; "" when that is not so.
+		tree   artifacts.Digest
+		owners int
 	}
 	recs := map[string]*record{}
 	get := func(dir string) *record {
@@ -290,12 +316,18 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 	}
 	for i := range reg.Skills {
 		s := &reg.Skills[i]
+		rec := get(s.SkillDir)
+		rec.owners++
+		kept := 0
 		for j := range s.Resources {
 			if r := &s.Resources[j]; c.keeps(r) {
-				rec := get(s.SkillDir)
 				rec.files = append(rec.files, r)
 				nFiles++
+				kept++
 			}
+		}
+		if kept == len(s.Resources) && kept > 0 && slices.IsSortedFunc(s.Resources, byHostPath) {
+			rec.tree = s.TreeDigest
 		}
 	}
 	dirs := slices.Sorted(maps.Keys(recs))
@@ -310,7 +342,7 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 		r := recs[dir]
 		e.str(dir)
 		e.raw(r.skill)
-		slices.SortFunc(r.files, func(a, b *Resource) int { return strings.Compare(a.HostPath, b.HostPath) })
+		slices.SortFunc(r.files, func(a, b *Resource) int { return byHostPath(*a, *b) })
 		files.b = files.b[:0]
 		files.length(len(r.files), false)
 		for _, f := range r.files {
@@ -323,6 +355,11 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 			files.str(f.Shebang)
 			files.str(f.Runtime)
 		}
+		tree := r.tree
+		if r.owners != 1 {
+			tree = ""
+		}
+		files.digest(tree)
 		e.raw(files.b)
 	}
 	if err := artifacts.WriteCache(c.path, func(w io.Writer) error { _, err := w.Write(e.b); return err }); err != nil {
@@ -332,20 +369,20 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 	return nil
 }
 
+func byHostPath(a, b Resource) int { return strings.Compare(a.HostPath, b.HostPath) }
+
 // keeps reports whether save keeps r's digest: a clean digest of a file
 // whose fingerprint is strictly older than the stamp.
 func (c *SnapshotCache) keeps(r *Resource) bool {
 	return r.Stat != "" && len(r.Diagnostics) == 0 && olderThan(r.Stat, c.stamp)
 }
 
-// entries counts the resources of reg that save would keep.
-func (c *SnapshotCache) entries(reg *Registry) int {
+// kept counts the resources of s that save would keep.
+func (c *SnapshotCache) kept(s *Skill) int {
 	n := 0
-	for i := range reg.Skills {
-		for j := range reg.Skills[i].Resources {
-			if c.keeps(&reg.Skills[i].Resources[j]) {
-				n++
-			}
+	for j := range s.Resources {
+		if c.keeps(&s.Resources[j]) {
+			n++
 		}
 	}
 	return n

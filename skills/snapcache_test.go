@@ -136,6 +136,142 @@ func TestCacheIsUsed(t *testing.T) {
 	}
 }
 
+// TestCacheCatchesChanges: after each change a scan through the cache
+// gives byte for byte the snapshot an uncached scan gives, whatever the
+// cache held (digests, loaded skills, tree digests).
+func TestCacheCatchesChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, root string)
+		skill  string
+		rel    string
+		check  func(t *testing.T, reg *Registry)
+	}{
+		{"same size, same second, mtime set back (touch -d)", func(t *testing.T, root string) {
+			p := filepath.Join(root, "beta/assets/data.txt")
+			fi, _ := os.Stat(p)
+			os.WriteFile(p, []byte("9876543210\n"), 0o644)
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		}, "beta", "assets/data.txt", nil},
+		{"replaced by another file of the same size", func(t *testing.T, root string) {
+			p := filepath.Join(root, "alpha/references/r.md")
+			fi, _ := os.Stat(p)
+			os.WriteFile(p+".new", []byte("reference two\n"), 0o644)
+			os.Rename(p+".new", p)
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		}, "alpha", "references/r.md", nil},
+		{"permissions changed", func(t *testing.T, root string) {
+			os.Chmod(filepath.Join(root, "alpha/scripts/run.sh"), 0o644)
+		}, "alpha", "scripts/run.sh", func(t *testing.T, reg *Registry) {
+			s, _ := reg.Lookup("alpha")
+			r, _ := s.Resource("scripts/run.sh")
+			if r.Executable == nil || *r.Executable {
+				t.Error("the script is still recorded executable")
+			}
+		}},
+		{"deleted", func(t *testing.T, root string) {
+			os.Remove(filepath.Join(root, "beta/templates/t.md"))
+		}, "beta", "templates/t.md", nil},
+		{"SKILL.md edited, same size, mtime set back", func(t *testing.T, root string) {
+			p := filepath.Join(root, "beta/SKILL.md")
+			fi, _ := os.Stat(p)
+			os.WriteFile(p, []byte("---\nname: beta\ndescription: Bxta. Use for beta.\n---\nBeta.\n"), 0o644)
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		}, "", "", func(t *testing.T, reg *Registry) {
+			if s, _ := reg.Lookup("beta"); s.Description != "Bxta. Use for beta." {
+				t.Errorf("description %q: the edit was missed", s.Description)
+			}
+		}},
+		{"file renamed, same content", func(t *testing.T, root string) {
+			os.Rename(filepath.Join(root, "beta/references/more.txt"), filepath.Join(root, "beta/references/most.txt"))
+		}, "beta", "references/most.txt", nil},
+		{"two files swapped, sizes and times kept", func(t *testing.T, root string) {
+			a, b := filepath.Join(root, "beta/templates/t.md"), filepath.Join(root, "beta/references/more.txt")
+			os.Rename(a, a+".x")
+			os.Rename(b, a)
+			os.Rename(a+".x", b)
+		}, "beta", "templates/t.md", nil},
+		{"file added beside SKILL.md", func(t *testing.T, root string) {
+			os.WriteFile(filepath.Join(root, "beta/extra.md"), []byte("x"), 0o644)
+		}, "beta", "extra.md", nil},
+		{"file added in a subdirectory, which a link now names", func(t *testing.T, root string) {
+			os.WriteFile(filepath.Join(root, "alpha/references/gone.md"), []byte("back"), 0o644)
+		}, "alpha", "references/gone.md", func(t *testing.T, reg *Registry) {
+			s, _ := reg.Lookup("alpha")
+			if r, _ := s.Resource("references/gone.md"); !r.Referenced {
+				t.Error("the new file is not marked referenced")
+			}
+		}},
+		{"subdirectory removed", func(t *testing.T, root string) {
+			os.RemoveAll(filepath.Join(root, "beta/templates"))
+		}, "", "", nil},
+		{"file replaced by a link", func(t *testing.T, root string) {
+			p := filepath.Join(root, "beta/assets/data.txt")
+			os.Remove(p)
+			os.Symlink("../references/more.txt", p)
+		}, "", "", nil},
+		{"skill directory replaced by a link to a copy", func(t *testing.T, root string) {
+			os.Rename(filepath.Join(root, "beta"), filepath.Join(root, "beta-copy"))
+			os.Symlink("beta-copy", filepath.Join(root, "beta"))
+		}, "", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, cacheDir := cacheTree(t)
+			scanWith(t, root, cacheDir)
+			tc.change(t, root)
+			cached, cachedJSON := scanWith(t, root, cacheDir)
+			_, plainJSON := scanWith(t, root, "")
+			if !bytes.Equal(cachedJSON, plainJSON) {
+				t.Fatalf("after the change the cached snapshot differs from an uncached one:\n%s", firstDiff(cachedJSON, plainJSON))
+			}
+			if tc.skill != "" {
+				want := artifacts.Digest("")
+				if b, err := os.ReadFile(filepath.Join(root, tc.skill, tc.rel)); err == nil {
+					want = artifacts.DigestString(string(b))
+				}
+				if got := digestOf(t, cached, tc.skill, tc.rel); got != want {
+					t.Errorf("%s/%s: digest %q, want %q", tc.skill, tc.rel, got, want)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, cached)
+			}
+		})
+	}
+}
+
+// TestTreeDigestIsCached proves a skill's tree digest comes from the
+// cache when every one of its files kept its fingerprint: a forged one is
+// believed. A same-size edit with the time set back ends it.
+func TestTreeDigestIsCached(t *testing.T) {
+	root, cacheDir := cacheTree(t)
+	reg, _ := scanWith(t, root, cacheDir)
+	forged := artifacts.DigestString("not the tree")
+	for i := range reg.Skills {
+		if reg.Skills[i].Name == "beta" {
+			reg.Skills[i].TreeDigest = forged
+		}
+	}
+	c, _ := OpenSnapshotCache(cacheDir, ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"})
+	c.stamp = time.Now().Add(time.Hour).UnixNano()
+	if err := c.save(reg, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := scanWith(t, root, cacheDir)
+	if s, _ := got.Lookup("beta"); s.TreeDigest != forged {
+		t.Fatalf("the cached tree digest was not used: %s", s.TreeDigest)
+	}
+	p := filepath.Join(root, "beta/assets/data.txt")
+	fi, _ := os.Stat(p)
+	testenv.Must(t, os.WriteFile(p, []byte("9876543210\n"), 0o644))
+	testenv.Must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+	got, cachedJSON := scanWith(t, root, cacheDir)
+	_, plainJSON := scanWith(t, root, "")
+	if s, _ := got.Lookup("beta"); s.TreeDigest == forged || !bytes.Equal(cachedJSON, plainJSON) {
+		t.Fatalf("after an edit the cached tree digest was kept:\n%s", firstDiff(cachedJSON, plainJSON))
+	}
+}
+
 func TestRacilyCleanEntriesAreNotKept(t *testing.T) {
 	dir := t.TempDir()
 	c := &SnapshotCache{path: filepath.Join(dir, "x.cache"), stamp: 1000}
@@ -287,7 +423,8 @@ func cachedResources(x *cacheIndex) map[string]*Resource {
 	out := map[string]*Resource{}
 	var arena stringArena
 	for dir := range x.records {
-		for _, f := range x.filesOf(dir, &arena, nil) {
+		files, _ := x.filesOf(dir, &arena, nil)
+		for _, f := range files {
 			p := dir[:f.prefix] + string(f.suffix)
 			st := f.st
 			stat := fmt.Sprintf("%d:%d:%d:%d:%d", st.dev, st.ino, st.size, st.mtime, st.ctime)
