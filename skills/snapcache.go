@@ -326,7 +326,7 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 				kept++
 			}
 		}
-		if kept == len(s.Resources) && kept > 0 && slices.IsSortedFunc(s.Resources, byHostPath) {
+		if kept == len(s.Resources) && kept > 0 && sortedByHostPath(s.Resources) {
 			rec.tree = s.TreeDigest
 		}
 	}
@@ -342,7 +342,7 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 		r := recs[dir]
 		e.str(dir)
 		e.raw(r.skill)
-		slices.SortFunc(r.files, func(a, b *Resource) int { return byHostPath(*a, *b) })
+		slices.SortFunc(r.files, func(a, b *Resource) int { return strings.Compare(a.HostPath, b.HostPath) })
 		files.b = files.b[:0]
 		files.length(len(r.files), false)
 		for _, f := range r.files {
@@ -369,7 +369,17 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 	return nil
 }
 
-func byHostPath(a, b Resource) int { return strings.Compare(a.HostPath, b.HostPath) }
+// sortedByHostPath reports whether rs are in the order save writes file
+// entries in (compared in place: a Resource is too large to copy per
+// comparison, as slices.IsSortedFunc would).
+func sortedByHostPath(rs []Resource) bool {
+	for i := 1; i < len(rs); i++ {
+		if rs[i-1].HostPath > rs[i].HostPath {
+			return false
+		}
+	}
+	return true
+}
 
 // keeps reports whether save keeps r's digest: a clean digest of a file
 // whose fingerprint is strictly older than the stamp.
