@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,6 +41,49 @@ func TestWriteJSONIsAtomicAndLeavesNothingBehind(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+// An artifact larger than writebackChunk goes to disk in chunks before
+// its fsync; what lands must still be exactly what was written, and a
+// failure after some chunks must still leave the old file alone.
+func TestWriteStreamLargeArtifact(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "big.json")
+	want := make([]byte, 4*writebackChunk+12345)
+	for i := range want {
+		want[i] = byte(i*7 + i>>13)
+	}
+	// Writes of uneven sizes, so chunk boundaries fall inside them.
+	write := func(w io.Writer, upto int) error {
+		for off, step := 0, 1; off < upto; off, step = off+step, step*3%100003+1 {
+			if _, err := w.Write(want[off:min(off+step, upto)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := WriteStream(p, 0o644, func(w io.Writer) error { return write(w, len(want)) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read back %d bytes (err %v), want the %d written", len(got), err, len(want))
+	}
+	failed := errors.New("encoder failed")
+	err := WriteStream(p, 0o644, func(w io.Writer) error {
+		if err := write(w, 3*writebackChunk); err != nil {
+			return err
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("WriteStream = %v, want the encoder's error", err)
+	}
+	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("old file damaged by a failed write: %d bytes, %v", len(got), err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("temporary files left behind: %v", entries)
 	}
 }

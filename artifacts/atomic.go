@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteJSON encodes v as indented JSON and replaces path atomically: a
@@ -149,7 +151,11 @@ func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error, mod
 	}()
 	// Most artifacts are a few KiB and a run writes a dozen: a larger
 	// buffer costs more to allocate and clear than the writes it saves.
-	bw := bufio.NewWriterSize(tmp, 32<<10)
+	var out io.Writer = tmp
+	if mode == syncBeforeRename {
+		out = &writeback{f: tmp}
+	}
+	bw := bufio.NewWriterSize(out, 32<<10)
 	if err := write(bw); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -220,4 +226,30 @@ func ReadJSON(path, wantType string, maxVersion int, v any) error {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	return nil
+}
+
+// writebackChunk is how much of an artifact is written before the
+// kernel is asked to start putting it on disk.
+const writebackChunk = 2 << 20
+
+// writeback starts the disk write of a large artifact while the rest of
+// it is still being encoded, so that the fsync before the rename waits
+// for the last chunk only, not for all of it. (Measured on a 23 MB
+// registry: the fsync took 7-9 ms after the whole file was written.)
+type writeback struct {
+	f       *os.File
+	written int64
+	started int64
+}
+
+func (w *writeback) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.written += int64(n)
+	if w.written-w.started >= writebackChunk {
+		// Only a head start: a failure here shows again, and is
+		// reported, at the fsync that follows.
+		_ = unix.SyncFileRange(int(w.f.Fd()), w.started, w.written-w.started, unix.SYNC_FILE_RANGE_WRITE)
+		w.started = w.written
+	}
+	return n, err
 }
