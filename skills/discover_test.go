@@ -106,7 +106,7 @@ func TestResourcesListedInTheOpenedRoot(t *testing.T) {
 		"a/SKILL.md":               skillMD("a", "d", ""),
 		"a/references/impostor.md": "not the opened root's",
 	})
-	rs, ds, _ := sc.listResources(found[0], &Skill{Name: "a"})
+	rs, ds, _ := sc.listResources(found[0], &Skill{Name: "a"}, -1, nil)
 	var paths []string
 	for _, r := range rs {
 		paths = append(paths, r.Path)

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/zeebo/blake3"
 	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -25,14 +26,23 @@ import (
 // load reads and checks one candidate's SKILL.md and lists its resources
 // into *into, which it returns. ok is false when the skill must be
 // skipped; diags then say why.
-func (sc *scanner) load(c candidate, strict bool, into *Skill) (s *Skill, diags []Diagnostic, ok bool) {
+func (sc *scanner) load(c candidate, strict bool, into *Skill, inline *inlineDigest) (s *Skill, diags []Diagnostic, ok bool) {
 	skillPath := filepath.Join(c.dir, "SKILL.md")
 	errd := func(code, msg string, line int) (*Skill, []Diagnostic, bool) {
 		return nil, append(diags, Diagnostic{Severity: SeverityError, Code: code, Detail: msg, Path: skillPath, Line: line}), false
 	}
+	// The skill's directory is opened once; SKILL.md, the listing and the
+	// files below are reached from it. When it cannot be opened (-1) each
+	// is opened beneath the root instead, which then says why.
+	dirfd, err := openDirBeneathFD(c.root, relTo(c.root.path, c.dir))
+	if err != nil {
+		dirfd = -1
+	} else {
+		defer unix.Close(dirfd)
+	}
 	// openat2 with RESOLVE_BENEATH refuses a SKILL.md that resolves
 	// outside the root, so no separate symlink walk is needed.
-	data, err := readRegular(c.root, relTo(c.root.path, skillPath), maxSkillFile)
+	data, err := readIn(c.root, dirfd, "SKILL.md", relTo(c.root.path, skillPath), maxSkillFile)
 	if err != nil {
 		switch {
 		case escapes(err):
@@ -102,7 +112,7 @@ func (sc *scanner) load(c candidate, strict bool, into *Skill) (s *Skill, diags 
 		fsRoot:           c.root,
 	}
 	var w walkInfo
-	s.Resources, s.Diagnostics, w = sc.listResources(c, s)
+	s.Resources, s.Diagnostics, w = sc.listResources(c, s, dirfd, inline)
 	s.walked = &w
 	// Links are checked here, on the loading goroutine, rather than after
 	// every skill is loaded: the check needs only the listed resources,
@@ -246,6 +256,15 @@ type loadWorker struct {
 	// while its digests are settled.
 	files   []fileEntry
 	matched []*fileEntry
+	digest  inlineDigest
+}
+
+// inline is the worker's inlineDigest, its buffer made on first use.
+func (w *loadWorker) inline(read *atomic.Int64) *inlineDigest {
+	if w.digest.buf == nil {
+		w.digest = inlineDigest{buf: make([]byte, inlineMax), h: blake3.New(), read: read}
+	}
+	return &w.digest
 }
 
 // loadCached loads one candidate for a scan: from its snapshot-cache
@@ -254,7 +273,7 @@ type loadWorker struct {
 // vouch for are settled here, while the entries are at hand; jobs lists
 // the resources left for the digest workers.
 func (sc *scanner) loadCached(c candidate, w *loadWorker, into *Skill, dg *digester) loadResult {
-	r, checked := sc.loadEntry(c, &w.arena, into)
+	r, checked := sc.loadEntry(c, w, into, dg)
 	if r.ok && sc.cache != nil {
 		var tree artifacts.Digest
 		w.files, tree = sc.cache.filesOf(r.skill.SkillDir, &w.arena, w.files[:0])
@@ -270,13 +289,19 @@ func (sc *scanner) loadCached(c candidate, w *loadWorker, into *Skill, dg *diges
 
 // loadEntry loads c from its cache entry if it is still good (then also
 // returning the fingerprints it checked), else from disk.
-func (sc *scanner) loadEntry(c candidate, arena *stringArena, into *Skill) (loadResult, []pathStat) {
+func (sc *scanner) loadEntry(c candidate, w *loadWorker, into *Skill, dg *digester) (loadResult, []pathStat) {
 	if raw := sc.cache.skill(c.dir); raw != nil {
-		if s, d, checked, ok := sc.fromCache(c, raw, arena, into); ok {
+		if s, d, checked, ok := sc.fromCache(c, raw, &w.arena, into); ok {
 			return loadResult{skill: s, diags: d, ok: true, entry: &skillEntry{Dir: c.dir, Raw: raw}, reused: true}, checked
 		}
 	}
-	s, d, ok := sc.load(c, false, into)
+	// A file an earlier record may vouch for is stat'd by the digest
+	// pass, not read here.
+	var inline *inlineDigest
+	if !sc.cache.has(c.dir) && len(dg.previous) == 0 {
+		inline = w.inline(&dg.read)
+	}
+	s, d, ok := sc.load(c, false, into, inline)
 	r := loadResult{skill: s, diags: d, ok: ok}
 	if ok && sc.caching {
 		if e, ok := sc.skillEntryOf(c, s, d, *s.walked); ok {

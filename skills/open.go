@@ -33,6 +33,17 @@ func readRegular(root *scanRoot, rel string, max int64) ([]byte, error) {
 	return readRegularFD(fd, max)
 }
 
+// readIn is readRegular for file name of the open directory dirfd,
+// which is rel beneath the root: opened from the directory when that
+// works (see openInDir), else beneath the root.
+func readIn(root *scanRoot, dirfd int, name, rel string, max int64) ([]byte, error) {
+	if fd, err := openInDir(dirfd, name, fileFlags); err == nil {
+		defer unix.Close(fd)
+		return readRegularFD(fd, max)
+	}
+	return readRegular(root, rel, max)
+}
+
 func readRegularFD(fd int, max int64) ([]byte, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -104,19 +115,47 @@ var errNoOpenat2 = errors.New("openat2 unavailable")
 
 // openBeneathFD is openBeneath for callers that manage the descriptor.
 func openBeneathFD(r *scanRoot, rel string) (int, error) {
-	return openat2Beneath(r, rel, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY)
+	return openat2Beneath(r, rel, fileFlags)
 }
 
 // openDirBeneathFD opens directory rel of the root for listing, confined
 // as openBeneath is.
 func openDirBeneathFD(r *scanRoot, rel string) (int, error) {
-	return openat2Beneath(r, rel, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECTORY)
+	return openat2Beneath(r, rel, dirFlags)
 }
 
 func openat2Beneath(r *scanRoot, rel string, flags int) (int, error) {
+	return openat2At(r.dirfd, rel, flags)
+}
+
+// Flags of a file opened to be read, and of a directory opened to be
+// listed.
+const (
+	fileFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
+	dirFlags  = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_DIRECTORY
+)
+
+// openInDir opens name in the open directory dirfd, confined to that
+// directory as openat2Beneath confines to the root. A loaded skill's
+// files are opened from its directory this way: one path component to
+// look up instead of all of them from the root, which measured 2.0
+// against 3.3 µs per open and close for a file two directories down.
+// Any failure sends the caller back to the open beneath the root, which
+// gives the answer and the error of record (a link out of the skill's
+// directory may still stay inside the root).
+func openInDir(dirfd int, name string, flags int) (int, error) {
+	if dirfd < 0 {
+		return -1, errNoDir
+	}
+	return openat2At(dirfd, name, flags)
+}
+
+var errNoDir = errors.New("no directory descriptor")
+
+func openat2At(dirfd int, rel string, flags int) (int, error) {
 	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
 	for range 3 {
-		fd, err := unix.Openat2(r.dirfd, rel, &how)
+		fd, err := unix.Openat2(dirfd, rel, &how)
 		switch {
 		case err == nil:
 			return fd, nil

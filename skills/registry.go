@@ -150,6 +150,10 @@ type Resource struct {
 	// untouched file without reading it.
 	Stat        string       `json:"stat,omitempty"`
 	Diagnostics []Diagnostic `json:"diagnostics"`
+
+	// digested says the scan's loader has already digested the file
+	// while listing it (inlineDigest), so no digest job is made for it.
+	digested bool
 }
 
 // Resource kinds, by the first path segment.

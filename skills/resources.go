@@ -27,7 +27,7 @@ import (
 // returns its files without digests; the scan's digester fills those in.
 // Each directory is listed beneath the root's descriptor, as its files
 // are read.
-func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnostic, walkInfo) {
+func (sc *scanner) listResources(c candidate, s *Skill, dirfd int, inline *inlineDigest) ([]Resource, []Diagnostic, walkInfo) {
 	var rs []Resource
 	var w walkInfo
 	var ds []Diagnostic
@@ -36,10 +36,18 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 	}
 	depthNoted, full := false, false
 	visited := map[string]bool{}
-	var walk func(dir, rel string, depth int)
-	walk = func(dir, rel string, depth int) {
+	// fd is dir's open descriptor, or -1: then dir is opened beneath the
+	// root, as are the files in it.
+	var walk func(dir, rel string, depth, fd int)
+	walk = func(dir, rel string, depth, fd int) {
 		w.dirs = append(w.dirs, dir)
-		entries, err := sc.dirs.listBeneath(c.root, relTo(c.root.path, dir), dir)
+		var entries []dirEntry
+		var err error
+		if fd >= 0 {
+			entries, err = sc.dirs.listFD(fd, dir)
+		} else {
+			entries, err = sc.dirs.listBeneath(c.root, relTo(c.root.path, dir), dir)
+		}
 		if err != nil {
 			add(CodeResourceUnreadable, SeverityWarning, dir, "cannot list directory: %v", err)
 			w.uncacheable = true // what failed may not fail next time
@@ -78,7 +86,16 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 						}
 						continue
 					}
-					walk(p, r, depth+1)
+					sub := -1
+					if e.Type()&fs.ModeSymlink == 0 {
+						if sub, err = openInDir(fd, name, dirFlags); err != nil {
+							sub = -1
+						}
+					}
+					walk(p, r, depth+1, sub)
+					if sub >= 0 {
+						unix.Close(sub)
+					}
 					continue
 				}
 			}
@@ -120,15 +137,51 @@ func (sc *scanner) listResources(c candidate, s *Skill) ([]Resource, []Diagnosti
 			if path.Base(r) == "SKILL.md" {
 				res.Diagnostics = append(res.Diagnostics, Diagnostic{Severity: SeverityInfo, Code: CodeNestedSkillIgnored, Detail: fmt.Sprintf("%s is inside skill '%s'; it is indexed as a resource of that skill, not loaded as a skill", r, s.Name), Path: p})
 			}
+			if inline != nil && e.Type()&fs.ModeSymlink == 0 {
+				inline.digest(fd, name, &res)
+			}
 			rs = append(rs, res)
 		}
 	}
-	walk(c.dir, "", 0)
+	walk(c.dir, "", 0, dirfd)
 	slices.SortFunc(rs, func(a, b Resource) int { return strings.Compare(a.Path, b.Path) })
 	if rs == nil {
 		rs = []Resource{}
 	}
 	return rs, ds, w
+}
+
+// inlineDigest lets the goroutine that lists a skill digest its small
+// regular files while it lists them, each opened from its directory's
+// descriptor (openInDir). For a root of many small skills that is one
+// path component per open instead of three, and no hand-over to a digest
+// worker. It is used only where no earlier record (a snapshot-cache
+// entry, a batch's previous snapshot) could spare reading the file.
+type inlineDigest struct {
+	buf  []byte // one read's worth; a larger file goes to the digest workers
+	h    *blake3.Hasher
+	read *atomic.Int64 // the digester's count of files read
+}
+
+// inlineMax is the largest file digested inline: a larger one is worth
+// handing to a digest worker, so that one skill of large files does not
+// leave the other CPUs idle.
+const inlineMax = 64 << 10
+
+// digest digests file name of directory dirfd into r when it is a
+// regular file of at most inlineMax bytes. Anything else, including any
+// failure, leaves r untouched for the digest workers, which open the file
+// beneath the root and report what went wrong.
+func (in *inlineDigest) digest(dirfd int, name string, r *Resource) {
+	fd, err := openInDir(dirfd, name, fileFlags)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if done, _, _ := readDigest(fd, r, in.buf, in.h, inlineMax); done {
+		r.digested = true
+		in.read.Add(1)
+	}
 }
 
 type digestJob struct {
@@ -185,7 +238,9 @@ func (sc *scanner) startDigest(ctx context.Context) *digester {
 // add queues every resource of s. The slice must not change until wait.
 func (d *digester) add(s *Skill) {
 	for i := range s.Resources {
-		d.ch <- d.job(s, i)
+		if !s.Resources[i].digested {
+			d.ch <- d.job(s, i)
+		}
 	}
 }
 
@@ -210,6 +265,9 @@ func (d *digester) job(s *Skill, i int) digestJob {
 func (d *digester) settle(s *Skill, cached []*fileEntry) []digestJob {
 	var jobs []digestJob
 	for i := range s.Resources {
+		if s.Resources[i].digested {
+			continue
+		}
 		j := d.job(s, i)
 		if i < len(cached) && cached[i] != nil {
 			j.cached = cached[i]
@@ -320,23 +378,35 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 		return
 	}
 	defer closeFD()
+	if _, code, detail := readDigest(fd, r, buf, h, -1); code != "" {
+		fail(code, "%s", detail)
+	}
+}
+
+// readDigest reads the open file fd to its end into r: digest, size,
+// content kind, stat fingerprint and, for a script, shebang and runtime.
+// r changes only when done; otherwise code and detail say why, or, both
+// empty, the file is larger than max (when max >= 0) and was not read.
+func readDigest(fd int, r *Resource, buf []byte, h *blake3.Hasher, max int64) (done bool, code, detail string) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		fail(CodeResourceNotRegular, "no longer a regular file; skipped")
-		return
+		return false, CodeResourceNotRegular, "no longer a regular file; skipped"
 	}
+	if max >= 0 && st.Size > max {
+		return false, "", ""
+	}
+	out := *r
 	h.Reset()
 	var size int64
 	first := true
-	r.ContentKind = "text"
+	out.ContentKind = "text"
 	for {
 		n, err := unix.Read(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			fail(CodeResourceUnreadable, "read: %v", err)
-			return
+			return false, CodeResourceUnreadable, fmt.Sprintf("read: %v", err)
 		}
 		if n == 0 {
 			break
@@ -346,11 +416,11 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 			// allocate more than the whole registry holds.
 			head := buf[:min(n, sniffLen)]
 			if isBinary(head, st.Size > int64(len(head))) {
-				r.ContentKind = "binary"
+				out.ContentKind = "binary"
 			}
-			if r.Kind == KindScript {
-				r.Shebang = shebang(head)
-				r.Runtime = runtimeOf(r.Shebang, r.Path)
+			if out.Kind == KindScript {
+				out.Shebang = shebang(head)
+				out.Runtime = runtimeOf(out.Shebang, out.Path)
 			}
 			first = false
 		}
@@ -361,14 +431,16 @@ func digestResource(j digestJob, buf []byte, h *blake3.Hasher) {
 		}
 	}
 	var sum [32]byte
-	r.Digest = artifacts.Digest(hex.AppendEncode([]byte("blake3:"), h.Sum(sum[:0])))
-	r.Size = size
+	out.Digest = artifacts.Digest(hex.AppendEncode([]byte("blake3:"), h.Sum(sum[:0])))
+	out.Size = size
 	if size == st.Size {
-		r.Stat = statKey(&st)
+		out.Stat = statKey(&st)
 	}
-	if r.Kind == KindScript && r.Runtime == "" {
-		r.Runtime = runtimeOf("", r.Path) // an empty script
+	if out.Kind == KindScript && out.Runtime == "" {
+		out.Runtime = runtimeOf("", out.Path) // an empty script
 	}
+	*r = out
+	return true, "", ""
 }
 
 // shebang returns the first line when it starts with "#!", bounded.

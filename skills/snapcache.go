@@ -176,6 +176,15 @@ func (x *cacheIndex) skill(dir string) []byte {
 	return x.records[dir].skill
 }
 
+// has reports whether dir has a record: a skill entry or file entries.
+func (x *cacheIndex) has(dir string) bool {
+	if x == nil {
+		return false
+	}
+	r, ok := x.records[dir]
+	return ok && (r.skill != nil || r.files != nil)
+}
+
 // fileEntry is the cached digest of one file, matched against a host path
 // without building the path.
 type fileEntry struct {

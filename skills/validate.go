@@ -77,7 +77,7 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 		if c.rel != "." {
 			display = filepath.Join(p, filepath.FromSlash(c.rel))
 		}
-		s, diags, ok := sc.load(c, opts.Strict, new(Skill))
+		s, diags, ok := sc.load(c, opts.Strict, new(Skill), nil)
 		sv := SkillValidation{Path: display}
 		if ok {
 			sv.Name = s.Name
