@@ -12,7 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	_ "github.com/harness-dev/harness/internal/hugeheap"
+	_ "github.com/harness-dev/harness/internal/startheap"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/scripts"
 )
