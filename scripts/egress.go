@@ -39,8 +39,15 @@ func egressEnv() []string {
 		"ALL_PROXY=" + u, "all_proxy=" + u, "NO_PROXY=", "no_proxy=", "NODE_USE_ENV_PROXY=1"}
 }
 
+// IsHelper reports whether args (os.Args) start one of the helpers
+// HelperDispatch runs.
+func IsHelper(args []string) bool {
+	return len(args) >= 2 && (args[1] == HelperArg || args[1] == EgressArg)
+}
+
 // HelperDispatch runs the harness binary as one of its sandbox helpers
 // when args (os.Args) ask for one; ok is false otherwise.
+
 func HelperDispatch(args []string) (code int, ok bool) {
 	if len(args) < 2 {
 		return 0, false

@@ -12,7 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	_ "github.com/harness-dev/harness/internal/startheap"
+	"github.com/harness-dev/harness/internal/startheap"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/scripts"
 )
@@ -32,6 +32,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe func(line []byte, depth int)) int {
 	// The harness binary doubles as the sandbox's helpers: the Landlock
 	// helper (confines itself, runs the script) and the network forwarder.
+	if scripts.IsHelper(args) {
+		// Long-lived and small: garbage would only pile up.
+		startheap.Release()
+	}
 	if code, ok := scripts.HelperDispatch(args); ok {
 		return code
 	}

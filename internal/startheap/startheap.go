@@ -25,6 +25,7 @@ func init() {
 	}
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(Heap)
+	deferred = true
 	armRestore()
 }
 
@@ -36,6 +37,18 @@ type sentinel struct{ _ [64]byte }
 func armRestore() {
 	runtime.SetFinalizer(new(sentinel), func(*sentinel) { restore() })
 }
+
+// Release hands back to Go's usual policy now, for a process that will
+// run long on little memory (the sandbox's helpers), where holding off
+// collection would only hold garbage.
+func Release() {
+	if deferred {
+		restore()
+	}
+}
+
+// deferred says init changed the policy (the environment did not set it).
+var deferred bool
 
 func restore() {
 	debug.SetGCPercent(100)

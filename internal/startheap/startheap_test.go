@@ -80,3 +80,15 @@ func TestEnvironmentWins(t *testing.T) {
 		return
 	}
 }
+
+func TestRelease(t *testing.T) {
+	const name = "TestRelease"
+	if !inChild(name) {
+		child(t, name)
+		return
+	}
+	Release()
+	if gogc, limit := policy(); gogc != 100 || limit != math.MaxInt64 {
+		t.Fatalf("after Release: GOGC %d, limit %d; want 100 and none", gogc, limit)
+	}
+}
