@@ -24,9 +24,11 @@ import (
 )
 
 // listResources walks a skill's directory (bounded, byte-wise order) and
-// returns its files without digests; the scan's digester fills those in.
-// Each directory is listed beneath the root's descriptor, as its files
-// are read.
+// returns its files. dirfd is the skill's directory, opened beneath the
+// root (or -1); each subdirectory is listed from its parent's descriptor,
+// and one reached through a link, or that cannot be opened so, beneath
+// the root's. With inline, small regular files are digested here; the
+// scan's digester fills in the others.
 func (sc *scanner) listResources(c candidate, s *Skill, dirfd int, inline *inlineDigest) ([]Resource, []Diagnostic, walkInfo) {
 	var rs []Resource
 	var w walkInfo
@@ -235,7 +237,8 @@ func (sc *scanner) startDigest(ctx context.Context) *digester {
 	return d
 }
 
-// add queues every resource of s. The slice must not change until wait.
+// add queues every resource of s not already digested inline. The slice
+// must not change until wait.
 func (d *digester) add(s *Skill) {
 	for i := range s.Resources {
 		if !s.Resources[i].digested {
