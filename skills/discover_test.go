@@ -5,8 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 
+	"github.com/zeebo/blake3"
+	"golang.org/x/sys/unix"
+
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/internal/testenv"
 )
 
@@ -106,12 +111,29 @@ func TestResourcesListedInTheOpenedRoot(t *testing.T) {
 		"a/SKILL.md":               skillMD("a", "d", ""),
 		"a/references/impostor.md": "not the opened root's",
 	})
-	rs, ds, _ := sc.listResources(found[0], &Skill{Name: "a"}, -1, nil)
-	var paths []string
-	for _, r := range rs {
-		paths = append(paths, r.Path)
+	// Listed beneath the root's descriptor, and (as a scan lists) from
+	// the skill's directory opened beneath it, digesting inline.
+	dirfd, err := openDirBeneathFD(sc.roots[0], "a")
+	testenv.Must(t, err)
+	defer unix.Close(dirfd)
+	var read atomic.Int64
+	inline := &inlineDigest{buf: make([]byte, inlineMax), h: blake3.New(), read: &read}
+	for _, fd := range []int{-1, dirfd} {
+		rs, ds, _ := sc.listResources(found[0], &Skill{Name: "a"}, fd, inline)
+		var paths []string
+		for _, r := range rs {
+			paths = append(paths, r.Path)
+			if r.Digest != "" && r.Digest != artifacts.DigestBytes([]byte("the opened root's")) {
+				t.Errorf("fd %d: %s digested as %s, not the opened root's file", fd, r.Path, r.Digest)
+			}
+		}
+		if want := []string{"references/mine.md"}; !slices.Equal(paths, want) {
+			t.Errorf("fd %d: resources %q, want %q; diagnostics %v", fd, paths, want, ds)
+		}
 	}
-	if want := []string{"references/mine.md"}; !slices.Equal(paths, want) {
-		t.Errorf("resources %q, want %q; diagnostics %v", paths, want, ds)
+	// Inline digests need the directory's descriptor: only the second
+	// listing has one.
+	if read.Load() != 1 {
+		t.Errorf("%d files digested inline, want 1", read.Load())
 	}
 }
