@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 
@@ -83,15 +84,43 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	if !strings.HasPrefix(bin, "/usr/") {
 		argv = append(argv, "--ro-bind", bin, bin)
 	}
+	var seal []string
 	for _, m := range spec.Mounts {
-		op := "--ro-bind"
-		if m.Writable {
-			op = "--bind"
+		argv = append(argv, bwrapMount(m)...)
+		if m.Only != nil && !slices.ContainsFunc(m.Only, func(p Part) bool { return p.Rel == "." }) {
+			// The empty directory under the parts; sealed once every
+			// mount point in it is made.
+			seal = append(seal, "--remount-ro", m.Sandbox)
 		}
-		argv = append(argv, op, m.Host, m.Sandbox)
 	}
 	for _, h := range spec.Hide {
-		argv = append(argv, "--tmpfs", h, "--remount-ro", h)
+		if shown(spec.Mounts, h) {
+			argv = append(argv, "--tmpfs", h, "--remount-ro", h)
+		}
+	}
+	argv = append(argv, seal...)
+	helperBound := false
+	bindHelper := func() error {
+		if helperBound {
+			return nil
+		}
+		helper, err := p.helperPath(spec)
+		if err != nil {
+			return err
+		}
+		argv = append(argv, "--ro-bind", helper, sandboxHelper)
+		helperBound = true
+		return nil
+	}
+	if spec.LimitExec {
+		// The execute layer runs inside the sandbox, so its paths are
+		// the sandbox's: the runtime and /usr are bound where they are
+		// on the host.
+		if err := bindHelper(); err != nil {
+			return nil, err
+		}
+		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: executables(bin, spec.Exec, spec.Path)}
+		inner = h.args(sandboxHelper, inner)
 	}
 	// The same socket filter as under Landlock: with the network
 	// unshared only Unix sockets are left, and a socket file in the
@@ -100,11 +129,10 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	// the Unix ones away from the script (EgressMain).
 	var families []uint32
 	if spec.Egress != "" {
-		helper, err := p.egress(spec)
-		if err != nil {
+		if err := bindHelper(); err != nil {
 			return nil, err
 		}
-		argv = append(argv, "--ro-bind", helper, sandboxHelper, "--ro-bind", spec.Egress, sandboxEgressSocket)
+		argv = append(argv, "--ro-bind", spec.Egress, sandboxEgressSocket)
 		inner = append([]string{sandboxHelper, EgressArg, "--socket", sandboxEgressSocket, "--listen", EgressProxyAddr, "--"}, inner...)
 		p.env = append(slices.Clone(spec.Env), egressEnv()...)
 		families = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6}
@@ -125,11 +153,66 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	return argv, nil
 }
 
-// egress readies the forwarder of a networked sandbox: the helper binary
-// where the sandbox user can read it.
-func (p *prepared) egress(spec Spec) (string, error) {
+// bwrapMount binds m: the whole mount, or an empty read-only directory
+// with only its parts bound on it; then its read-only paths over any
+// writable part that shows them.
+func bwrapMount(m Mount) []string {
+	bind := func(writable bool) string {
+		if writable {
+			return "--bind"
+		}
+		return "--ro-bind"
+	}
+	var argv []string
+	if m.Only != nil {
+		argv = append(argv, "--tmpfs", m.Sandbox)
+	}
+	for _, part := range m.parts() {
+		host := under(m.Host, part.Rel)
+		if _, err := os.Lstat(host); err != nil {
+			continue // nothing there to show
+		}
+		argv = append(argv, bind(part.Writable), host, path.Join(m.Sandbox, part.Rel))
+	}
+	for _, r := range m.ReadOnly {
+		part, ok := m.visibleAt(r)
+		if !ok || !part.Writable {
+			continue
+		}
+		// A link is not bound over (bwrap would follow it); the caller
+		// protects what a link leads to by its own name.
+		if fi, err := os.Lstat(under(m.Host, r)); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			continue
+		}
+		argv = append(argv, "--ro-bind", under(m.Host, r), path.Join(m.Sandbox, r))
+	}
+	return argv
+}
+
+// shown reports whether the sandbox path p is in the view: a narrowed
+// mount shows only its parts (a hidden path outside them needs no cover).
+func shown(mounts []Mount, p string) bool {
+	for _, m := range mounts {
+		if m.Only == nil {
+			continue
+		}
+		rel, ok := strings.CutPrefix(p, strings.TrimSuffix(m.Sandbox, "/")+"/")
+		if p == m.Sandbox {
+			rel, ok = ".", true
+		}
+		if ok {
+			_, vis := m.visibleAt(rel)
+			return vis
+		}
+	}
+	return true
+}
+
+// helperPath is the harness binary where the sandbox user can read it, to
+// be bound into the sandbox (the egress forwarder, the execute layer).
+func (p *prepared) helperPath(spec Spec) (string, error) {
 	if spec.Helper == "" {
-		return "", &Refusal{Code: "sandbox_unavailable", Msg: "a networked sandbox needs the harness binary as its forwarder"}
+		return "", &Refusal{Code: "sandbox_unavailable", Msg: "this sandbox needs the harness binary as its helper (network forwarder, execute limit)"}
 	}
 	helper := spec.Helper
 	if p.drop && reachableByOthers(helper) != nil {

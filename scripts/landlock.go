@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,23 +25,41 @@ import (
 // apply to the whole process and can never be lifted.
 const HelperArg = "__harness-landlock-exec"
 
-// landlockArgs builds the helper's command line. uid >= 0 makes the
-// helper switch to that user (and its group) once confined.
-func landlockArgs(helper string, uid int, ro, rw, roFiles, rwFiles, readDirs []string, argv []string) []string {
+// helperRules is what the helper confines itself to: the file-system
+// layer (paths by access), and the execute layer when LimitExec is set.
+type helperRules struct {
+	uid                                int // >= 0: switch to this user (and its group) once confined
+	ro, rw, roFiles, rwFiles, readDirs []string
+	// execLayerOnly applies only the execute layer: inside bwrap, whose
+	// mounts and socket filter already confine the rest.
+	execLayerOnly bool
+	limitExec     bool
+	exec          []string // files that may be executed under limitExec
+}
+
+// args builds the helper's command line for argv.
+func (h helperRules) args(helper string, argv []string) []string {
 	out := []string{helper, HelperArg}
-	if uid >= 0 {
-		out = append(out, "--uid", strconv.Itoa(uid))
+	if h.uid >= 0 {
+		out = append(out, "--uid", strconv.Itoa(h.uid))
+	}
+	if h.execLayerOnly {
+		out = append(out, "--exec-layer-only", "1")
+	}
+	if h.limitExec {
+		out = append(out, "--limit-exec", "1")
 	}
 	add := func(flag string, ps []string) {
 		for _, p := range ps {
 			out = append(out, flag, p)
 		}
 	}
-	add("--ro", ro)
-	add("--rw", rw)
-	add("--ro-file", roFiles)
-	add("--rw-file", rwFiles)
-	add("--read-dir", readDirs)
+	add("--ro", h.ro)
+	add("--rw", h.rw)
+	add("--ro-file", h.roFiles)
+	add("--rw-file", h.rwFiles)
+	add("--read-dir", h.readDirs)
+	add("--exec", h.exec)
 	return append(append(out, "--"), argv...)
 }
 
@@ -51,32 +70,38 @@ func landlockArgs(helper string, uid int, ro, rw, roFiles, rwFiles, readDirs []s
 // still alive is killed, including daemons that left with setsid and a
 // double fork. Without a pid namespace nothing else would catch those.
 func HelperMain(args []string) int {
-	var ro, rw, roFiles, rwFiles, readDirs []string
-	uid := -1
+	h := helperRules{uid: -1}
 	i := 0
 	for ; i < len(args) && args[i] != "--"; i += 2 {
 		if i+1 >= len(args) {
 			fmt.Fprintln(os.Stderr, "harness sandbox helper: bad arguments")
 			return 2
 		}
+		v := args[i+1]
 		switch args[i] {
 		case "--ro":
-			ro = append(ro, args[i+1])
+			h.ro = append(h.ro, v)
 		case "--rw":
-			rw = append(rw, args[i+1])
+			h.rw = append(h.rw, v)
 		case "--ro-file":
-			roFiles = append(roFiles, args[i+1])
+			h.roFiles = append(h.roFiles, v)
 		case "--rw-file":
-			rwFiles = append(rwFiles, args[i+1])
+			h.rwFiles = append(h.rwFiles, v)
 		case "--read-dir":
-			readDirs = append(readDirs, args[i+1])
+			h.readDirs = append(h.readDirs, v)
+		case "--exec":
+			h.exec = append(h.exec, v)
+		case "--exec-layer-only":
+			h.execLayerOnly = v == "1"
+		case "--limit-exec":
+			h.limitExec = v == "1"
 		case "--uid":
-			n, err := strconv.Atoi(args[i+1])
+			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
 				fmt.Fprintln(os.Stderr, "harness sandbox helper: bad --uid")
 				return 2
 			}
-			uid = n
+			h.uid = n
 		default:
 			fmt.Fprintf(os.Stderr, "harness sandbox helper: unknown flag %s\n", args[i])
 			return 2
@@ -87,11 +112,11 @@ func HelperMain(args []string) int {
 		return 2
 	}
 	argv := args[i+1:]
-	if err := confine(ro, rw, roFiles, rwFiles, readDirs); err != nil {
+	if err := confine(h); err != nil {
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 		return 126
 	}
-	if err := dropPrivileges(uid); err != nil {
+	if err := dropPrivileges(h.uid); err != nil {
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 		return 126
 	}
@@ -212,24 +237,53 @@ func childrenOf(pid int) []int {
 }
 
 // confine applies no_new_privs, Landlock (file system, TCP, IPC scopes)
-// and a seccomp filter that refuses every socket but Unix ones.
-func confine(ro, rw, roFiles, rwFiles, readDirs []string) error {
+// and a seccomp filter that refuses every socket but Unix ones; with
+// limitExec, a second Landlock layer that handles only the execute right
+// (layers intersect, so the first layer's rights are unchanged and only
+// the listed files can be executed).
+func confine(h helperRules) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	rules := []landlock.Rule{
-		landlock.RODirs(ro...).IgnoreIfMissing(),
-		landlock.RWDirs(rw...),
-		landlock.ROFiles(roFiles...).IgnoreIfMissing(),
-		landlock.RWFiles(rwFiles...).IgnoreIfMissing(),
-		landlock.PathAccess(landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_READ_DIR), readDirs...),
+	if !h.execLayerOnly {
+		rules := []landlock.Rule{
+			landlock.RODirs(h.ro...).IgnoreIfMissing(),
+			landlock.RWDirs(h.rw...),
+			landlock.ROFiles(h.roFiles...).IgnoreIfMissing(),
+			landlock.RWFiles(h.rwFiles...).IgnoreIfMissing(),
+			landlock.PathAccess(landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_READ_DIR), h.readDirs...),
+		}
+		// Strict about the file system (ABI 1 is enough for it); best effort
+		// for what newer kernels add (TCP, IPC scopes): seccomp covers sockets.
+		if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
+			return fmt.Errorf("landlock: %w", err)
+		}
 	}
-	// Strict about the file system (ABI 1 is enough for it); best effort
-	// for what newer kernels add (TCP, IPC scopes): seccomp covers sockets.
-	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
-		return fmt.Errorf("landlock: %w", err)
+	if h.limitExec {
+		if err := limitExec(h.exec); err != nil {
+			return err
+		}
+	}
+	if h.execLayerOnly {
+		return nil
 	}
 	return denySockets()
+}
+
+// limitExec adds the execute layer: only files may be executed. The
+// execute right is in every Landlock ABI, so this layer is never
+// downgraded: where it cannot apply, the helper fails and nothing runs.
+func limitExec(files []string) error {
+	cfg, err := landlock.NewConfig(landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_EXECUTE))
+	if err != nil {
+		return fmt.Errorf("landlock execute layer: %w", err)
+	}
+	// A file the sandbox does not show cannot be executed there anyway.
+	rule := landlock.PathAccess(landlock.AccessFSSet(unix.LANDLOCK_ACCESS_FS_EXECUTE), files...).IgnoreIfMissing()
+	if err := cfg.RestrictPaths(rule); err != nil {
+		return fmt.Errorf("landlock execute layer: %w", err)
+	}
+	return nil
 }
 
 // denySockets installs a seccomp filter: socket() of every family, and
@@ -298,59 +352,89 @@ func encodeFilter(prog []unix.SockFilter) []byte {
 }
 
 // landlockRules computes what the confined process may touch: system
-// directories read-only; each writable mount read-write except the paths
-// to hide, which get no access at all (Landlock rights are inherited by a
-// whole tree, so a hidden path is carved out by granting its siblings).
-func landlockRules(spec Spec, bin, tmp string) (ro, rw, roFiles, rwFiles, readDirs []string) {
-	ro = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", filepath.Dir(bin)}
+// directories read-only; each mount (or each visible part of a narrowed
+// one) read-only or read-write, except the paths to hide, which get no
+// access at all, and the mount's read-only paths, which get read access
+// only (Landlock rights are inherited by a whole tree and add up, so both
+// are carved out by granting their siblings).
+func landlockRules(spec Spec, bin, tmp string) helperRules {
+	h := helperRules{uid: -1, ro: []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", filepath.Dir(bin)}}
 	for _, e := range etcAllowed {
 		p := "/etc/" + e
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			ro = append(ro, p)
+			h.ro = append(h.ro, p)
 		} else {
-			roFiles = append(roFiles, p)
+			h.roFiles = append(h.roFiles, p)
 		}
 	}
 	// Not /dev/tty: a script has no business with the operator's terminal.
-	rwFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
-	roFiles = append(roFiles, "/dev/urandom", "/dev/random")
-	rw = []string{tmp}
+	h.rwFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
+	h.roFiles = append(h.roFiles, "/dev/urandom", "/dev/random")
+	h.rw = []string{tmp}
+	ro := access{dirs: &h.ro, files: &h.roFiles, readDirs: &h.readDirs}
+	rw := access{dirs: &h.rw, files: &h.rwFiles, readDirs: &h.readDirs}
 	for _, m := range spec.Mounts {
-		if !m.Writable {
-			ro = append(ro, m.Host)
-			continue
+		var readOnly []string
+		for _, r := range m.ReadOnly {
+			if part, ok := m.visibleAt(r); ok && part.Writable {
+				readOnly = append(readOnly, under(m.Host, r))
+			}
 		}
-		carve(m.Host, spec.HideHost, &rw, &rwFiles, &readDirs)
+		holes := append(slices.Clone(spec.HideHost), readOnly...)
+		for _, part := range m.parts() {
+			p := under(m.Host, part.Rel)
+			if part.Writable {
+				rw.carve(p, holes)
+			} else {
+				ro.carve(p, spec.HideHost)
+			}
+		}
+		for _, p := range readOnly {
+			ro.carve(p, spec.HideHost)
+		}
 	}
-	return
+	return h
 }
 
-func carve(dir string, hide []string, rw, rwFiles, readDirs *[]string) {
+// access is one kind of grant being collected: rules for whole trees,
+// for single files, and the listing right alone for carved directories.
+type access struct{ dirs, files, readDirs *[]string }
+
+// carve grants p (a directory tree or a file) except the holes inside it.
+// Entries that are neither directories nor regular files (links, sockets)
+// get no rule of their own.
+func (a access) carve(p string, holes []string) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return
+	}
 	var inside []string
-	for _, h := range hide {
-		if h == dir {
+	for _, h := range holes {
+		if h == p {
 			return
 		}
-		if strings.HasPrefix(h, dir+"/") {
+		if strings.HasPrefix(h, p+"/") {
 			inside = append(inside, h)
 		}
 	}
-	if len(inside) == 0 {
-		*rw = append(*rw, dir)
+	switch {
+	case fi.Mode().IsRegular():
+		*a.files = append(*a.files, p)
+		return
+	case !fi.IsDir():
+		return
+	case len(inside) == 0:
+		*a.dirs = append(*a.dirs, p)
 		return
 	}
-	*readDirs = append(*readDirs, dir)
-	entries, err := os.ReadDir(dir)
+	*a.readDirs = append(*a.readDirs, p)
+	entries, err := os.ReadDir(p)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		switch {
-		case e.IsDir():
-			carve(p, inside, rw, rwFiles, readDirs)
-		case e.Type().IsRegular():
-			*rwFiles = append(*rwFiles, p)
+		if e.IsDir() || e.Type().IsRegular() {
+			a.carve(filepath.Join(p, e.Name()), inside)
 		}
 	}
 }
@@ -365,7 +449,8 @@ func probeLandlock(helper string) error {
 	if errno != 0 || abi < 1 {
 		return fmt.Errorf("the kernel does not offer Landlock: %v", errno)
 	}
-	out, err := execOutput(landlockArgs(helper, -1, []string{"/usr", "/bin", "/lib", "/lib64"}, nil, nil, []string{"/dev/null"}, nil, []string{"/bin/true"}))
+	probe := helperRules{uid: -1, ro: []string{"/usr", "/bin", "/lib", "/lib64"}, rwFiles: []string{"/dev/null"}}
+	out, err := execOutput(probe.args(helper, []string{"/bin/true"}))
 	if err != nil {
 		return fmt.Errorf("landlock helper: %v: %s", err, strings.TrimSpace(out))
 	}

@@ -30,6 +30,76 @@ type Mount struct {
 	Host     string
 	Sandbox  string
 	Writable bool
+	// Only narrows the mount to these parts of it: the rest does not
+	// exist in the sandbox under bwrap and is refused by rule under
+	// Landlock. nil shows the whole mount; an empty, non-nil list shows
+	// an empty directory. Writable is then ignored: each part says.
+	Only []Part
+	// ReadOnly are slash paths relative to Host that stay read-only
+	// wherever the mount or one of its parts is writable (a workspace's
+	// .git, skill roots): they are bound read-only over the writable
+	// view under bwrap and carved out of the writable rules under
+	// Landlock. A path that is not visible stays invisible.
+	ReadOnly []string
+}
+
+// Part is one visible part of a narrowed mount: a clean slash path
+// relative to the mount's Host ("." is all of it).
+type Part struct {
+	Rel      string
+	Writable bool
+}
+
+// writable reports whether any of the mount can be written, which decides
+// whether a root caller needs an idmapped view of it.
+func (m Mount) writable() bool {
+	if m.Only == nil {
+		return m.Writable
+	}
+	for _, p := range m.Only {
+		if p.Writable {
+			return true
+		}
+	}
+	return false
+}
+
+// parts are the mount's visible parts, outermost first, so that a part
+// inside another is mounted over it.
+func (m Mount) parts() []Part {
+	if m.Only == nil {
+		return []Part{{Rel: ".", Writable: m.Writable}}
+	}
+	ps := slices.Clone(m.Only)
+	slices.SortStableFunc(ps, func(a, b Part) int { return depth(a.Rel) - depth(b.Rel) })
+	return ps
+}
+
+func depth(rel string) int {
+	if rel == "." {
+		return 0
+	}
+	return strings.Count(rel, "/") + 1
+}
+
+// under joins a slash path relative to a mount's root onto base.
+func under(base, rel string) string {
+	if rel == "." {
+		return base
+	}
+	return filepath.Join(base, filepath.FromSlash(rel))
+}
+
+// visibleAt returns the part that shows rel (the innermost), if any.
+func (m Mount) visibleAt(rel string) (Part, bool) {
+	var best Part
+	found := false
+	for _, p := range m.parts() {
+		if p.Rel == "." || rel == p.Rel || strings.HasPrefix(rel, p.Rel+"/") {
+			best, found = p, true
+		}
+	}
+	return best, found
 }
 
 // Limits bound one execution. Zero fields take DefaultLimits.
@@ -99,6 +169,12 @@ type Spec struct {
 	// script then runs with a network namespace whose only way out is
 	// that proxy (bwrap only; the other sandboxes refuse it).
 	Egress string
+	// LimitExec confines what the script may execute to its runtime (and
+	// the runtime's ELF interpreter) and Exec, binary names looked up on
+	// Path: a Landlock layer that handles only the execute right, inside
+	// bwrap as under the Landlock backend.
+	LimitExec bool
+	Exec      []string
 }
 
 // Result is what an execution did.
@@ -220,7 +296,7 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		spec.Mounts = slices.Clone(spec.Mounts)
 		spec.HideHost = slices.Clone(spec.HideHost)
 		for i, m := range spec.Mounts {
-			if !m.Writable {
+			if !m.writable() {
 				continue
 			}
 			im, err := newIDMappedMount(m.Host)
@@ -262,8 +338,12 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 				return nil, err
 			}
 		}
-		ro, rw, roFiles, rwFiles, readDirs := landlockRules(spec, bin, tmp)
-		argv = landlockArgs(spec.Helper, uid, ro, rw, roFiles, rwFiles, readDirs, inner)
+		h := landlockRules(spec, bin, tmp)
+		h.uid = uid
+		if spec.LimitExec {
+			h.limitExec, h.exec = true, executables(bin, spec.Exec, spec.Path)
+		}
+		argv = h.args(spec.Helper, inner)
 		var env []string
 		for _, kv := range spec.Env {
 			if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
