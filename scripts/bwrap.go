@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -86,7 +87,11 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	}
 	var seal []string
 	for _, m := range spec.Mounts {
-		argv = append(argv, bwrapMount(m)...)
+		mount, err := p.bwrapMount(m)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, mount...)
 		if m.Only != nil && !slices.ContainsFunc(m.Only, func(p Part) bool { return p.Rel == "." }) {
 			// The empty directory under the parts; sealed once every
 			// mount point in it is made.
@@ -143,8 +148,8 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		return nil, err
 	}
 	p.undo = append(p.undo, func() { filter.Close() })
+	argv = append(argv, "--seccomp", strconv.Itoa(3+len(p.extra)))
 	p.extra = append(p.extra, filter)
-	argv = append(argv, "--seccomp", "3")
 	argv = append(argv, "--chdir", spec.Cwd, "--")
 	argv = append(argv, inner...)
 	if p.drop {
@@ -155,38 +160,86 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 
 // bwrapMount binds m: the whole mount, or an empty read-only directory
 // with only its parts bound on it; then its read-only paths over any
-// writable part that shows them.
-func bwrapMount(m Mount) []string {
-	bind := func(writable bool) string {
-		if writable {
-			return "--bind"
+// writable part that shows them. Parts and read-only paths are opened
+// beneath the mount's host directory without following any link, and
+// bound by descriptor: what was checked is what is mounted.
+func (p *prepared) bwrapMount(m Mount) ([]string, error) {
+	if m.Only == nil && m.ReadOnly == nil {
+		op := "--ro-bind"
+		if m.Writable {
+			op = "--bind"
 		}
-		return "--ro-bind"
+		return []string{op, m.Host, m.Sandbox}, nil
 	}
 	var argv []string
+	bind := func(rel string, writable bool) error {
+		f, err := openBeneath(m.Host, rel)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil // nothing there to show
+		case err != nil:
+			return &Refusal{Code: "view_path_invalid", Msg: fmt.Sprintf("%s cannot be shown to the sandbox: %v; a path a skill is granted must be a directory or file of the workspace reached without symbolic links", path.Join(m.Sandbox, rel), err)}
+		}
+		op := "--ro-bind-fd"
+		if writable {
+			op = "--bind-fd"
+		}
+		argv = append(argv, op, strconv.Itoa(3+len(p.extra)), path.Join(m.Sandbox, rel))
+		p.extra = append(p.extra, f)
+		p.undo = append(p.undo, func() { f.Close() })
+		return nil
+	}
 	if m.Only != nil {
 		argv = append(argv, "--tmpfs", m.Sandbox)
 	}
 	for _, part := range m.parts() {
-		host := under(m.Host, part.Rel)
-		if _, err := os.Lstat(host); err != nil {
-			continue // nothing there to show
+		if err := bind(part.Rel, part.Writable); err != nil {
+			return nil, err
 		}
-		argv = append(argv, bind(part.Writable), host, path.Join(m.Sandbox, part.Rel))
 	}
 	for _, r := range m.ReadOnly {
-		part, ok := m.visibleAt(r)
-		if !ok || !part.Writable {
+		if part, ok := m.visibleAt(r); !ok || !part.Writable {
 			continue
 		}
-		// A link is not bound over (bwrap would follow it); the caller
-		// protects what a link leads to by its own name.
-		if fi, err := os.Lstat(under(m.Host, r)); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		// A link is not bound over; the caller protects what a link
+		// leads to by its own name.
+		if fi, err := os.Lstat(under(m.Host, r)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 			continue
 		}
-		argv = append(argv, "--ro-bind", under(m.Host, r), path.Join(m.Sandbox, r))
+		if err := bind(r, false); err != nil {
+			return nil, err
+		}
 	}
-	return argv
+	return argv, nil
+}
+
+// openBeneath opens rel below base as a path descriptor, refusing any
+// symbolic link on the way (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS).
+func openBeneath(base, rel string) (*os.File, error) {
+	dir, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: base, Err: err}
+	}
+	defer unix.Close(dir)
+	if rel == "." {
+		fd, err := unix.Dup(dir)
+		if err != nil {
+			return nil, err
+		}
+		unix.CloseOnExec(fd)
+		return os.NewFile(uintptr(fd), base), nil
+	}
+	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	switch {
+	case err == unix.ELOOP || err == unix.EXDEV:
+		return nil, fmt.Errorf("it is, or passes through, a symbolic link")
+	case err != nil:
+		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(fd), under(base, rel)), nil
 }
 
 // shown reports whether the sandbox path p is in the view: a narrowed

@@ -338,6 +338,9 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 				return nil, err
 			}
 		}
+		if err := checkParts(spec.Mounts); err != nil {
+			return nil, err
+		}
 		h := landlockRules(spec, bin, tmp)
 		h.uid = uid
 		if spec.LimitExec {
@@ -513,4 +516,32 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.buf = append(c.buf, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
+}
+
+// checkParts refuses a narrowed mount whose parts or read-only paths are,
+// or pass through, a symbolic link: Landlock's rules are opened by path
+// in the helper, so a link there would grant whatever it leads to.
+func checkParts(mounts []Mount) error {
+	for _, m := range mounts {
+		rels := slices.Clone(m.ReadOnly)
+		if m.Only != nil {
+			for _, p := range m.Only {
+				rels = append(rels, p.Rel)
+			}
+		}
+		for _, rel := range rels {
+			f, err := openBeneath(m.Host, rel)
+			switch {
+			case err == nil:
+				f.Close()
+			case errors.Is(err, os.ErrNotExist):
+			case slices.Contains(m.ReadOnly, rel):
+				// A read-only path that is a link gets no rule; what it
+				// leads to is protected by its own name.
+			default:
+				return &Refusal{Code: "view_path_invalid", Msg: fmt.Sprintf("%s cannot be shown to the sandbox: %v; a path a skill is granted must be a directory or file of the workspace reached without symbolic links", under(m.Host, rel), err)}
+			}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,34 @@ echo done`
 			expectLines(t, res, []string{"builtin-ok"}, []string{"RAN-ID", "RAN-COPY"})
 			res = inView(t, b, ws, Mount{Writable: true}, script, func(s *Spec) { s.LimitExec, s.Exec = true, []string{"id"} })
 			expectLines(t, res, []string{"RAN-ID"}, []string{"RAN-COPY"})
+		})
+	}
+}
+
+// TestNarrowedViewRefusesLinks: a declared part that is a link, or lies
+// behind one, is refused before anything runs, whatever it leads to.
+func TestNarrowedViewRefusesLinks(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			_, err := Probe(context.Background(), b, helper(t))
+			testenv.Need(t, "sandbox backend "+string(b), err)
+			ws := viewWorkspace(t)
+			os.Symlink("secret", filepath.Join(ws, "docs-link"))
+			os.Symlink("/etc", filepath.Join(ws, "etc-link"))
+			for _, rel := range []string{"docs-link", "etc-link", "docs-link/key", "docs/link"} {
+				cwd := "/workspace"
+				if b != BackendBwrap {
+					cwd = ws
+				}
+				_, err := Run(context.Background(), b, Spec{
+					Argv: []string{"bash", "-c", "echo ran"}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: cwd,
+					Mounts: []Mount{{Host: ws, Sandbox: "/workspace", Only: []Part{{Rel: rel}}}}, Helper: helper(t), Timeout: 10 * time.Second,
+				})
+				var ref *Refusal
+				if !errors.As(err, &ref) || ref.Code != "view_path_invalid" {
+					t.Errorf("part %s: %v, want view_path_invalid", rel, err)
+				}
+			}
 		})
 	}
 }
