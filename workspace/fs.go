@@ -18,7 +18,7 @@ func (f workspaceFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	if f.w.IsProtected(name) {
+	if !f.w.listable(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
 	}
 	file, err := f.w.Open(name)
@@ -59,7 +59,7 @@ func (f *workspaceFile) ReadDir(n int) ([]fs.DirEntry, error) {
 		des, err := f.f.ReadDir(n)
 		kept := des[:0]
 		for _, de := range des {
-			if !f.w.IsProtected(path.Join(f.rel, de.Name())) {
+			if f.w.listable(path.Join(f.rel, de.Name())) {
 				kept = append(kept, de)
 			}
 		}

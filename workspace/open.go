@@ -27,6 +27,18 @@ func (w *Workspace) checkOpened(f *os.File, rel string) error {
 	if !Within(w.Host, where) {
 		return refuse("path_outside_workspace", "%s resolves outside the workspace", w.SandboxPath(rel))
 	}
+	if w.view != nil {
+		// Judged by where the descriptor is: a link inside a granted part
+		// that leads elsewhere in the workspace is refused.
+		wrel, _ := w.RelOf(where)
+		fi, err := f.Stat()
+		if err != nil {
+			return w.rootError(rel, err)
+		}
+		if !within(w.view.read, wrel) && !(fi.IsDir() && onTheWay(w.view.read, wrel)) {
+			return refuse("path_not_granted", "%s is not readable for this skill: its permission manifest declares filesystem.read %s", w.SandboxPath(rel), listOrNone(w.view.read))
+		}
+	}
 	return nil
 }
 
@@ -74,7 +86,7 @@ func (w *Workspace) ReadDir(rel string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, w.rootError(rel, err)
 	}
-	des = slices.DeleteFunc(des, func(de fs.DirEntry) bool { return w.IsProtected(path.Join(rel, de.Name())) })
+	des = slices.DeleteFunc(des, func(de fs.DirEntry) bool { return !w.listable(path.Join(rel, de.Name())) })
 	slices.SortFunc(des, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return des, nil
 }

@@ -26,8 +26,12 @@ type Workspace struct {
 	// Protected are absolute host paths (symlinks resolved) that tools can
 	// neither read nor write, even when they lie inside the workspace.
 	Protected []string
+	// ReadOnly are absolute host paths (symlinks resolved) that tools may
+	// read but never write (readonly.go).
+	ReadOnly []string
 
 	root *os.Root
+	view *view // nil: the whole workspace
 }
 
 // Open opens the workspace root. protected paths are made absolute and
@@ -120,6 +124,12 @@ func (w *Workspace) Resolve(p string) (string, error) {
 // one, by name alone (listings use it to leave such entries out).
 func (w *Workspace) IsProtected(rel string) bool {
 	return w.protectedHost(filepath.Join(w.Host, filepath.FromSlash(rel)))
+}
+
+// listable reports whether a listing shows rel: not protected, and in
+// the view.
+func (w *Workspace) listable(rel string) bool {
+	return !w.IsProtected(rel) && w.inView(rel)
 }
 
 func (w *Workspace) protectedHost(p string) bool {

@@ -17,6 +17,11 @@ import (
 // renamed over it, so a reader never sees half a file and a crash leaves
 // the old content. Parent directories are created.
 func (w *Workspace) WriteFile(rel string, data []byte) error {
+	// By name first, so that no directory is made inside a read-only
+	// path; Create checks again on the opened parent.
+	if w.IsReadOnly(filepath.Join(w.Host, filepath.FromSlash(rel))) {
+		return w.readOnlyRefusal(rel)
+	}
 	if dir := path.Dir(rel); dir != "." && rel != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
 			return w.rootError(dir, err)
@@ -66,6 +71,10 @@ func (w *Workspace) Create(rel string, keep bool) (*Pending, error) {
 	dir, base := path.Dir(rel), path.Base(rel)
 	d, err := w.OpenDir(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := w.checkWritable(d, rel); err != nil {
+		d.Close()
 		return nil, err
 	}
 	dfd := int(d.Fd())
@@ -164,6 +173,9 @@ func (w *Workspace) Mkdir(rel string) error {
 		return err
 	}
 	defer d.Close()
+	if err := w.checkWritable(d, rel); err != nil {
+		return err
+	}
 	if err := unix.Mkdirat(int(d.Fd()), path.Base(rel), 0o755); err != nil {
 		return w.rootError(rel, err)
 	}
