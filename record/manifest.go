@@ -122,6 +122,10 @@ type Inputs struct {
 	MCPToolEffects  []string         `json:"mcpToolEffects,omitempty"`
 	// AllowNetwork is the operator's --allow-network.
 	AllowNetwork []string `json:"allowNetwork,omitempty"`
+	// ReadOnly are the operator's --protect paths; AllowProtectedWrite
+	// its --allow-protected-write paths.
+	ReadOnly            []string `json:"readOnly,omitempty"`
+	AllowProtectedWrite []string `json:"allowProtectedWrite,omitempty"`
 	// Params are the generation parameters sent with every request.
 	Params loop.Params `json:"params"`
 	// OutputSchema is the JSON Schema the final answer must match, with

@@ -54,6 +54,8 @@ type MCPServer struct {
 	// allowed some: it then reaches those through harness's proxy
 	// (absent: no network at all).
 	Network *NetworkGrant `json:"network,omitempty"`
+	// Grant is what a skill's server was given and what enforced it.
+	Grant *Grant `json:"grant,omitempty"`
 
 	StartedAt   time.Time `json:"startedAt"`
 	HandshakeMs int64     `json:"handshakeMs"`

@@ -65,6 +65,8 @@ type ScriptExecution struct {
 	// Network is set when the script ran with harness's egress proxy as
 	// its one way out (absent: no network).
 	Network *NetworkGrant `json:"network,omitempty"`
+	// Grant is what the script was given and what enforced it.
+	Grant *Grant `json:"grant,omitempty"`
 	// FilesWritten are the workspace files a WebAssembly module created
 	// or replaced, and directories it made; WriteRefusals the writes
 	// refused by write_file's rules.

@@ -101,6 +101,13 @@ func policyDigest(o Options) artifacts.Digest {
 	for _, n := range o.AllowNetwork {
 		h.WriteField("network:" + n)
 	}
+	// What skill code and write_file may never write, and the exceptions.
+	for _, p := range absAll(o.ReadOnly) {
+		h.WriteField("protect:" + p)
+	}
+	for _, p := range absAll(o.AllowProtectedWrite) {
+		h.WriteField("allow-protected-write:" + p)
+	}
 	if o.WasmMemoryLimit != 0 {
 		h.WriteField(fmt.Sprint("wasm-memory:", o.WasmMemoryLimit))
 	}

@@ -48,19 +48,21 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		SkipEligibility:     o.SkipEligibility,
 		CFC: record.CFCRecord{Mode: o.CFCMode, FailOnDenial: o.FailOnDenial, AllowUnmediated: o.AllowUnmediated,
 			HonorAllowedTools: o.HonorAllowedTools, TrustSkills: nonNil(o.TrustSkills)},
-		Profiles:          absOrEmpty(o.Profiles),
-		ProfilesDigest:    profilesDigest(o),
-		Depth:             o.depth,
-		MaxDepth:          o.maxDepth,
-		ActivationSource:  o.activationSource,
-		Sandbox:           &record.SandboxRecord{Requested: o.Sandbox},
-		ScriptMemoryLimit: o.ScriptMemoryLimit,
-		WasmMemoryLimit:   o.WasmMemoryLimit,
-		MCPConfig:         absOrEmpty(o.MCPConfig),
-		MCPConfigDigest:   o.operator.recordedDigest(),
-		PassEnv:           o.PassEnv,
-		MCPToolEffects:    o.MCPToolEffects,
-		AllowNetwork:      o.AllowNetwork,
+		Profiles:            absOrEmpty(o.Profiles),
+		ProfilesDigest:      profilesDigest(o),
+		Depth:               o.depth,
+		MaxDepth:            o.maxDepth,
+		ActivationSource:    o.activationSource,
+		Sandbox:             &record.SandboxRecord{Requested: o.Sandbox},
+		ScriptMemoryLimit:   o.ScriptMemoryLimit,
+		WasmMemoryLimit:     o.WasmMemoryLimit,
+		MCPConfig:           absOrEmpty(o.MCPConfig),
+		MCPConfigDigest:     o.operator.recordedDigest(),
+		PassEnv:             o.PassEnv,
+		MCPToolEffects:      o.MCPToolEffects,
+		AllowNetwork:        o.AllowNetwork,
+		ReadOnly:            absAll(o.ReadOnly),
+		AllowProtectedWrite: absAll(o.AllowProtectedWrite),
 		Params: loop.Params{Temperature: o.Temperature, TopP: o.TopP, Seed: o.Seed, MaxCompletionTokens: o.MaxCompletionTokens,
 			Stop: o.Stop, ReasoningEffort: o.ReasoningEffort, ExtraBody: o.ExtraBody},
 		OutputSchema:     o.OutputSchema,
@@ -93,6 +95,7 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 		Model: in.Model, BaseURL: in.BaseURL,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit, WasmMemoryLimit: in.WasmMemoryLimit,
 		MCPConfig: in.MCPConfig, PassEnv: in.PassEnv, MCPToolEffects: in.MCPToolEffects, AllowNetwork: in.AllowNetwork,
+		ReadOnly: in.ReadOnly, AllowProtectedWrite: in.AllowProtectedWrite,
 		OutputSchema: in.OutputSchema, SchemaRetries: in.SchemaRetries, AllowEmptyAnswer: in.AllowEmptyAnswer,
 		Temperature: in.Params.Temperature, TopP: in.Params.TopP, Seed: in.Params.Seed, MaxCompletionTokens: in.Params.MaxCompletionTokens,
 		Stop: in.Params.Stop, ReasoningEffort: in.Params.ReasoningEffort, ExtraBody: in.Params.ExtraBody,
@@ -164,4 +167,13 @@ func forgeField(f *record.ForgeInputs, get func(*record.ForgeInputs) string) str
 		return ""
 	}
 	return get(f)
+}
+
+// absAll makes operator paths absolute, as they are recorded.
+func absAll(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, absOrEmpty(p))
+	}
+	return out
 }

@@ -57,6 +57,7 @@ func TestOptionsRoundTripThroughRunJSON(t *testing.T) {
 	o.Workspace, o.Cwd, o.SkillsRoots = "/ws", "sub", []string{"/ws/skills", "/ws/more"}
 	o.ExternalSkillsRoots = []string{"/shared/skills", "/team/skills"}
 	o.Sandbox, o.Profiles, o.ArtifactsDir, o.MCPConfig = "landlock", "/profiles.yaml", "/runs", "/mcp.json"
+	o.ReadOnly, o.AllowProtectedWrite = []string{"/ws/vendor", "/ws/ci"}, []string{"/ws/.git/info"}
 	// The SkillForge settings are recorded when its tools are allowed.
 	o.AllowTools = append(o.AllowTools, "create_skill")
 	res := resolved{workspace: o.Workspace, cwd: o.Cwd, skillsRoots: o.SkillsRoots, externalRoots: o.ExternalSkillsRoots, runDir: "/runs/r1", runID: "r1"}

@@ -123,9 +123,15 @@ type Options struct {
 	// MCPToolEffects are key__tool=effect choices (every MCP tool is a
 	// side effect otherwise). An MCP tool is offered only when AllowTools
 	// names it (key__tool or key__*).
-	MCPConfig      string
-	PassEnv        []string
-	MCPToolEffects []string
+	MCPConfig string
+	PassEnv   []string
+	// ReadOnly are further host paths tools and skill code may read but
+	// never write (--protect), besides git's directory, .harness and the
+	// skill roots; AllowProtectedWrite lifts that for paths inside these
+	// (--allow-protected-write).
+	ReadOnly            []string
+	AllowProtectedWrite []string
+	MCPToolEffects      []string
 	// AllowNetwork are host[:port] entries a skill's scripts and servers
 	// may reach through harness's egress proxy, when the skill declares
 	// the host too (metadata.harness.permissions.network). Empty: no

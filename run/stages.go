@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/egress"
 	"github.com/harness-dev/harness/forge"
+	"github.com/harness-dev/harness/grant"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -318,6 +319,10 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := ws.KeepReadOnly(grant.ReadOnlyPaths(r.res.workspace, r.res.allRoots(), absAll(r.opts.ReadOnly), absAll(r.opts.AllowProtectedWrite))...); err != nil {
+		ws.Close()
+		return nil, nil, err
+	}
 	r.ws = ws
 	toolset := tools.FileTools(ws, slices.Contains(r.opts.AllowTools, "write_file"))
 	toolset = append(toolset, tools.SkillTools(&tools.Skills{
@@ -405,6 +410,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
 			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
 			MemoryLimit: r.opts.ScriptMemoryLimit, WasmMemoryLimit: r.opts.WasmMemoryLimit, Redact: r.redact, Network: network,
+			PassEnv: r.opts.PassEnv, Lookup: os.LookupEnv,
 		})
 		toolset = append(toolset, st)
 		closers = append(closers, st.Close)

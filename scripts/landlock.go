@@ -439,6 +439,15 @@ func (a access) carve(p string, holes []string) {
 	}
 }
 
+// LandlockABI is the Landlock ABI version the kernel offers (0: none).
+func LandlockABI() int {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */)
+	if errno != 0 {
+		return 0
+	}
+	return int(abi)
+}
+
 // probeLandlock checks that the kernel offers Landlock and the helper can
 // confine itself and exec.
 func probeLandlock(helper string) error {

@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harness-dev/harness/grant"
 	"github.com/harness-dev/harness/mcp"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
@@ -89,7 +90,7 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 			return nil, &scripts.Refusal{Code: "sandbox_unavailable", Msg: fmt.Sprintf("no sandbox can start skill %s's MCP server on this machine (%v); nothing was started", skill.Name, h.cfg.Probe)}
 		}
 		backend = h.cfg.Backend
-		if spec, err = h.skillSpec(skill, srv, env, cwdRel); err != nil {
+		if spec, rec.Grant, err = h.skillSpec(skill, srv, env, cwdRel); err != nil {
 			return nil, err
 		}
 		var stop func()
@@ -175,12 +176,12 @@ func declaresEnv(s *skills.Skill, name string) bool {
 // under the skill's scripts/ (${SKILL_DIR}/scripts/... or ./scripts/...),
 // which must be one of its verified files; ${SKILL_DIR} in args is the skill's directory as the
 // sandbox sees it.
-func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel string) (scripts.Spec, error) {
+func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel string) (scripts.Spec, *record.Grant, error) {
 	ws := h.cfg.Workspace
 	skillDir, cwd := s.SandboxSkillDir, ws.SandboxPath(cwdRel)
 	stage, err := h.cfg.Stager.Dir(s)
 	if err != nil {
-		return scripts.Spec{}, err
+		return scripts.Spec{}, nil, err
 	}
 	if h.cfg.Backend != scripts.BackendBwrap {
 		// Without a mount namespace the server sees host paths.
@@ -195,28 +196,47 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 	if cmd := strings.TrimPrefix(srv.Command, "${SKILL_DIR}/"); cmd != srv.Command || strings.Contains(srv.Command, "/") {
 		rel := path2rel(cmd)
 		if res, ok := s.Resource(rel); rel == "" || !strings.HasPrefix(rel, "scripts/") || !ok || res.Executable == nil || !*res.Executable {
-			return scripts.Spec{}, &scripts.Refusal{Code: "mcp_command_invalid", Msg: fmt.Sprintf("MCP server command %q: a server the skill ships is an executable file under its scripts/ directory (e.g. ./scripts/server), or a runtime on PATH with the file as an argument (node, python3, deno)", srv.Command)}
+			return scripts.Spec{}, nil, &scripts.Refusal{Code: "mcp_command_invalid", Msg: fmt.Sprintf("MCP server command %q: a server the skill ships is an executable file under its scripts/ directory (e.g. ./scripts/server), or a runtime on PATH with the file as an argument (node, python3, deno)", srv.Command)}
 		}
 		dir, _, err := h.cfg.Stager.Stage(s, rel)
 		if err != nil {
-			return scripts.Spec{}, err
+			return scripts.Spec{}, nil, err
 		}
 		// The staged file itself: what was verified is what runs.
 		argv[0], path = filepath.Base(rel), filepath.Join(dir, filepath.Dir(filepath.FromSlash(rel)))
 	}
 	if _, err := exec.LookPath("prlimit"); err != nil {
-		return scripts.Spec{}, &scripts.Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed"}
+		return scripts.Spec{}, nil, &scripts.Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed"}
 	}
+	// The server's environment comes from its mcp.json references, which
+	// already pass only what the skill declares and the operator passes.
+	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: h.cfg.Backend})
+	if err != nil {
+		return scripts.Spec{}, nil, err
+	}
+	g.Record.Env = envNames(env)
 	hide, hideHost := hiddenPaths(ws)
 	return scripts.Spec{
 		Argv: argv, Env: append(env, "SKILL_NAME="+s.Name, "SKILL_DIR="+skillDir), Path: path, Cwd: cwd,
-		Mounts: []scripts.Mount{
-			{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
-			{Host: stage, Sandbox: s.SandboxSkillDir},
-		},
+		Mounts:    []scripts.Mount{g.Mount, {Host: stage, Sandbox: s.SandboxSkillDir}},
+		LimitExec: g.LimitExec, Exec: g.Exec,
 		Hide: hide, HideHost: hideHost, Helper: h.cfg.Helper,
 		Limits: scripts.Limits{Memory: h.cfg.MemoryLimit, CPUSeconds: 3600},
-	}, nil
+	}, &g.Record, nil
+}
+
+// envNames are the names of NAME=VALUE pairs past the base environment.
+func envNames(env []string) []string {
+	out := []string{}
+	for _, kv := range env {
+		n, _, _ := strings.Cut(kv, "=")
+		switch n {
+		case "PATH", "HOME", "LANG", "NO_COLOR", "HARNESS_RUN_ID":
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // path2rel cleans a skill-relative command path; "" when it leaves the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/grant"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -65,6 +66,10 @@ type Scripts struct {
 	// Network gives scripts of skills that declare hosts their proxy
 	// (nil: no script has network). WebAssembly modules never have any.
 	Network *Network
+	// PassEnv are the names the operator passes (--pass-env): a script
+	// gets those its skill declares; Lookup reads their values.
+	PassEnv []string
+	Lookup  func(string) (string, bool)
 }
 
 func (s Scripts) memoryLimit() uint64 {
@@ -241,11 +246,21 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		"HARNESS_SCRIPT_EXECUTION_TARGET=" + rec.ExecutionTarget,
 	}
 	hide, hideHost := hiddenPaths(ws)
+	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: scripts.Backend(rec.SandboxBackend), PassEnv: cfg.PassEnv, Lookup: cfg.Lookup})
+	if err != nil {
+		var ref *scripts.Refusal
+		if errors.As(err, &ref) {
+			return fail(ref.Code, ref.Msg)
+		}
+		return fail("grant_failed", err.Error())
+	}
+	rec.Grant = &g.Record
+	env = append(env, g.Env...)
 	var out *scripts.Result
 	if isWasm {
 		rec.MemoryLimitBytes = cfg.WasmMemoryLimit
-		writes := &wasmWrites{ws: ws}
-		out, err = t.runWasm(ctx, stage, rel, res.Digest, append([]string{scriptPath}, argv...), append(env, "PWD="+cwdPath), s.SandboxSkillDir, time.Duration(timeout)*time.Millisecond, writes)
+		writes := &wasmWrites{ws: g.View}
+		out, err = t.runWasm(ctx, g.View, stage, rel, res.Digest, append([]string{scriptPath}, argv...), append(env, "PWD="+cwdPath), s.SandboxSkillDir, time.Duration(timeout)*time.Millisecond, writes)
 		rec.FilesWritten, rec.WriteRefusals = writes.done()
 	} else {
 		rec.MemoryLimitBytes = cfg.memoryLimit()
@@ -260,17 +275,18 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 			out, err = scripts.Run(ctx, cfg.Backend, scripts.Spec{
 				Egress: sock,
 				Argv:   cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
-				Mounts: []scripts.Mount{
-					{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true},
-					{Host: stage, Sandbox: s.SandboxSkillDir},
-				},
-				Hide:     hide,
-				HideHost: hideHost,
-				Helper:   cfg.Helper,
-				Timeout:  time.Duration(timeout) * time.Millisecond,
-				Limits:   scripts.Limits{Memory: cfg.MemoryLimit},
+				Mounts:    []scripts.Mount{g.Mount, {Host: stage, Sandbox: s.SandboxSkillDir}},
+				LimitExec: g.LimitExec, Exec: g.Exec,
+				Hide:      hide,
+				HideHost:  hideHost,
+				Helper:    cfg.Helper,
+				Timeout:   time.Duration(timeout) * time.Millisecond,
+				Limits:    scripts.Limits{Memory: cfg.MemoryLimit},
 			})
 		}
+	}
+	if made := g.Sweep(); len(made) > 0 {
+		return fail("protected_path", fmt.Sprintf("the script made %s, which is kept read-only (git, harness and the next run use it on the host); it was removed", strings.Join(made, ", ")))
 	}
 	if err != nil {
 		var ref *scripts.Refusal
@@ -325,7 +341,7 @@ func hiddenPaths(ws *workspace.Workspace) (sandbox, host []string) {
 // the skill's staged files read-only and the workspace, each through an
 // os.Root so that no link leads out, and nothing else. The module writes
 // the workspace by write_file's rules (writes).
-func (t *ScriptTool) runWasm(ctx context.Context, stage, rel string, digest artifacts.Digest, argv, env []string, skillDir string, timeout time.Duration, writes *wasmWrites) (*scripts.Result, error) {
+func (t *ScriptTool) runWasm(ctx context.Context, ws *workspace.Workspace, stage, rel string, digest artifacts.Digest, argv, env []string, skillDir string, timeout time.Duration, writes *wasmWrites) (*scripts.Result, error) {
 	e, err := t.wasmEngine(ctx)
 	if err != nil {
 		return nil, err
@@ -342,7 +358,6 @@ func (t *ScriptTool) runWasm(ctx context.Context, stage, rel string, digest arti
 	if artifacts.DigestBytes(module) != digest {
 		return nil, &scripts.Refusal{Code: "script_snapshot_mismatch", Msg: fmt.Sprintf("%s changed in the staged copy; nothing was run", rel)}
 	}
-	ws := t.cfg.Workspace
 	return e.Run(ctx, scripts.WasmSpec{
 		Module: module, Key: string(digest), Args: argv, Env: env,
 		Mounts:  []scripts.WasmMount{{FS: ws.FS(), Guest: ws.Sandbox, Writer: writes}, {FS: root.FS(), Guest: skillDir}},

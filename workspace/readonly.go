@@ -128,3 +128,27 @@ func listOrNone(ps []string) string {
 	}
 	return "[" + strings.Join(ps, ", ") + "]"
 }
+
+// MkdirAll makes the directory rel and its parents, unless rel is or lies
+// in a read-only path; the result is checked on its descriptor.
+func (w *Workspace) MkdirAll(rel string) error {
+	if err := w.checkRel(rel); err != nil {
+		return err
+	}
+	if w.IsReadOnly(filepath.Join(w.Host, filepath.FromSlash(rel))) {
+		return w.readOnlyRefusal(rel)
+	}
+	if w.IsProtected(rel) {
+		return w.protectedRefusal(rel)
+	}
+	if rel != "." {
+		if err := w.root.MkdirAll(rel, 0o755); err != nil {
+			return w.rootError(rel, err)
+		}
+	}
+	d, err := w.OpenDir(rel)
+	if err != nil {
+		return err
+	}
+	return d.Close()
+}

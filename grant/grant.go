@@ -1,0 +1,198 @@
+// Package grant turns a skill's permission manifest into what one
+// execution of its code (a script, an MCP server, a draft's test) may
+// touch on the backend that runs it: the workspace parts it sees, the
+// environment it gets, what it may execute. What a backend cannot enforce
+// is refused, never run looser.
+package grant
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scripts"
+	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/workspace"
+)
+
+// BackendWasm names the WebAssembly runtime among the sandbox backends.
+const BackendWasm = scripts.BackendWasm
+
+// Request is one execution about to start.
+type Request struct {
+	Skill     *skills.Skill
+	Workspace *workspace.Workspace
+	Backend   scripts.Backend
+	// PassEnv are the names the operator passes (--pass-env); Lookup
+	// reads their values (the operator's environment).
+	PassEnv []string
+	Lookup  func(string) (string, bool)
+}
+
+// Grant is what the execution gets.
+type Grant struct {
+	Record record.Grant
+	// Mount is the workspace as the sandbox shows it.
+	Mount scripts.Mount
+	// View is the workspace as a WebAssembly module reads and writes it.
+	View *workspace.Workspace
+	// Env are NAME=VALUE pairs to add to the execution's environment.
+	Env []string
+	// LimitExec and Exec are for scripts.Spec.
+	LimitExec bool
+	Exec      []string
+
+	ws      *workspace.Workspace
+	missing []string // read-only paths that did not exist before the call
+}
+
+// Refusal is an execution that must not start, with a stable code.
+type Refusal = scripts.Refusal
+
+// For computes the grant of r, or refuses it: a manifest that does not
+// parse, a backend that cannot enforce it, a declared path that is not a
+// plain path of the workspace.
+func For(r Request) (*Grant, error) {
+	ws := r.Workspace
+	perms, err := skills.PermissionsOf(r.Skill.Frontmatter)
+	if err != nil {
+		return nil, &Refusal{Code: "skill_permissions_invalid", Msg: fmt.Sprintf("skill %s: %v", r.Skill.Name, err)}
+	}
+	g := &Grant{ws: ws, View: ws, Env: []string{}}
+	g.Record = record.Grant{Declared: perms != nil, Read: []string{}, Write: []string{}, ReadOnly: []string{}, Env: []string{}, Exec: []string{}}
+	for _, rel := range ws.ReadOnlyRel() {
+		if _, err := os.Lstat(filepath.Join(ws.Host, filepath.FromSlash(rel))); err != nil {
+			g.missing = append(g.missing, rel)
+		}
+	}
+	if perms == nil {
+		g.Mount = scripts.Mount{Host: ws.Host, Sandbox: ws.Sandbox, Writable: true, ReadOnly: ws.ReadOnlyRel()}
+		g.Record.Write = []string{"."}
+		g.Record.ReadOnly = existing(ws, ws.ReadOnlyRel())
+		g.Record.EnforcedBy = enforcement(r.Backend, false, false)
+		return g, nil
+	}
+	if r.Backend == scripts.BackendNone {
+		return nil, &Refusal{Code: "capability_unenforceable", Msg: fmt.Sprintf("skill %s declares a permission manifest, and --sandbox none runs its code on the host, where nothing enforces it; nothing was run. Use --sandbox auto (bwrap or Landlock)", r.Skill.Name)}
+	}
+	if r.Backend != BackendWasm && scripts.LandlockABI() == 0 {
+		return nil, &Refusal{Code: "capability_unenforceable", Msg: fmt.Sprintf("skill %s declares a permission manifest, which limits what its code may execute, and this kernel offers no Landlock to enforce that; nothing was run", r.Skill.Name)}
+	}
+	write := cleanAll(perms.Filesystem.Write)
+	read := slices.DeleteFunc(cleanAll(perms.Filesystem.Read), func(p string) bool { return slices.Contains(write, p) })
+	for _, rel := range write {
+		if err := ws.MkdirAll(rel); err != nil {
+			pr := workspace.AsRefusal(err)
+			return nil, &Refusal{Code: pr.Code, Msg: fmt.Sprintf("skill %s declares filesystem.write %s: %s", r.Skill.Name, rel, pr.Msg)}
+		}
+	}
+	parts := []scripts.Part{}
+	for _, rel := range read {
+		parts = append(parts, scripts.Part{Rel: rel})
+	}
+	for _, rel := range write {
+		parts = append(parts, scripts.Part{Rel: rel, Writable: true})
+	}
+	g.Mount = scripts.Mount{Host: ws.Host, Sandbox: ws.Sandbox, Only: parts, ReadOnly: ws.ReadOnlyRel()}
+	g.View = ws.Narrow(read, write)
+	g.Record.Read, g.Record.Write = read, write
+	for _, rel := range existing(ws, ws.ReadOnlyRel()) {
+		if insideAny(write, rel) {
+			g.Record.ReadOnly = append(g.Record.ReadOnly, rel)
+		}
+	}
+	for _, n := range perms.Env {
+		v, set := "", false
+		if slices.Contains(r.PassEnv, n) && r.Lookup != nil {
+			v, set = r.Lookup(n)
+		}
+		if !set {
+			g.Record.Withheld = append(g.Record.Withheld, n)
+			continue
+		}
+		g.Env = append(g.Env, n+"="+v)
+		g.Record.Env = append(g.Record.Env, n)
+	}
+	g.LimitExec, g.Exec = true, slices.Clone(perms.Exec)
+	g.Record.ExecLimited, g.Record.Exec = true, append([]string{}, perms.Exec...)
+	g.Record.EnforcedBy = enforcement(r.Backend, true, len(perms.Network) > 0)
+	return g, nil
+}
+
+// Sweep removes what the execution made at a read-only path that did not
+// exist when it started (a .git made in a workspace that had none, where
+// the sandbox had nothing to bind read-only), and returns those paths.
+func (g *Grant) Sweep() []string {
+	var made []string
+	for _, rel := range g.missing {
+		p := filepath.Join(g.ws.Host, filepath.FromSlash(rel))
+		if _, err := os.Lstat(p); err == nil {
+			os.RemoveAll(p)
+			made = append(made, rel)
+		}
+	}
+	return made
+}
+
+// enforcement names what enforces each part on backend.
+func enforcement(backend scripts.Backend, declared, network bool) map[string]string {
+	m := map[string]string{"env": "harness (the environment is built from nothing)"}
+	switch backend {
+	case scripts.BackendBwrap:
+		m["filesystem"] = "bwrap mount namespace"
+		m["exec"] = "landlock execute layer inside bwrap"
+		m["network"] = "bwrap network namespace (no network)"
+		if network {
+			m["network"] = "bwrap network namespace and harness's egress proxy"
+		}
+	case scripts.BackendLandlock:
+		m["filesystem"] = "landlock"
+		m["exec"] = "landlock"
+		m["network"] = "seccomp socket filter (no network)"
+	case BackendWasm:
+		m["filesystem"] = "wasm mounts"
+		m["exec"] = "wasm (a module cannot start processes)"
+		m["network"] = "wasm (no sockets)"
+	default:
+		m["filesystem"] = "none (--sandbox none: the host)"
+		m["exec"] = "none (--sandbox none: the host)"
+		m["network"] = "none (--sandbox none: the host)"
+	}
+	if !declared && backend != BackendWasm {
+		m["exec"] = "not limited (the skill declares no manifest)"
+	}
+	return m
+}
+
+func cleanAll(ps []string) []string {
+	out := []string{}
+	for _, p := range ps {
+		if c := path.Clean(p); !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func insideAny(parts []string, rel string) bool {
+	for _, p := range parts {
+		if p == "." || rel == p || len(rel) > len(p) && rel[:len(p)+1] == p+"/" {
+			return true
+		}
+	}
+	return false
+}
+
+func existing(ws *workspace.Workspace, rels []string) []string {
+	out := []string{}
+	for _, rel := range rels {
+		if _, err := os.Lstat(filepath.Join(ws.Host, filepath.FromSlash(rel))); err == nil {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
