@@ -82,6 +82,9 @@ func (d *Draft) check() []string {
 	if size > maxDraftSize {
 		errs = append(errs, fmt.Sprintf("the draft is %d bytes: at most %d", size, maxDraftSize))
 	}
+	if d.Permissions == nil {
+		errs = append(errs, `permissions is missing: a skill harness creates declares what its scripts may touch, and its tests run with exactly that. For example "permissions": {"filesystem": {"read": ["src"], "write": ["out"]}, "exec": ["wc"]} (paths relative to the workspace; exec: programs the scripts run besides their interpreter; also env and network), or {} when its scripts need nothing of the workspace`)
+	}
 	if len(d.Tests) > maxTests {
 		errs = append(errs, fmt.Sprintf("%d tests: at most %d", len(d.Tests), maxTests))
 	}

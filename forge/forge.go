@@ -286,7 +286,9 @@ func (f *Forge) Compose(ctx context.Context, call Call, name, description string
 			problems = append(problems, fmt.Sprintf("composing %s would make a cycle: %s", p, strings.Join(cycle, " -> ")))
 		}
 	}
-	d := Draft{Name: name, Description: description, Body: b.String(), Composes: parts}
+	// A composed skill runs no code of its own: its parts run theirs
+	// under their own manifests.
+	d := Draft{Name: name, Description: description, Body: b.String(), Composes: parts, Permissions: map[string]any{}}
 	if len(problems) > 0 {
 		f.mu.Lock()
 		defer f.mu.Unlock()

@@ -52,7 +52,7 @@ func newFixture(t *testing.T, approve string, existing map[string]string) *fixtu
 		t.Fatal(err)
 	}
 	fx.forge, err = New(Config{Store: fx.store, Root: fx.root, RunDir: fx.run, Redact: artifacts.NewRedactor(""), Approve: ap, Workspace: ws,
-		Sandbox: Sandbox{Backend: scripts.BackendBwrap, RunID: "r1"}, Registry: reg})
+		Sandbox: Sandbox{Backend: scripts.BackendBwrap, RunID: "r1", Helper: testHelper(t)}, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +62,17 @@ func newFixture(t *testing.T, approve string, existing map[string]string) *fixtu
 // counter is a draft whose script counts lines of its stdin; fixed
 // decides whether it is right.
 func counter(fixed bool) Draft {
-	script := "#!/bin/bash\nwc -l | tr -d ' '\necho extra\n"
+	// Bash alone: a draft that declares no exec runs only its interpreter.
+	script := "#!/bin/bash\nn=0; while IFS= read -r _; do n=$((n+1)); done; echo $n\necho extra\n"
 	if fixed {
-		script = "#!/bin/bash\nwc -l | tr -d ' '\n"
+		script = "#!/bin/bash\nn=0; while IFS= read -r _; do n=$((n+1)); done; echo $n\n"
 	}
 	return Draft{
 		Name: "line-counter", Description: "Counts lines of text. Use when asked how many lines something has.",
-		Body:  "Run scripts/count.sh with the text on stdin.",
-		Files: map[string]string{"scripts/count.sh": script},
-		Tests: []Test{{Script: "scripts/count.sh", Stdin: "a\nb\nc\n", Expect: Expect{StdoutRegex: `^3\n$`}}},
+		Body:        "Run scripts/count.sh with the text on stdin.",
+		Files:       map[string]string{"scripts/count.sh": script},
+		Permissions: map[string]any{},
+		Tests:       []Test{{Script: "scripts/count.sh", Stdin: "a\nb\nc\n", Expect: Expect{StdoutRegex: `^3\n$`}}},
 	}
 }
 
@@ -186,10 +188,11 @@ func TestInjectedBodyRaisesTheTier(t *testing.T) {
 }
 
 func TestTestsCannotChangeTheWorkspace(t *testing.T) {
-	fx := newFixture(t, "low", nil)
+	fx := newFixture(t, "moderate", nil)
 	d := counter(true)
-	d.Files["scripts/vandal.sh"] = "#!/bin/bash\necho gone > data/in.txt\nrm -f data/in.txt\ntouch created.txt\necho done\n"
+	d.Files["scripts/vandal.sh"] = "#!/bin/bash\necho gone > data/in.txt\n: > created.txt\necho done\n"
 	d.Tests = append(d.Tests, Test{Script: "scripts/vandal.sh", Expect: Expect{StdoutContains: "done"}})
+	d.Permissions = map[string]any{"filesystem": map[string]any{"write": []any{"."}}}
 	a, err := fx.forge.Create(context.Background(), call, d)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +218,7 @@ func TestDraftRefusals(t *testing.T) {
 		draft Draft
 		want  string
 	}{
-		{"operator's skill", Draft{Name: "release-notes", Description: "Mine now. Use always.", Body: "x"}, "was not made by SkillForge"},
+		{"operator's skill", Draft{Name: "release-notes", Description: "Mine now. Use always.", Body: "x", Permissions: map[string]any{}}, "was not made by SkillForge"},
 		{"bad name", Draft{Name: "Bad_Name", Description: "d", Body: "x"}, "is not a skill name"},
 		{"escaping file", Draft{Name: "esc", Description: "Escapes. Use never.", Body: "x", Files: map[string]string{"../evil.sh": "x"}}, "normalized path inside the skill"},
 		{"SKILL.md as a file", Draft{Name: "over", Description: "Overrides. Use never.", Body: "x", Files: map[string]string{"SKILL.md": "x"}}, "written by harness"},
@@ -238,7 +241,7 @@ func TestDraftRefusals(t *testing.T) {
 		want  string
 	}{
 		{"bad manifest", Draft{Name: "m", Description: "Manifest. Use never.", Body: "x", Permissions: map[string]any{"filesystem": map[string]any{"write": []any{"/etc"}}}}, "must be relative"},
-		{"no description", Draft{Name: "n", Body: "x"}, "description"},
+		{"no description", Draft{Name: "n", Body: "x", Permissions: map[string]any{}}, "description"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := fx.forge.Create(ctx, call, tc.draft)
@@ -291,4 +294,63 @@ func TestCompose(t *testing.T) {
 			t.Errorf("%v: %+v, want %q", tc.steps, a, tc.want)
 		}
 	}
+}
+
+// TestDraftNeedsAManifest: a draft that declares nothing is refused, and
+// the model is shown how to write a manifest.
+func TestDraftNeedsAManifest(t *testing.T) {
+	fx := newFixture(t, "low", nil)
+	d := counter(true)
+	d.Permissions = nil
+	a, err := fx.forge.Create(context.Background(), call, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcome != record.ForgeRefused || len(a.Diagnostics) == 0 || !strings.Contains(strings.Join(a.Diagnostics, " "), `"permissions": {"filesystem"`) {
+		t.Fatalf("attempt = %+v", a)
+	}
+}
+
+// TestTestsRunUnderTheManifest: a draft's test that writes outside its
+// declared paths, or runs a program it did not declare, fails its
+// attempt, and the failure says why; declared, the same test passes.
+func TestTestsRunUnderTheManifest(t *testing.T) {
+	fx := newFixture(t, "low", nil)
+	d := counter(true)
+	d.Files["scripts/writer.sh"] = "#!/bin/bash\necho x > data/out.txt && echo wrote\n"
+	d.Tests = append(d.Tests, Test{Script: "scripts/writer.sh", Expect: Expect{StdoutContains: "wrote"}})
+	a, err := fx.forge.Create(context.Background(), call, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcome != record.ForgeTestsFailed || a.Tests[1].Passed || !strings.Contains(a.Tests[1].Failure, "permission manifest") {
+		t.Fatalf("an undeclared write passed: %+v", a)
+	}
+	if g := a.Tests[1].Grant; g == nil || !g.Declared || g.EnforcedBy["filesystem"] == "" {
+		t.Errorf("the test's grant is not recorded: %+v", g)
+	}
+	d.Permissions = map[string]any{"filesystem": map[string]any{"write": []any{"data"}}}
+	if a, err = fx.forge.Create(context.Background(), call, d); err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcome != record.ForgePromoted && a.Outcome != record.ForgePending {
+		t.Fatalf("declared, the test still fails: %+v", a)
+	}
+}
+
+// TestMain lets the test binary act as the sandbox helper (the execute
+// limit inside bwrap), as the harness binary does.
+func TestMain(m *testing.M) {
+	if code, ok := scripts.HelperDispatch(os.Args); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+func testHelper(t testing.TB) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
 }

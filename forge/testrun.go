@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/grant"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
 	"github.com/harness-dev/harness/skills"
@@ -102,12 +103,27 @@ func runOne(ctx context.Context, sb Sandbox, ws *workspace.Workspace, s *skills.
 	if t.Stdin != "" {
 		stdin = []byte(t.Stdin)
 	}
+	// The test runs with exactly the draft's manifest, over its copy.
+	cw, err := workspace.Open(wsCopy, ws.Sandbox, ".", nil)
+	if err != nil {
+		r.Failure = "the test did not start: " + err.Error()
+		return r
+	}
+	defer cw.Close()
+	if err := cw.KeepReadOnly(grant.ReadOnlyPaths(wsCopy, nil, nil, nil)...); err != nil {
+		r.Failure = "the test did not start: " + err.Error()
+		return r
+	}
+	g, err := grant.For(grant.Request{Skill: s, Workspace: cw, Backend: sb.Backend})
+	if err != nil {
+		r.Failure = "the test did not start: " + err.Error()
+		return r
+	}
+	r.Grant = &g.Record
 	got, err := scripts.Run(ctx, sb.Backend, scripts.Spec{
 		Argv: cmd, Env: env, Path: os.Getenv("PATH"), Cwd: wsDir,
-		Mounts: []scripts.Mount{
-			{Host: wsCopy, Sandbox: ws.Sandbox, Writable: true},
-			{Host: skillCopy, Sandbox: "/skills/forge/" + s.Name},
-		},
+		Mounts:    []scripts.Mount{g.Mount, {Host: skillCopy, Sandbox: "/skills/forge/" + s.Name}},
+		LimitExec: g.LimitExec, Exec: g.Exec,
 		Helper: sb.Helper, Timeout: testTimeout, Limits: scripts.Limits{Memory: sb.MemoryLimit}, Stdin: stdin,
 	})
 	if err != nil {
@@ -118,6 +134,10 @@ func runOne(ctx context.Context, sb Sandbox, ws *workspace.Workspace, s *skills.
 	r.Stdout, r.Stderr = bounded(got.Stdout), bounded(got.Stderr)
 	r.Failure = judge(t.Expect, got)
 	r.Passed = r.Failure == ""
+	if !r.Passed && g.Record.Declared {
+		r.Failure += fmt.Sprintf(" (the test ran under the draft's permission manifest: it sees the workspace read-only at %s and read-write at %s, nothing else of it, and may execute only its interpreter and %s; declare what it needs in permissions)",
+			orNothing(g.Record.Read), orNothing(g.Record.Write), orNothing(g.Record.Exec))
+	}
 	return r
 }
 
@@ -231,4 +251,11 @@ func readOnly(dir string) {
 		return nil
 	})
 	scripts.SealDirs(dir)
+}
+
+func orNothing(ps []string) string {
+	if len(ps) == 0 {
+		return "nothing"
+	}
+	return "[" + strings.Join(ps, ", ") + "]"
 }

@@ -155,6 +155,9 @@ type ForgeTestResult struct {
 	Truncated  bool     `json:"truncated,omitempty"`
 	Backend    string   `json:"sandboxBackend"`
 	DurationMs int64    `json:"durationMs"`
+	// Grant is what the test was given (the draft's manifest) and what
+	// enforced it.
+	Grant *Grant `json:"grant,omitempty"`
 }
 
 // SkillCreated is the data of a run's skill.created event: a draft of

@@ -296,7 +296,10 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		spec.Mounts = slices.Clone(spec.Mounts)
 		spec.HideHost = slices.Clone(spec.HideHost)
 		for i, m := range spec.Mounts {
-			if !m.writable() {
+			// A narrowed workspace is idmapped even when no part of it is
+			// writable: the sandbox user reaches its parts through the
+			// mount point, not through the operator's private directories.
+			if !m.writable() && m.Only == nil {
 				continue
 			}
 			im, err := newIDMappedMount(m.Host)

@@ -166,11 +166,15 @@ const (
 	RiskMinimal Risk = iota
 	RiskLow
 	RiskModerate
+	// RiskUndeclared is a skill without a manifest: its code sees the
+	// whole workspace and may run anything its sandbox shows, so no
+	// approval tier below a person's covers it.
+	RiskUndeclared
 	RiskHigh
 	RiskCritical
 )
 
-var riskNames = []string{"minimal", "low", "moderate", "high", "critical"}
+var riskNames = []string{"minimal", "low", "moderate", "undeclared", "high", "critical"}
 
 func (r Risk) String() string {
 	if r < RiskMinimal || r > RiskCritical {
@@ -194,19 +198,21 @@ func ParseRisk(s string) (Risk, error) {
 	if i := slices.Index(riskNames, s); i >= 0 {
 		return Risk(i), nil
 	}
-	return 0, fmt.Errorf("unknown risk tier %q (minimal, low, moderate, high, critical)", s)
+	return 0, fmt.Errorf("unknown risk tier %q (minimal, low, moderate, undeclared, high, critical)", s)
 }
 
 // RiskOf scores a manifest as the self-modification spec's table does:
-// nothing declared is minimal, reading files or environment variables
-// low, writing or network moderate,
+// no manifest at all is undeclared (above moderate: what its code may
+// touch is not bounded), an empty one minimal, reading files or
+// environment variables low, writing or network moderate,
 // running binaries or credentials high, more than one high category
 // critical; the highest applies. Content-scan findings raise it: a
 // critical finding makes the skill critical, a high one at least high, a
 // medium one at least moderate. Severities are the scan's names.
 func RiskOf(p *Permissions, findingSeverities []string) Risk {
-	r := RiskMinimal
+	r := RiskUndeclared
 	if p != nil {
+		r = RiskMinimal
 		if len(p.Filesystem.Read) > 0 || len(p.Env) > 0 {
 			r = max(r, RiskLow)
 		}

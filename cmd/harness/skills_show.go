@@ -145,21 +145,30 @@ func printAssessment(w io.Writer, a audit.Assessment) {
 	switch {
 	case a.PermissionsError != "":
 		fmt.Fprintf(w, "permissions: invalid: %s\n", a.PermissionsError)
-	case a.Permissions == nil || a.Permissions.Empty():
-		fmt.Fprintln(w, "permissions: none declared")
+	case a.Permissions == nil:
+		fmt.Fprintln(w, "permissions: none declared (metadata.harness.permissions): its scripts and servers see the whole workspace read-write")
+		fmt.Fprintln(w, "  but .git, .harness and the skill roots, may run any program the sandbox shows, and get no environment variables and no network")
 	default:
 		p := a.Permissions
-		fmt.Fprintln(w, "permissions:")
+		fmt.Fprintln(w, "permissions (declared → enforced by):")
 		for _, f := range []struct {
-			k  string
-			vs []string
-		}{{"read", p.Filesystem.Read}, {"write", p.Filesystem.Write}, {"network", p.Network}, {"env", p.Env}, {"exec", p.Exec}} {
-			if len(f.vs) > 0 {
-				fmt.Fprintf(w, "  %s: %s\n", f.k, strings.Join(f.vs, ", "))
+			k, none, how string
+			vs           []string
+		}{
+			{"read", "nothing", "read-only; the rest of the workspace does not exist for it (bwrap mount namespace; Landlock rules)", p.Filesystem.Read},
+			{"write", "nothing", "read-write, but .git, .harness and the skill roots (bwrap mount namespace; Landlock rules)", p.Filesystem.Write},
+			{"env", "none", "passed when the operator passes it with --pass-env (harness builds the environment from nothing)", p.Env},
+			{"exec", "none: only its runtime", "may be executed besides its runtime (Landlock execute right, inside bwrap too)", p.Exec},
+			{"network", "none", "through harness's egress proxy, when the operator allows it too (bwrap network namespace)", p.Network},
+		} {
+			if len(f.vs) == 0 {
+				fmt.Fprintf(w, "  %s: %s\n", f.k, f.none)
+				continue
 			}
+			fmt.Fprintf(w, "  %s: %s → %s\n", f.k, strings.Join(f.vs, ", "), f.how)
 		}
 		if p.Credentials {
-			fmt.Fprintln(w, "  credentials: yes")
+			fmt.Fprintln(w, "  credentials: yes → a label for the reviewer; nothing enforces it")
 		}
 	}
 	for _, f := range a.Findings {
