@@ -277,11 +277,11 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 				Argv:   cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
 				Mounts:    []scripts.Mount{g.Mount, {Host: stage, Sandbox: s.SandboxSkillDir}},
 				LimitExec: g.LimitExec, Exec: g.Exec,
-				Hide:      hide,
-				HideHost:  hideHost,
-				Helper:    cfg.Helper,
-				Timeout:   time.Duration(timeout) * time.Millisecond,
-				Limits:    scripts.Limits{Memory: cfg.MemoryLimit},
+				Hide:     hide,
+				HideHost: hideHost,
+				Helper:   cfg.Helper,
+				Timeout:  time.Duration(timeout) * time.Millisecond,
+				Limits:   scripts.Limits{Memory: cfg.MemoryLimit},
 			})
 		}
 	}
