@@ -194,6 +194,7 @@ func WriteHTML(w io.Writer, p *Page) error {
 		"join":  strings.Join,
 		"short": func(d artifacts.Digest) string { return shorten(strings.TrimPrefix(string(d), "blake3:"), 12) },
 		"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"grant": grantSummary,
 		"deref": func(p *int) string {
 			if p == nil {
 				return "-"
@@ -316,4 +317,26 @@ func readable(content string) string {
 		return content
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// grantSummary says in one line what an execution was given and what
+// enforced it.
+func grantSummary(g *record.Grant) string {
+	if g == nil {
+		return "-"
+	}
+	if !g.Declared {
+		return fmt.Sprintf("undeclared: whole workspace read-write, any program (%s)", g.EnforcedBy["filesystem"])
+	}
+	list := func(ps []string) string {
+		if len(ps) == 0 {
+			return "nothing"
+		}
+		return strings.Join(ps, ", ")
+	}
+	s := fmt.Sprintf("read %s; write %s; exec %s", list(g.Read), list(g.Write), list(g.Exec))
+	if len(g.Env) > 0 {
+		s += "; env " + strings.Join(g.Env, ", ")
+	}
+	return s + fmt.Sprintf(" (files: %s; exec: %s)", g.EnforcedBy["filesystem"], g.EnforcedBy["exec"])
 }
