@@ -74,6 +74,8 @@ type Config struct {
 	Start Progress
 	// Gate, when set, decides every tool call (contextual flow control).
 	Gate Gate
+	// Approver, when set, decides which calls wait for a person.
+	Approver Approver
 	// Redact is applied to every tool output written (nil: none).
 	Redact *artifacts.Redactor
 	// AllowEmptyAnswer accepts a final answer with no text.
@@ -105,7 +107,9 @@ type Outcome struct {
 	FinishReason string
 	// Rejections counts answers the check refused (this segment).
 	Rejections int
-	Err        error
+	// Pending are the calls awaiting a person (ReasonAwaitingApproval).
+	Pending []ToolCall
+	Err     error
 }
 
 type engine struct {
@@ -180,19 +184,8 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 	// A resumed conversation can end with tool calls that never ran (the
 	// run stopped between the model's answer and its tools): run them
 	// before asking the model again.
-	for _, call := range pendingCalls(e.out.Messages) {
-		if r, ok := e.stopped(parent, ctx); ok {
-			return e.end(r, nil)
-		}
-		if err := e.callTool(ctx, e.out.Turns, call); err != nil {
-			if errors.Is(err, errPolicyEnd) {
-				return e.end(ReasonPolicyDenied, err)
-			}
-			if r, ok := e.stopped(parent, ctx); ok && errors.Is(err, errStoppedInCall) {
-				return e.end(r, nil)
-			}
-			return e.fail(err)
-		}
+	if out, done := e.runCalls(parent, ctx, e.out.Turns, pendingCalls(e.out.Messages)); done {
+		return out
 	}
 	for {
 		if r, ok := e.stopped(parent, ctx); ok {
@@ -269,21 +262,8 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			}
 			return e.end(ReasonCompleted, nil)
 		}
-		for _, call := range msg.ToolCalls {
-			// An interrupt stops before the next call; a call already
-			// running sees the cancelled context itself.
-			if r, ok := e.stopped(parent, ctx); ok {
-				return e.end(r, nil)
-			}
-			if err := e.callTool(ctx, turn, call); err != nil {
-				if errors.Is(err, errPolicyEnd) {
-					return e.end(ReasonPolicyDenied, err)
-				}
-				if r, ok := e.stopped(parent, ctx); ok && errors.Is(err, errStoppedInCall) {
-					return e.end(r, nil)
-				}
-				return e.fail(err)
-			}
+		if out, done := e.runCalls(parent, ctx, turn, msg.ToolCalls); done {
+			return out
 		}
 	}
 }
@@ -345,11 +325,17 @@ func (e *engine) journalDeferred(typ string, data any) error {
 // callTool runs one tool call and records it. Problems with the call
 // itself become error results the model sees; only a harness fault (a Go
 // error from the tool, or a failed write) is returned.
-func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
+func (e *engine) callTool(ctx context.Context, turn int, call ToolCall, refused *ToolResult) error {
 	if err := e.journalDeferred("tool.started", ToolStartedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments}); err != nil {
 		return err
 	}
-	res, code, toolErr := e.invoke(ctx, turn, call)
+	res, code, toolErr := ToolResult{}, "", error(nil)
+	if refused != nil {
+		// A person refused it: it never runs; the model is told why.
+		res, code = *refused, codeRefusedByPerson
+	} else {
+		res, code, toolErr = e.invoke(ctx, turn, call)
+	}
 	if toolErr != nil && ctx.Err() != nil {
 		// Stopped mid-call (interrupt or timeout): the call stays started
 		// but unfinished in the journal, which is what resume acts on.
@@ -383,6 +369,9 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall) error {
 // codePolicyEnd marks a denial that ends the run (--fail-on-denial).
 const codePolicyEnd = "policy_denied_end"
 
+// codeRefusedByPerson marks a call a person refused when asked.
+const codeRefusedByPerson = "refused_by_person"
+
 var errPolicyEnd = errors.New("a policy denial ended the run")
 
 var errStoppedInCall = errors.New("stopped during a tool call")
@@ -397,11 +386,8 @@ func (e *engine) invoke(ctx context.Context, turn int, call ToolCall) (ToolResul
 	if strings.TrimSpace(call.Arguments) == "" {
 		args = json.RawMessage("{}")
 	}
-	if !json.Valid(args) {
-		return ErrorResult("arguments_invalid_json", fmt.Sprintf("the arguments of %s are not valid JSON; send one JSON object", call.Name), nil), "arguments_invalid_json", nil
-	}
-	if err := e.schemas[call.Name].validate(args); err != nil {
-		return ErrorResult("arguments_invalid", fmt.Sprintf("the arguments of %s do not match its schema: %v", call.Name, err), nil), "arguments_invalid", nil
+	if err := e.checkArgs(call); err != nil {
+		return *err, errorCode(err.Content), nil
 	}
 	if e.cfg.Gate != nil {
 		if denied, end := e.cfg.Gate.Before(ctx, turn, call, t.Effect()); denied != nil {
@@ -431,6 +417,24 @@ func (e *engine) invoke(ctx context.Context, turn int, call ToolCall) (ToolResul
 		code = errorCode(res.Content)
 	}
 	return res, code, nil
+}
+
+// checkArgs refuses arguments that are not one JSON object matching the
+// tool's schema, as the model sees it.
+func (e *engine) checkArgs(call ToolCall) *ToolResult {
+	args := json.RawMessage(call.Arguments)
+	if strings.TrimSpace(call.Arguments) == "" {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		res := ErrorResult("arguments_invalid_json", fmt.Sprintf("the arguments of %s are not valid JSON; send one JSON object", call.Name), nil)
+		return &res
+	}
+	if err := e.schemas[call.Name].validate(args); err != nil {
+		res := ErrorResult("arguments_invalid", fmt.Sprintf("the arguments of %s do not match its schema: %v", call.Name, err), nil)
+		return &res
+	}
+	return nil
 }
 
 // errorCode extracts the code of an ErrorResult's content, for the journal.

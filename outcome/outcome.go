@@ -20,6 +20,7 @@ const (
 	ExitLimit       = 3 // a limit was reached (resumable)
 	ExitProvider    = 4 // model provider or infrastructure error (resumable)
 	ExitPolicy      = 5 // refused by policy
+	ExitApproval    = 6 // a tool call waits for a person's decision (resumable)
 	ExitInterrupted = 130
 )
 
@@ -32,6 +33,7 @@ const (
 	StatusProvider    = "provider-error"
 	StatusRefused     = "refused"
 	StatusInterrupted = "interrupted"
+	StatusApproval    = "awaiting_approval"
 )
 
 // Error is a refusal or failure with a stable code, a message that says
@@ -102,6 +104,8 @@ func Status(exit int) (status string, resumable bool) {
 		return StatusProvider, true
 	case ExitInterrupted:
 		return StatusInterrupted, true
+	case ExitApproval:
+		return StatusApproval, true
 	case ExitUsage, ExitPolicy:
 		return StatusRefused, false
 	}

@@ -126,6 +126,8 @@ type Inputs struct {
 	// its --allow-protected-write paths.
 	ReadOnly            []string `json:"readOnly,omitempty"`
 	AllowProtectedWrite []string `json:"allowProtectedWrite,omitempty"`
+	// ConfirmTools are the operator's --confirm-tool patterns.
+	ConfirmTools []string `json:"confirmTools,omitempty"`
 	// Params are the generation parameters sent with every request.
 	Params loop.Params `json:"params"`
 	// OutputSchema is the JSON Schema the final answer must match, with

@@ -11,7 +11,7 @@ type Result struct {
 	RunID   string `json:"runId"`
 	RunDir  string `json:"runDir"` // absolute
 	// Status is one word: succeeded, failed, limit, provider_error,
-	// refused or interrupted.
+	// refused, interrupted or awaiting_approval.
 	Status string `json:"status"`
 	// Reason is the specific cause: completed, max_turns, max_tokens,
 	// timeout, truncated, content_filter, empty_answer, schema_invalid,
@@ -40,6 +40,9 @@ type Result struct {
 	ToolCalls    map[string]int `json:"toolCalls"`
 	Denials      []Denial       `json:"denials"`
 	Resumable    bool           `json:"resumable"`
+	// PendingApprovals are the calls waiting for a person when the status
+	// is awaiting_approval: resume with --approve CALL_ID or --deny CALL_ID.
+	PendingApprovals []PendingApproval `json:"pendingApprovals,omitempty"`
 	// ResumeCommand continues the run, when it is resumable.
 	ResumeCommand string `json:"resumeCommand,omitempty"`
 }

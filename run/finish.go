@@ -16,7 +16,9 @@ import (
 // outcomeError maps how the loop ended to the run's error (nil = success).
 func outcomeError(o *loop.Outcome) error {
 	switch o.Reason {
-	case loop.ReasonCompleted:
+	case loop.ReasonCompleted, loop.ReasonAwaitingApproval:
+		// Awaiting approval is told by the runner, which knows the run
+		// directory the message names.
 		return nil
 	case loop.ReasonLimitTurns, loop.ReasonLimitTokens, loop.ReasonLimitTimeout:
 		return &outcome.Error{Code: strings.ReplaceAll(string(o.Reason), ".", "_"), Msg: limitMessage(o.Reason), Exit: outcome.ExitLimit, Err: o.Err}

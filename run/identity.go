@@ -108,6 +108,10 @@ func policyDigest(o Options) artifacts.Digest {
 	for _, p := range absAll(o.AllowProtectedWrite) {
 		h.WriteField("allow-protected-write:" + p)
 	}
+	// Which calls wait for a person.
+	for _, p := range o.ConfirmTools {
+		h.WriteField("confirm-tool:" + p)
+	}
 	if o.WasmMemoryLimit != 0 {
 		h.WriteField(fmt.Sprint("wasm-memory:", o.WasmMemoryLimit))
 	}

@@ -34,6 +34,7 @@ var notRecorded = map[string]string{
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",
 	"SnapshotCache":  "a cache of digests by stat fingerprint: a resume uses its own",
+	"decisions":      "a resume's approvals: journaled as approval.decided events",
 }
 
 // TestOptionsRoundTripThroughRunJSON fills every field of Options with a

@@ -131,7 +131,15 @@ type Options struct {
 	// (--allow-protected-write).
 	ReadOnly            []string
 	AllowProtectedWrite []string
-	MCPToolEffects      []string
+	// ConfirmTools are tool names or globs (KEY__*) whose calls wait for a
+	// person (--confirm-tool); calls of a skill marked
+	// metadata.harness.destructive wait too.
+	ConfirmTools []string
+
+	// decisions are what the operator decided on resume (--approve,
+	// --deny); they are journaled, not recorded in run.json.
+	decisions      decisions
+	MCPToolEffects []string
 	// AllowNetwork are host[:port] entries a skill's scripts and servers
 	// may reach through harness's egress proxy, when the skill declares
 	// the host too (metadata.harness.permissions.network). Empty: no

@@ -15,6 +15,7 @@ import (
 var resultStatus = map[string]string{
 	outcome.StatusSucceeded: "succeeded", outcome.StatusFailed: "failed", outcome.StatusLimit: "limit",
 	outcome.StatusProvider: "provider_error", outcome.StatusRefused: "refused", outcome.StatusInterrupted: "interrupted",
+	outcome.StatusApproval: "awaiting_approval",
 }
 
 // resultReason names the cause in result.json's vocabulary.
@@ -52,6 +53,7 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 	if rec != nil {
 		res.Message = rec.Message
 	}
+	res.PendingApprovals = r.pendingApprovals
 	for _, s := range r.manifest.Segments {
 		if s.FinishedAt != nil {
 			res.DurationMs += s.FinishedAt.Sub(s.StartedAt).Milliseconds()

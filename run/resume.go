@@ -54,10 +54,15 @@ type ResumeOptions struct {
 	AllowModelChange bool
 	FallbackModel    string
 	Stream           bool
-	OnEvent          func(line []byte, depth int)
-	Stderr           io.Writer
-	Now              func() time.Time
-	Version          string
+	// Approve and Deny decide calls the run left waiting for a person;
+	// DenyReason is told to the model, Actor names who decided (default:
+	// the OS user).
+	Approve, Deny     []string
+	DenyReason, Actor string
+	OnEvent           func(line []byte, depth int)
+	Stderr            io.Writer
+	Now               func() time.Time
+	Version           string
 
 	model loop.Model // a subagent's parent's model
 }
@@ -108,6 +113,10 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	// A file that is now unusable is refused when the servers would
 	// start; an edited one is policy drift.
 	r.opts.operator = loadOperatorConfig(r.opts.MCPConfig)
+	r.opts.decisions = decisions{approve: ro.Approve, deny: ro.Deny, reason: ro.DenyReason, actor: ro.Actor}
+	if err := checkDecisions(st, r.opts.decisions, m.RunID); err != nil {
+		return nil, err
+	}
 	r.opts.RunKey = ro.RunKey
 	if ro.BaseURL != "" {
 		r.opts.BaseURL = ro.BaseURL

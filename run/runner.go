@@ -41,6 +41,10 @@ type Result struct {
 // Resume build it differently (from options, from a run directory) and
 // then walk the same stages (stages.go).
 type runner struct {
+	// approvals decides which calls wait for a person; pendingApprovals
+	// are those waiting when the run stopped.
+	approvals        *approvalGate
+	pendingApprovals []record.PendingApproval
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
 	mcp      *tools.MCPHub
 	opts     Options

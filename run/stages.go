@@ -30,6 +30,9 @@ func (r *runner) execute(ctx context.Context) (*Result, error) {
 	if err == nil {
 		err = outcomeError(out)
 	}
+	if err == nil && out != nil && out.Reason == loop.ReasonAwaitingApproval {
+		err = &outcome.Error{Code: "awaiting_approval", Msg: awaitingMessage(r.res.runDir, out.Pending), Exit: outcome.ExitApproval}
+	}
 	return r.finish(out, err)
 }
 
@@ -67,6 +70,12 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		return nil, err
 	}
 	r.gate = r.newGate(history)
+	r.approvals = r.newApprovals()
+	if d := r.opts.decisions; r.resumed != nil && len(d.approve)+len(d.deny) > 0 {
+		if err := r.decideApprovals(d.approve, d.deny, d.reason, d.actor); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.writePolicySnapshot(); err != nil {
 		return nil, err
 	}
@@ -85,6 +94,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		ToolOutputDir:    r.path(record.DirToolOutputs),
 		Start:            r.start,
 		Gate:             r.gate,
+		Approver:         r.approvals,
 		Redact:           r.redact,
 		AllowEmptyAnswer: r.opts.AllowEmptyAnswer,
 		AnswerRetries:    r.opts.SchemaRetries,
@@ -96,6 +106,11 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		cfg.Answer = r.schema
 	}
 	out := loop.Run(ctx, cfg, history)
+	if out.Reason == loop.ReasonAwaitingApproval {
+		if err := r.requestApprovals(out.Pending, out.Turns); err != nil {
+			return &out, err
+		}
+	}
 	return &out, nil
 }
 

@@ -50,6 +50,11 @@ type journalState struct {
 	openTail int
 	// restored are those outputs, to be written again by resume.
 	restored []restoredOutput
+	// approvalsRequested are calls that waited for a person, by call id;
+	// approvalsDecided what a person decided of them.
+	approvalsRequested map[string]record.ApprovalRequested
+	approvalsDecided   map[string]record.ApprovalDecided
+	approvalOrder      []string
 }
 
 // restoredOutput is a tool output rebuilt from its tool.finished line.
@@ -102,7 +107,7 @@ func verifyRun(dir string, m record.Manifest, key []byte) (*journalState, error)
 	if err != nil {
 		return nil, tampered("%v", err)
 	}
-	st := &journalState{finished: map[string]bool{}, tornBytes: c.TornBytes, validSize: c.ValidSize, head: head}
+	st := &journalState{finished: map[string]bool{}, approvalsRequested: map[string]record.ApprovalRequested{}, approvalsDecided: map[string]record.ApprovalDecided{}, tornBytes: c.TornBytes, validSize: c.ValidSize, head: head}
 	if len(c.Events) == 0 {
 		return nil, outcome.Usage("run_not_started", "run %s stopped before its journal recorded anything: nothing ran, so there is nothing to resume; start it again with `harness run`", m.RunID)
 	}
@@ -216,6 +221,24 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 		}
 		st.messages = append(st.messages, loop.Message{Role: loop.RoleUser, Content: d.Message})
 		st.progress.Rejections++
+	case record.EventApprovalRequested:
+		var d record.ApprovalRequested
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		if _, again := st.approvalsRequested[d.CallID]; !again {
+			st.approvalOrder = append(st.approvalOrder, d.CallID)
+		}
+		st.approvalsRequested[d.CallID] = d
+	case record.EventApprovalDecided:
+		var d record.ApprovalDecided
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		if _, ok := st.approvalsRequested[d.CallID]; !ok {
+			return bad(fmt.Errorf("approval.decided for call %s, which never waited for approval", d.CallID))
+		}
+		st.approvalsDecided[d.CallID] = d
 	case record.EventToolStarted:
 		var d record.ToolStarted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -448,6 +471,9 @@ type VerifyReport struct {
 	// fsync); resume writes them again.
 	ToolOutputsInJournal int             `json:"toolOutputsInJournalOnly,omitempty"`
 	Problem              *outcome.Record `json:"problem,omitempty"`
+	// Waiting are the calls that wait for a person's decision, from the
+	// verified journal, in the order they were requested.
+	Waiting []record.ApprovalRequested `json:"waiting,omitempty"`
 }
 
 // Verify checks a run directory the way resume does before it trusts it
@@ -482,5 +508,17 @@ func Verify(dir string, key []byte) (*VerifyReport, error) {
 	}
 	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs = true, st.lastSeq, st.head, len(st.finished)
 	rep.ToolOutputsInJournal = len(st.restored)
+	rep.Waiting = st.waiting()
 	return rep, nil
+}
+
+// waiting are the calls requested and not decided, in request order.
+func (st *journalState) waiting() []record.ApprovalRequested {
+	var out []record.ApprovalRequested
+	for _, id := range st.approvalOrder {
+		if _, done := st.approvalsDecided[id]; !done {
+			out = append(out, st.approvalsRequested[id])
+		}
+	}
+	return out
 }

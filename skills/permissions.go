@@ -245,3 +245,18 @@ func RiskOf(p *Permissions, findingSeverities []string) Risk {
 	}
 	return r
 }
+
+// Destructive reports whether a skill marks itself
+// metadata.harness.destructive: true, so that every call running its code
+// waits for a person.
+func Destructive(fm map[string]any) bool {
+	meta, _ := fm["metadata"].(map[string]any)
+	h, _ := meta["harness"].(map[string]any)
+	switch d := h["destructive"].(type) {
+	case bool:
+		return d
+	case string:
+		return d == "true"
+	}
+	return false
+}

@@ -38,6 +38,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			resumeCommand(),
 			verifyCommand(),
 			runsCommand(),
+			approvalsCommand(),
 			showCommand(),
 			reportCommand(),
 			skillsCommand(),

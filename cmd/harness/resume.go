@@ -35,6 +35,10 @@ func resumeCommand() *cli.Command {
 		&cli.StringFlag{Name: "fallback-model", Usage: "model `NAME` to continue with when the run's model fails with an outage after its retries"},
 		&cli.StringFlag{Name: "workspace", Usage: "the workspace `DIR` this environment has: the resume is refused unless it is the run's"},
 		&cli.StringFlag{Name: "prompt-role", Usage: "the prompt `ROLE` this environment expects: the resume is refused unless it is the run's"},
+		&cli.StringSliceFlag{Name: "approve", Usage: "run tool call `CALL_ID`, which the run left waiting for a person (status awaiting_approval; `harness approvals` lists them), and continue"},
+		&cli.StringSliceFlag{Name: "deny", Usage: "refuse waiting tool call `CALL_ID`: the model is told a person refused it, and the run continues"},
+		&cli.StringFlag{Name: "reason", Usage: "with --deny: the `TEXT` the model is told"},
+		&cli.StringFlag{Name: "actor", Usage: "who decides --approve and --deny, journaled with the decision (`NAME`; default: the OS user)"},
 	}
 	for _, f := range frozenFlags {
 		flags = append(flags, &cli.StringSliceFlag{Name: f, Hidden: true})
@@ -95,6 +99,10 @@ func resumeCommand() *cli.Command {
 				Stderr:           ev.stderr(),
 				SnapshotCache:    snapshotCacheDir(cmd.String("snapshot-cache"), cmd.Bool("no-snapshot-cache")),
 				Version:          version,
+				Approve:          cmd.StringSlice("approve"),
+				Deny:             cmd.StringSlice("deny"),
+				DenyReason:       cmd.String("reason"),
+				Actor:            cmd.String("actor"),
 			})
 			ev.Close()
 			reportResult(stdout, stderr, res, err, jsonOut, quiet)

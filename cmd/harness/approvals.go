@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/report"
+	"github.com/harness-dev/harness/run"
+)
+
+// approvalRow is one waiting call in `harness approvals`.
+type approvalRow struct {
+	RunID     string `json:"runId"`
+	RunDir    string `json:"runDir"`
+	CallID    string `json:"callId"`
+	Tool      string `json:"tool"`
+	Skill     string `json:"skill,omitempty"`
+	Arguments string `json:"arguments"`
+	Why       string `json:"why"`
+	// Problem is why the run directory does not verify; its calls are
+	// then not listed, since nothing in it can be trusted.
+	Problem string `json:"problem,omitempty"`
+}
+
+func approvalsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "approvals",
+		Usage:     "list tool calls waiting for a person's decision",
+		UsageText: "harness approvals [DIR...] [--json]",
+		Description: "DIR is a directory of runs (default: .harness/runs, or $HARNESS_ARTIFACTS_DIR) or one run\n" +
+			"directory. Each run that stopped awaiting approval (exit 6) is verified as `harness verify`\n" +
+			"does, and its waiting calls are listed from its journal: decide one with\n" +
+			"`harness resume RUN_DIR --approve CALL_ID` or `--deny CALL_ID --reason TEXT`.\n" +
+			"Exit 0, or 5 when a run directory does not verify (it is listed with the problem).",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the list as JSON"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			dirs := cmd.Args().Slice()
+			if len(dirs) == 0 {
+				d := os.Getenv("HARNESS_ARTIFACTS_DIR")
+				if d == "" {
+					d = ".harness/runs"
+				}
+				dirs = []string{d}
+			}
+			rows := []approvalRow{}
+			bad := 0
+			for _, dir := range dirs {
+				runs, err := runDirsUnder(dir)
+				if err != nil {
+					return usagef(fmt.Sprintf("%s: %v", dir, err))
+				}
+				for _, rd := range runs {
+					rep, err := run.Verify(rd, runKey())
+					if err != nil {
+						continue
+					}
+					if !rep.OK {
+						bad++
+						rows = append(rows, approvalRow{RunID: rep.RunID, RunDir: rep.RunDir, Problem: rep.Problem.Code + ": " + rep.Problem.Message})
+						continue
+					}
+					for _, w := range rep.Waiting {
+						rows = append(rows, approvalRow{RunID: rep.RunID, RunDir: rep.RunDir, CallID: w.CallID, Tool: w.Tool, Skill: w.Skill, Arguments: w.Arguments, Why: w.Why})
+					}
+				}
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				if err := writeJSONTo(w, rows); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tSKILL\tWHY\tARGUMENTS")
+				for _, r := range rows {
+					if r.Problem != "" {
+						fmt.Fprintf(tw, "%s\t-\t-\t-\tdoes not verify: %s\t-\n", r.RunID, r.Problem)
+						continue
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.CallID, r.Tool, dash(r.Skill), r.Why, shortArgs(r.Arguments))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			if bad > 0 {
+				return &outcome.Error{Code: "run_dir_tampered", Msg: fmt.Sprintf("%d run directories do not verify; their calls are not listed", bad), Exit: outcome.ExitPolicy}
+			}
+			return nil
+		},
+	}
+}
+
+// runDirsUnder is dir itself when it is a run directory, else the run
+// directories in it, newest first.
+func runDirsUnder(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "run.json")); err == nil {
+		return []string{dir}, nil
+	}
+	list, err := report.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no such directory")
+	}
+	var out []string
+	for _, r := range list {
+		if r.Status == outcome.StatusApproval {
+			out = append(out, r.RunDir)
+		}
+	}
+	return out, nil
+}
+
+func shortArgs(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}

@@ -1,0 +1,269 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/user"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/tools"
+)
+
+// Calls that wait for a person: the operator names tools with
+// --confirm-tool (globs such as KEY__*), and a skill may mark itself
+// metadata.harness.destructive. Such a call is not started: the run ends
+// awaiting approval (exit 6) with the call journaled (approval.requested)
+// and listed in result.json; `harness resume --approve CALL_ID` runs it,
+// `--deny CALL_ID` tells the model a person refused it. Both decisions are
+// journaled (approval.decided) with who made them.
+
+// approvalGate is the loop's Approver.
+type approvalGate struct {
+	r         *runner
+	requested map[string]record.ApprovalRequested
+	decided   map[string]record.ApprovalDecided
+}
+
+func (r *runner) newApprovals() *approvalGate {
+	a := &approvalGate{r: r, requested: map[string]record.ApprovalRequested{}, decided: map[string]record.ApprovalDecided{}}
+	if st := r.resumed; st != nil {
+		maps.Copy(a.requested, st.approvalsRequested)
+		maps.Copy(a.decided, st.approvalsDecided)
+	}
+	return a
+}
+
+func (a *approvalGate) Approve(turn int, call loop.ToolCall, effect loop.Effect) (loop.Approval, *loop.ToolResult) {
+	why, _ := a.why(call)
+	if why == "" {
+		return loop.Proceed, nil
+	}
+	d, ok := a.decided[call.ID]
+	switch {
+	case !ok:
+		return loop.Wait, nil
+	case d.Decision == record.DecisionApproved:
+		return loop.Proceed, nil
+	}
+	msg := fmt.Sprintf("%s refused this call of %s when asked to approve it", d.Actor, call.Name)
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	res := loop.ErrorResult("refused_by_person", msg+"; do not try it again another way without asking", nil)
+	return loop.Refuse, &res
+}
+
+// why says what makes call wait for a person ("" if nothing), and the
+// skill whose code it runs.
+func (a *approvalGate) why(call loop.ToolCall) (string, *skills.Skill) {
+	s := a.skillOf(call)
+	for _, p := range a.r.opts.ConfirmTools {
+		if ok, _ := path.Match(p, call.Name); ok {
+			return "--confirm-tool " + p, s
+		}
+	}
+	if s != nil && skills.Destructive(s.Frontmatter) {
+		return fmt.Sprintf("skill %s is marked destructive (metadata.harness.destructive)", s.Name), s
+	}
+	return "", s
+}
+
+// skillOf is the skill whose code a call runs: run_skill_script's skill
+// argument, or the skill an MCP tool KEY__TOOL belongs to.
+func (a *approvalGate) skillOf(call loop.ToolCall) *skills.Skill {
+	reg := a.r.registry
+	if reg == nil {
+		return nil
+	}
+	name := ""
+	switch {
+	case call.Name == "run_skill_script":
+		var args struct {
+			Skill string `json:"skill"`
+		}
+		json.Unmarshal([]byte(call.Arguments), &args)
+		name = args.Skill
+	case strings.Contains(call.Name, tools.MCPSeparator):
+		name, _, _ = strings.Cut(call.Name, tools.MCPSeparator)
+	}
+	if s, ok := reg.Lookup(name); ok {
+		return s
+	}
+	return nil
+}
+
+// requestApprovals journals each pending call not already waiting, and
+// keeps the list for result.json.
+func (r *runner) requestApprovals(pending []loop.ToolCall, turn int) error {
+	for _, c := range pending {
+		why, s := r.approvals.why(c)
+		req := record.ApprovalRequested{Turn: turn, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Why: why}
+		if s != nil {
+			req.Skill, req.SkillDigest = s.Name, string(s.Digest)
+		}
+		if _, waiting := r.approvals.requested[c.ID]; !waiting {
+			if _, err := r.journal.Append(record.EventApprovalRequested, req); err != nil {
+				return err
+			}
+			r.approvals.requested[c.ID] = req
+		}
+		r.pendingApprovals = append(r.pendingApprovals, record.PendingApproval{CallID: c.ID, Tool: c.Name, Arguments: r.redact.String(c.Arguments), Skill: req.Skill, Why: why})
+		r.progress("awaiting approval: %s (%s): %s", c.ID, c.Name, why)
+	}
+	return nil
+}
+
+// awaitingMessage tells the operator what to do with the waiting calls.
+func awaitingMessage(runDir string, pending []loop.ToolCall) string {
+	var ids []string
+	for _, c := range pending {
+		ids = append(ids, fmt.Sprintf("%s (%s)", c.ID, c.Name))
+	}
+	first := ""
+	if len(pending) > 0 {
+		first = pending[0].ID
+	}
+	return fmt.Sprintf("waiting for a person to decide %s: run `harness resume %s --approve %s` to run it, or `--deny %s --reason TEXT` to refuse it; `harness approvals` lists every waiting call",
+		strings.Join(ids, ", "), runDir, first, first)
+}
+
+// decideApprovals checks the operator's --approve and --deny against the
+// calls the stopped run left waiting, and journals each decision before
+// anything runs. A call that is not waiting is a usage error; one whose
+// skill changed since it was requested is drift.
+func (r *runner) decideApprovals(approve, deny []string, reason, actor string) error {
+	st := r.resumed
+	waiting := func() string {
+		var ids []string
+		for id := range st.approvalsRequested {
+			if _, done := st.approvalsDecided[id]; !done {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		if len(ids) == 0 {
+			return "none"
+		}
+		return strings.Join(ids, ", ")
+	}
+	if actor == "" {
+		actor = osUser()
+	}
+	seen := map[string]bool{}
+	decide := func(id, decision string) error {
+		req, ok := st.approvalsRequested[id]
+		_, done := st.approvalsDecided[id]
+		switch {
+		case seen[id]:
+			return outcome.Usage("approval_conflict", "call %s is both approved and denied (or named twice): decide each call once", id)
+		case !ok || done:
+			return outcome.Usage("approval_unknown", "call %s is not waiting for approval in run %s (waiting: %s)", id, r.res.runID, waiting())
+		}
+		seen[id] = true
+		if req.Skill != "" && r.registry != nil {
+			if s, ok := r.registry.Lookup(req.Skill); !ok || string(s.Digest) != req.SkillDigest {
+				r.driftRefused = true
+				return outcome.Policy("approval_drift", "call %s runs skill %s, which is not the version it was when approval was requested (digest %s); nothing was run", id, req.Skill, req.SkillDigest)
+			}
+		}
+		for _, c := range pendingCallsOf(st.messages) {
+			if c.ID == id && c.Arguments != req.Arguments {
+				r.driftRefused = true
+				return outcome.Policy("approval_drift", "call %s's arguments are not the ones approval was requested for; nothing was run", id)
+			}
+		}
+		d := record.ApprovalDecided{CallID: id, Tool: req.Tool, Decision: decision, Actor: actor, At: r.now().UTC()}
+		if decision == record.DecisionDenied {
+			d.Reason = reason
+		}
+		if _, err := r.journal.Append(record.EventApprovalDecided, d); err != nil {
+			return err
+		}
+		r.approvals.decided[id] = d
+		r.progress("%s %s (%s) by %s", decision, id, req.Tool, actor)
+		return nil
+	}
+	for _, id := range approve {
+		if err := decide(id, record.DecisionApproved); err != nil {
+			return err
+		}
+	}
+	for _, id := range deny {
+		if err := decide(id, record.DecisionDenied); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pendingCallsOf are the calls of the last assistant message without a
+// result, as the loop will find them.
+func pendingCallsOf(msgs []loop.Message) []loop.ToolCall {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != loop.RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, m := range msgs[i+1:] {
+			if m.Role == loop.RoleTool {
+				answered[m.ToolCallID] = true
+			}
+		}
+		var out []loop.ToolCall
+		for _, c := range msgs[i].ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// osUser names who decided when --actor is not given.
+func osUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown"
+}
+
+// decisions are a resume's --approve, --deny, --reason and --actor.
+type decisions struct {
+	approve, deny []string
+	reason, actor string
+}
+
+// checkDecisions refuses, before anything is written, a decision about a
+// call that is not waiting.
+func checkDecisions(st *journalState, d decisions, runID string) error {
+	for _, id := range append(slices.Clone(d.approve), d.deny...) {
+		_, waiting := st.approvalsRequested[id]
+		if _, done := st.approvalsDecided[id]; !waiting || done {
+			var ids []string
+			for w := range st.approvalsRequested {
+				if _, done := st.approvalsDecided[w]; !done {
+					ids = append(ids, w)
+				}
+			}
+			slices.Sort(ids)
+			list := strings.Join(ids, ", ")
+			if list == "" {
+				list = "none"
+			}
+			return outcome.Usage("approval_unknown", "call %s is not waiting for approval in run %s (waiting: %s)", id, runID, list)
+		}
+	}
+	return nil
+}
