@@ -82,6 +82,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 			RunDir: p.runDir(ph.Name), APIKey: p.common.APIKey, RunKey: p.common.RunKey, MaxTurns: p.maxTurns, BaseURL: p.baseURL,
 			Record: p.cassette(p.manifest.Record, ph.Name), Replay: p.cassette(p.manifest.Replay, ph.Name),
 			Stderr: stderr, Now: p.common.Now, Version: p.common.Version, SnapshotCache: p.common.SnapshotCache,
+			Approve: p.decisions[ph.Name].approve, Deny: p.decisions[ph.Name].deny, DenyReason: p.decisionReason, Actor: p.decisionActor,
 		})
 	} else {
 		var opts run.Options
@@ -107,7 +108,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 	r := res.Record
 	d.result = r
 	d.outcome.Status, d.outcome.Reason, d.outcome.ExitCode, d.outcome.Message = r.Status, r.Reason, r.ExitCode, r.Message
-	d.outcome.RunDir, d.outcome.Usage = res.RunDir, r.Usage
+	d.outcome.RunDir, d.outcome.Usage, d.outcome.PendingApprovals = res.RunDir, r.Usage, r.PendingApprovals
 	if b, rerr := os.ReadFile(filepath.Join(res.RunDir, record.FileResult)); rerr == nil {
 		d.outcome.ResultDigest = artifacts.DigestBytes(b)
 	}
@@ -168,6 +169,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		AllowTools:        ph.AllowTools,
 		AllowSkillScripts: ph.AllowSkillScripts,
 		AllowNetwork:      ph.AllowNetwork,
+		ConfirmTools:      ph.ConfirmTools,
 		Sandbox:           d.Sandbox,
 		CFCMode:           d.CFCMode,
 		PromptRole:        role,

@@ -100,7 +100,7 @@ func WriteSummary(path string, res *record.PipelineResult) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## harness batch %s: %s\n\n", res.PipelineID, res.Status)
 	var counts []string
-	for _, s := range []string{"succeeded", "failed", "limit", "provider_error", "refused", "interrupted", statusSkipped, statusNotStarted} {
+	for _, s := range []string{"succeeded", "failed", "limit", "provider_error", "refused", "interrupted", "awaiting_approval", statusSkipped, statusNotStarted} {
 		if n := res.Counts[s]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", n, s))
 		}
@@ -108,7 +108,11 @@ func WriteSummary(path string, res *record.PipelineResult) error {
 	fmt.Fprintf(&b, "%d tasks: %s; %d tokens; %.1f s.\n\n", len(res.Tasks), strings.Join(counts, ", "), res.Usage.TotalTokens, float64(res.DurationMs)/1000)
 	b.WriteString("| task | status | exit | tokens | message |\n| --- | --- | --- | --- | --- |\n")
 	for _, t := range res.Tasks {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCell(t.Message))
+		msg := t.Message
+		if line := pendingLine(t); line != "" {
+			msg = line
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCell(msg))
 	}
 	return artifacts.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -77,6 +77,10 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 			return nil, err
 		}
 	}
+	if p.decisions, err = p.routeDecisions(o.Approve, o.Deny); err != nil {
+		return nil, err
+	}
+	p.decisionReason, p.decisionActor = o.DenyReason, o.Actor
 	if err := p.event(p.layout.resumed(), map[string]any{"reused": len(p.done), "resuming": len(p.resumable)}); err != nil {
 		return nil, err
 	}

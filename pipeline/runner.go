@@ -68,6 +68,10 @@ type ResumeOptions struct {
 	// BaseURL moves the remaining phases to another endpoint (transport,
 	// as for `harness resume --base-url`).
 	BaseURL string
+	// Approve and Deny decide calls units left waiting for a person, each
+	// CALL_ID or UNIT:CALL_ID; DenyReason and Actor as for `harness resume`.
+	Approve, Deny     []string
+	DenyReason, Actor string
 	Common
 }
 
@@ -99,6 +103,9 @@ type pipe struct {
 	resumable map[string]bool
 	// maxTurns and baseURL are ResumeOptions', for those.
 	maxTurns, baseURL string
+	// decisions are ResumeOptions' approvals, by unit.
+	decisions                     map[string]unitDecisions
+	decisionReason, decisionActor string
 	// previous is one snapshot of the shared skill roots, taken before the
 	// first unit starts, whose digests every unit's own snapshot reuses
 	// for files whose stat fingerprint is unchanged.

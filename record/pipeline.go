@@ -129,4 +129,7 @@ type PhaseOutcome struct {
 	ResultDigest artifacts.Digest `json:"resultDigest,omitempty"`
 	DurationMs   int64            `json:"durationMs"`
 	Usage        ResultUsage      `json:"usage"`
+	// PendingApprovals are the unit's calls waiting for a person (status
+	// awaiting_approval).
+	PendingApprovals []PendingApproval `json:"pendingApprovals,omitempty"`
 }

@@ -21,7 +21,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			"preloaded from a workspace, executes tools in a sandbox, and leaves a run directory " +
 			"(journal, skill registry, activations, policy) that a reviewer or a later run can trust.\n\n" +
 			"Exit codes: 0 success, 1 run failed, 2 usage or configuration error, 3 limit reached " +
-			"(resumable), 4 model provider error (resumable), 5 refused by policy, 130 interrupted.",
+			"(resumable), 4 model provider error (resumable), 5 refused by policy, 6 a tool call awaits a person's\n" +
+			"approval (resumable: harness approvals, harness resume --approve), 130 interrupted.",
 		Reader:                stdin,
 		Writer:                stdout,
 		ErrWriter:             stderr,

@@ -129,7 +129,7 @@ func batchResumeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-drift", Usage: "continue although the batch file changed (recorded)"},
 			&cli.StringFlag{Name: "base-url", Usage: "move the remaining tasks to this OpenAI-compatible `URL`", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the tasks that resume: `N` in all, or +N more"},
-		}, batchReportFlags()...), pipelineOutputFlags()...),
+		}, append(batchReportFlags(), approvalFlags("task")...)...), pipelineOutputFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch resume needs exactly one batch DIR")
@@ -139,7 +139,8 @@ func batchResumeCommand() *cli.Command {
 			}
 			out := newPipelineOutput(cmd)
 			res, err := pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: cmd.Args().First(), AllowDrift: cmd.Bool("allow-drift"),
-				MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"), Common: out.common()})
+				MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"),
+				Approve: cmd.StringSlice("approve"), Deny: cmd.StringSlice("deny"), DenyReason: cmd.String("reason"), Actor: cmd.String("actor"), Common: out.common()})
 			if werr := writeBatchReports(cmd, res); werr != nil && err == nil {
 				err = werr
 			}

@@ -102,18 +102,20 @@ func pipelineResumeCommand() *cli.Command {
 			"pipeline journal recorded. A phase whose run stopped resumably (a limit, a provider error,\n" +
 			"an interrupt, a crash) resumes from its own journal, with the run's drift checks; one that\n" +
 			"failed for good runs again (the old directory kept as phases/<name>.attempt-N). A pipeline\n" +
-			"file changed since the start is drift: refused (exit 5) unless --allow-drift.",
+			"file changed since the start is drift: refused (exit 5) unless --allow-drift. A phase waiting\n" +
+			"for a person (exit 6) resumes with the calls --approve and --deny decide.",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "allow-drift", Usage: "continue although the pipeline file changed (recorded); the remaining phases use the new file"},
 			&cli.StringFlag{Name: "base-url", Usage: "move the remaining phases to this OpenAI-compatible `URL` (transport; the key goes only there or to the recorded URL)", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the phases that resume: `N` in all, or +N more than they used (default: as recorded)"},
-		}, pipelineOutputFlags()...),
+		}, append(approvalFlags("phase"), pipelineOutputFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline resume needs exactly one pipeline DIR")
 			}
 			out := newPipelineOutput(cmd)
-			res, err := pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: cmd.Args().First(), AllowDrift: cmd.Bool("allow-drift"), MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"), Common: out.common()})
+			res, err := pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: cmd.Args().First(), AllowDrift: cmd.Bool("allow-drift"), MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"),
+				Approve: cmd.StringSlice("approve"), Deny: cmd.StringSlice("deny"), DenyReason: cmd.String("reason"), Actor: cmd.String("actor"), Common: out.common()})
 			out.report(res)
 			return err
 		},
@@ -192,6 +194,11 @@ func (o *pipelineOutput) report(res *record.PipelineResult) {
 	}
 	tw.Flush()
 	if !o.quiet {
+		for _, p := range units {
+			for _, c := range p.PendingApprovals {
+				fmt.Fprintf(o.stderr, "harness: %s %s waits for approval of %s (%s): %s; decide with --approve %s:%s or --deny %s:%s\n", unitWord(kind), p.Name, c.CallID, c.Tool, c.Why, p.Name, c.CallID, p.Name, c.CallID)
+			}
+		}
 		fmt.Fprintf(o.stderr, "harness: %s %s %s (exit %d)\nharness: %s directory: %s\n", kind, res.PipelineID, res.Status, res.ExitCode, kind, res.Dir)
 		if res.ResumeCommand != "" {
 			fmt.Fprintf(o.stderr, "harness: resume with: %s\n", res.ResumeCommand)
@@ -206,4 +213,21 @@ func apiKey() string {
 		return k
 	}
 	return os.Getenv("OPENAI_API_KEY")
+}
+
+// approvalFlags decide calls that units left waiting for a person.
+func approvalFlags(unit string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "approve", Usage: "run the tool call `CALL_ID` (or " + strings.ToUpper(unit) + ":CALL_ID) a " + unit + " left waiting for a person, and go on"},
+		&cli.StringSliceFlag{Name: "deny", Usage: "refuse the waiting tool call `CALL_ID` (or " + strings.ToUpper(unit) + ":CALL_ID): its model is told a person refused it"},
+		&cli.StringFlag{Name: "reason", Usage: "with --deny: the `TEXT` the model is told"},
+		&cli.StringFlag{Name: "actor", Usage: "who decides, journaled with each decision (`NAME`; default: the OS user)"},
+	}
+}
+
+func unitWord(kind string) string {
+	if kind == "batch" {
+		return "task"
+	}
+	return "phase"
 }

@@ -102,7 +102,8 @@ func runCommand() *cli.Command {
 			"read from $HARNESS_API_KEY, then $OPENAI_API_KEY, and is never written anywhere.\n\n" +
 			"The final answer is printed on stdout (unless --json); progress goes to stderr.\n" +
 			"Exit codes: 0 success, 1 failed, 2 usage or configuration, 3 limit reached, 4 model provider\n" +
-			"error, 5 refused by policy, 130 interrupted.",
+			"error, 5 refused by policy, 6 a tool call awaits approval (--confirm-tool, a destructive skill),\n" +
+			"130 interrupted.",
 		Flags: flags,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runAction(ctx, cmd)

@@ -21,7 +21,7 @@ func runsCommand() *cli.Command {
 			"running but no process holds its lock; `harness resume` continues it.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` that holds run directories", Value: ".harness/runs", Sources: cli.EnvVars("HARNESS_ARTIFACTS_DIR")},
-			&cli.StringFlag{Name: "status", Usage: "only runs with this `STATUS` (succeeded, failed, limit-reached, provider-error, refused, interrupted, running, crashed)"},
+			&cli.StringFlag{Name: "status", Usage: "only runs with this `STATUS` (succeeded, failed, limit-reached, provider-error, refused, interrupted, awaiting_approval, running, crashed)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the list as JSON"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
