@@ -76,12 +76,18 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s: %v", ro.RunDir, err)
 	}
-	var m record.Manifest
-	data, err := artifacts.ReadBeneath(dir, record.FileManifest)
-	if err == nil {
-		err = artifacts.DecodeArtifact(data, record.TypeManifest, record.Version, &m)
-	}
+	m, err := readRunManifest(dir)
 	if err != nil {
+		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
+	}
+	// One process at a time, and what is read below is what no other
+	// process is changing: the lock comes before the directory is read
+	// as input (run.json is read again under it).
+	if r.lock, err = lockRunDir(dir, r.now()); err != nil {
+		return nil, err
+	}
+	defer r.lock.release()
+	if m, err = readRunManifest(dir); err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
 	}
 	if m.Status == outcome.StatusSucceeded {
@@ -114,9 +120,6 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	// start; an edited one is policy drift.
 	r.opts.operator = loadOperatorConfig(r.opts.MCPConfig)
 	r.opts.decisions = decisions{approve: ro.Approve, deny: ro.Deny, reason: ro.DenyReason, actor: ro.Actor}
-	if err := checkDecisions(st, r.opts.decisions, m.RunID); err != nil {
-		return nil, err
-	}
 	r.opts.RunKey = ro.RunKey
 	if ro.BaseURL != "" {
 		r.opts.BaseURL = ro.BaseURL
@@ -137,10 +140,9 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := r.loadProfiles(); err != nil {
 		return nil, err
 	}
-	if r.lock, err = lockRunDir(dir, r.now()); err != nil {
+	if err := checkDecisions(st, r.opts.decisions, m.RunID); err != nil {
 		return nil, err
 	}
-	defer r.lock.release()
 	if st.tornBytes > 0 {
 		if err := os.Truncate(filepath.Join(dir, record.FileJournal), st.validSize); err != nil {
 			return nil, fmt.Errorf("repair journal: %w", err)
@@ -157,6 +159,13 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.segment, r.segStart = max(len(m.Segments), st.resumes+1)+1, r.now().UTC()
 	r.start, r.token = st.progress, st.token
 	if r.limits, err = resumeLimits(st.created.Inputs.Limits, ro, st.progress.Turns); err != nil {
+		return nil, err
+	}
+	// run.json says running before the journal goes on: a crash between
+	// the two would otherwise leave a run.json that says the run ended
+	// and a journal past its end, which no resume could tell from an edit.
+	r.manifest.Status, r.manifest.Error, r.manifest.FinishedAt = outcome.StatusRunning, nil, nil
+	if err := r.writeManifest(); err != nil {
 		return nil, err
 	}
 	if _, err := r.journal.Append(record.EventRunResumed, record.RunResumed{Segment: r.segment, PreviousStatus: m.Status, TornBytes: st.tornBytes, Limits: record.LimitsOf(r.limits)}); err != nil {
@@ -246,4 +255,14 @@ func (r *runner) restoreOutputs(outs []restoredOutput) error {
 		}
 	}
 	return nil
+}
+
+// readRunManifest reads run.json beneath dir.
+func readRunManifest(dir string) (record.Manifest, error) {
+	var m record.Manifest
+	data, err := artifacts.ReadBeneath(dir, record.FileManifest)
+	if err == nil {
+		err = artifacts.DecodeArtifact(data, record.TypeManifest, record.Version, &m)
+	}
+	return m, err
 }
