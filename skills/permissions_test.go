@@ -78,10 +78,16 @@ func TestFindingsRaiseRisk(t *testing.T) {
 			t.Errorf("RiskOf(read, %v) = %s, want %s", tc.sev, got, tc.want)
 		}
 	}
-	if RiskOf(nil, nil) != RiskMinimal {
-		t.Error("no manifest is not minimal")
+	if RiskOf(nil, nil) != RiskUndeclared {
+		t.Error("no manifest is not undeclared")
 	}
-	for _, name := range []string{"minimal", "low", "moderate", "high", "critical"} {
+	if RiskOf(&Permissions{}, nil) != RiskMinimal {
+		t.Error("an empty manifest is not minimal")
+	}
+	if RiskOf(nil, []string{"high"}) != RiskHigh || RiskOf(nil, []string{"medium"}) != RiskUndeclared {
+		t.Error("findings do not raise an undeclared skill as they should")
+	}
+	for _, name := range []string{"minimal", "low", "moderate", "undeclared", "high", "critical"} {
 		r, err := ParseRisk(name)
 		if err != nil || r.String() != name {
 			t.Errorf("ParseRisk(%s) = %v, %v", name, r, err)
