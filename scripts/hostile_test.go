@@ -163,9 +163,11 @@ echo done`, Limits{}, 30*time.Second)
 	expectNone(t, res, "WROTE-TTY")
 }
 
-// TestHostileAsOrdinaryUser runs TestHostile again as a user who is not
-// root (uid 4242): there the cgroups are out of reach, so the process and
-// memory limits, and the daemon cleanup, take their other paths.
+// TestHostileAsOrdinaryUser runs TestHostile and the manifest tests
+// (narrowed views, read-only paths, the execute limit) again as a user
+// who is not root (uid 4242): there the cgroups are out of reach, so the
+// process and memory limits, and the daemon cleanup, take their other
+// paths, and no idmapped mount is made.
 func TestHostileAsOrdinaryUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("already an ordinary user: TestHostile ran as one")
@@ -185,12 +187,15 @@ func TestHostileAsOrdinaryUser(t *testing.T) {
 	if err := copyFile(self, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", "--", bin, "-test.run", "^TestHostile$", "-test.count", "1", "-test.v")
+	suite := []string{"TestHostile", "TestNarrowedView", "TestReadOnlyInsideWritable", "TestExecLimited", "TestNarrowedViewRefusesLinks"}
+	cmd := exec.Command("setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", "--", bin, "-test.run", "^("+strings.Join(suite, "|")+")$", "-test.count", "1", "-test.v")
 	cmd.Env = append(os.Environ(), "HOME=/tmp", "TMPDIR=/tmp")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestHostile") {
-		t.Fatalf("the hostile suite as uid 4242: %v\n%s", err, out)
+	for _, name := range suite {
+		if err != nil || !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Fatalf("%s as uid 4242: %v\n%s", name, err, out)
+		}
 	}
 	if strings.Contains(string(out), "SKIP") {
 		t.Errorf("the hostile suite skipped parts as uid 4242:\n%s", out)
