@@ -146,6 +146,11 @@ type PolicySkill struct {
 	// (metadata.harness.permissions): what its scripts and servers may
 	// ask for, never more than the operator allowed.
 	Permissions *skills.Permissions `json:"permissions,omitempty"`
+	// Tier is the risk tier of the manifest alone (undeclared when the
+	// skill has none); Destructive marks a skill whose every call waits
+	// for a person.
+	Tier        skills.Risk `json:"tier"`
+	Destructive bool        `json:"destructive,omitempty"`
 }
 
 // Finding is a content-scan finding in a skill's file.

@@ -38,6 +38,8 @@ type Page struct {
 // outputs, resource reads, script executions, identity and duration.
 type RunPage struct {
 	*RunView
+	// Tiers are the loaded skills' manifest tiers, by name.
+	Tiers map[string]string
 	Anchor     string
 	Identity   artifacts.Digest
 	Duration   string
@@ -111,6 +113,16 @@ func runPage(dir, anchor string, depth int) (*RunPage, error) {
 	var reads record.ResourceReads
 	if data, err := artifacts.ReadBeneath(v.RunDir, record.FileResourceReads); err == nil && json.Unmarshal(data, &reads) == nil {
 		rp.Reads = reads.Reads
+	}
+	var policy record.PolicySnapshot
+	if data, err := artifacts.ReadBeneath(v.RunDir, record.FilePolicySnapshot); err == nil && json.Unmarshal(data, &policy) == nil {
+		rp.Tiers = map[string]string{}
+		for _, s := range policy.LoadedSkills {
+			rp.Tiers[s.Name] = s.Tier.String()
+			if s.Destructive {
+				rp.Tiers[s.Name] += ", destructive"
+			}
+		}
 	}
 	var execs record.ScriptExecutions
 	if data, err := artifacts.ReadBeneath(v.RunDir, record.FileScriptExecutions); err == nil && json.Unmarshal(data, &execs) == nil {

@@ -252,8 +252,14 @@ func (r *runner) writePolicySnapshot() error {
 	}
 	for _, a := range r.acts.List() {
 		p := record.PolicySkill{Name: a.Name, Digest: a.Digest, Source: a.Source}
+		p.Tier = skills.RiskUndeclared
 		if s, ok := r.registry.Lookup(a.Name); ok {
-			p.Permissions, _ = skills.PermissionsOf(s.Frontmatter)
+			var err error
+			p.Permissions, err = skills.PermissionsOf(s.Frontmatter)
+			p.Tier, p.Destructive = skills.RiskOf(p.Permissions, nil), skills.Destructive(s.Frontmatter)
+			if err != nil {
+				p.Tier = skills.RiskCritical
+			}
 		}
 		ps.LoadedSkills = append(ps.LoadedSkills, p)
 	}

@@ -135,3 +135,61 @@ func BenchmarkWasmStart(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSandboxManifest is BenchmarkSandboxTrivial with the workspace
+// narrowed to a manifest of five paths (three read, two write), .git kept
+// read-only and the execute limit, against the same call with the whole
+// workspace (sub-benchmark none): what enforcing a manifest costs a start.
+func BenchmarkSandboxManifest(b *testing.B) {
+	for _, backend := range []Backend{BackendBwrap, BackendLandlock} {
+		b.Run(string(backend), func(b *testing.B) {
+			if _, err := Probe(context.Background(), backend, helper(b)); err != nil {
+				b.Skipf("%s unavailable: %v", backend, err)
+			}
+			ws, err := MkdirReachable("harness-bench-ws-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(ws)
+			os.Chmod(ws, 0o755)
+			for _, d := range []string{"src", "docs", "vendor", "out", "build", ".git/hooks"} {
+				os.MkdirAll(filepath.Join(ws, d), 0o755)
+			}
+			skill, err := MkdirReachable("harness-bench-skill-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(skill)
+			os.Chmod(skill, 0o755)
+			os.WriteFile(filepath.Join(skill, "t.sh"), []byte("#!/bin/bash\ntrue\n"), 0o555)
+			cwd, script := "/workspace", "/skill/t.sh"
+			if backend != BackendBwrap {
+				cwd, script = ws, filepath.Join(skill, "t.sh")
+			}
+			for _, c := range []struct {
+				name  string
+				mount Mount
+				exec  bool
+			}{
+				{"none", Mount{Writable: true}, false},
+				{"five-paths", Mount{Only: []Part{{Rel: "src"}, {Rel: "docs"}, {Rel: "vendor"}, {Rel: "out", Writable: true}, {Rel: "build", Writable: true}}, ReadOnly: []string{".git"}}, true},
+			} {
+				b.Run(c.name, func(b *testing.B) {
+					m := c.mount
+					m.Host, m.Sandbox = ws, "/workspace"
+					spec := Spec{
+						Argv: []string{"bash", script}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: cwd,
+						Mounts: []Mount{m, {Host: skill, Sandbox: "/skill"}}, Helper: helper(b), LimitExec: c.exec,
+						Timeout: 10 * time.Second,
+					}
+					for b.Loop() {
+						res, err := Run(context.Background(), backend, spec)
+						if err != nil || res.ExitCode != 0 {
+							b.Fatal(err, res)
+						}
+					}
+				})
+			}
+		})
+	}
+}

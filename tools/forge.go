@@ -52,7 +52,7 @@ func (t *createSkillTool) Spec() loop.ToolSpec {
 			`"description":{"type":"string","description":"what it does and when to use it"},` +
 			`"body":{"type":"string","description":"the SKILL.md instructions (Markdown, without frontmatter)"},` +
 			`"files":{"type":"object","additionalProperties":{"type":"string"},"description":"path inside the skill -> content, e.g. scripts/run.sh"},` +
-			`"permissions":{"type":"object","description":"filesystem {read,write} paths relative to the workspace, network [host:port], env [NAMES], exec [binaries], credentials bool"},` +
+			`"permissions":{"type":"object","description":"what its scripts may touch, and all they get when they run (its tests too): filesystem {read,write} paths relative to the workspace, env [NAMES], exec [programs besides the interpreter], network [host:port], credentials bool; {} for none"},` +
 			`"tests":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["script"],"properties":{` +
 			`"script":{"type":"string"},"args":{"type":"array","items":{"type":"string"}},"stdin":{"type":"string"},` +
 			`"expect":{"type":"object","additionalProperties":false,"properties":{"exitCode":{"type":"integer"},"stdoutContains":{"type":"string"},"stdoutRegex":{"type":"string"}}}}}}}}`),
