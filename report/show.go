@@ -29,6 +29,8 @@ type RunView struct {
 	Children    []RunSummary        `json:"children"`
 	ResumeWith  string              `json:"resumeCommand,omitempty"`
 	ResultFound bool                `json:"resultFound"`
+	// Waiting are the calls awaiting a person's decision.
+	Waiting []record.PendingApproval `json:"pendingApprovals,omitempty"`
 }
 
 // TurnView is one model turn: what it said and the tools it called.
@@ -74,6 +76,7 @@ func Show(dir string) (*RunView, error) {
 		var res record.Result
 		if json.Unmarshal(data, &res) == nil {
 			v.ResultFound, v.Denials, v.ResumeWith = true, res.Denials, res.ResumeCommand
+			v.Waiting = res.PendingApprovals
 			if res.Answer != "" {
 				v.Answer = res.Answer
 			}
@@ -205,6 +208,9 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 	}
 	if v.Answer != "" {
 		fmt.Fprintf(w, "answer:\n%s\n", v.Answer)
+	}
+	for _, c := range v.Waiting {
+		fmt.Fprintf(w, "waiting for approval: %s %s %s (%s): harness resume %s --approve %s, or --deny %s\n", c.CallID, c.Tool, shorten(c.Arguments, 120), c.Why, v.RunDir, c.CallID, c.CallID)
 	}
 	if v.ResumeWith != "" {
 		fmt.Fprintf(w, "resume: %s\n", v.ResumeWith)
