@@ -351,7 +351,8 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	}
 	var backend scripts.Backend
 	var probe error
-	helper, _ := os.Executable()
+	self, _ := os.Executable()
+	helper := scripts.Helper(self)
 	if slices.Contains(r.opts.AllowTools, "run_skill_script") || forgeAllowed(r.opts.AllowTools) {
 		want := scripts.Backend(r.opts.Sandbox)
 		backend, probe = scripts.Probe(ctx, want, helper)

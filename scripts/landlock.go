@@ -120,6 +120,13 @@ func HelperMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 		return 126
 	}
+	if h.execLayerOnly {
+		// Inside bwrap, whose pid namespace ends the whole tree with the
+		// call: become the script rather than wait for it.
+		err := syscall.Exec(argv[0], argv, os.Environ())
+		fmt.Fprintf(os.Stderr, "harness sandbox helper: exec %s: %v\n", argv[0], err)
+		return 127
+	}
 	return superviseTree(argv)
 }
 

@@ -152,3 +152,25 @@ func loaderOf(p string) string {
 	}
 	return ""
 }
+
+// HelperName is the sandbox helper's own program, found beside the
+// harness binary when it was installed there.
+const HelperName = "harness-sandbox"
+
+// Helper is the program to start as the sandbox helper: harness-sandbox
+// beside self when it is there and executable, else self (the harness
+// binary plays the helper too, at the cost of its longer start).
+func Helper(self string) string {
+	if self == "" {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(self)
+	if err != nil {
+		return self
+	}
+	p := filepath.Join(filepath.Dir(real), HelperName)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return p
+	}
+	return self
+}
