@@ -31,6 +31,20 @@ type RunView struct {
 	ResultFound bool                `json:"resultFound"`
 	// Waiting are the calls awaiting a person's decision.
 	Waiting []record.PendingApproval `json:"pendingApprovals,omitempty"`
+	// Approvals are every call that waited for a person, and what was
+	// decided (from the journal).
+	Approvals []ApprovalView `json:"approvals,omitempty"`
+}
+
+// ApprovalView is one call that waited for a person.
+type ApprovalView struct {
+	CallID   string `json:"callId"`
+	Tool     string `json:"tool"`
+	Skill    string `json:"skill,omitempty"`
+	Why      string `json:"why"`
+	Decision string `json:"decision"` // waiting, approved or denied
+	Actor    string `json:"actor,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // TurnView is one model turn: what it said and the tools it called.
@@ -144,6 +158,20 @@ func readTurns(dir string, v *RunView) {
 					c.Label = string(lb)
 				}
 			}
+		case record.EventApprovalRequested:
+			var d record.ApprovalRequested
+			if json.Unmarshal(ev.Data, &d) == nil {
+				v.Approvals = append(v.Approvals, ApprovalView{CallID: d.CallID, Tool: d.Tool, Skill: d.Skill, Why: d.Why, Decision: "waiting"})
+			}
+		case record.EventApprovalDecided:
+			var d record.ApprovalDecided
+			if json.Unmarshal(ev.Data, &d) == nil {
+				for i := range v.Approvals {
+					if v.Approvals[i].CallID == d.CallID {
+						v.Approvals[i].Decision, v.Approvals[i].Actor, v.Approvals[i].Reason = d.Decision, d.Actor, d.Reason
+					}
+				}
+			}
 		case record.EventToolFinished:
 			var d record.ToolFinished
 			if json.Unmarshal(ev.Data, &d) == nil && calls[d.CallID] != nil {
@@ -208,6 +236,15 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 	}
 	if v.Answer != "" {
 		fmt.Fprintf(w, "answer:\n%s\n", v.Answer)
+	}
+	for _, a := range v.Approvals {
+		if a.Decision != "waiting" {
+			fmt.Fprintf(w, "approval: %s %s %s by %s", a.CallID, a.Tool, a.Decision, a.Actor)
+			if a.Reason != "" {
+				fmt.Fprintf(w, ": %s", a.Reason)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	for _, c := range v.Waiting {
 		fmt.Fprintf(w, "waiting for approval: %s %s %s (%s): harness resume %s --approve %s, or --deny %s\n", c.CallID, c.Tool, shorten(c.Arguments, 120), c.Why, v.RunDir, c.CallID, c.CallID)
