@@ -39,7 +39,7 @@ type Page struct {
 type RunPage struct {
 	*RunView
 	// Tiers are the loaded skills' manifest tiers, by name.
-	Tiers map[string]string
+	Tiers      map[string]string
 	Anchor     string
 	Identity   artifacts.Digest
 	Duration   string
