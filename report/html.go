@@ -32,12 +32,17 @@ type Page struct {
 	Kind      string // run, pipeline, batch
 	Run       *RunPage
 	Set       *SetPage
+	// Banner says what does not verify, first thing on the page; Status
+	// is then "does not verify" (verdict.go).
+	Banner []string
+	Status string
 }
 
 // RunPage is one run with what the report adds to `harness show`: tool
 // outputs, resource reads, script executions, identity and duration.
 type RunPage struct {
 	*RunView
+	Verdict Verdict
 	// Tiers are the loaded skills' manifest tiers, by name.
 	Tiers      map[string]string
 	Anchor     string

@@ -31,6 +31,8 @@ type RunView struct {
 	ResultFound bool                `json:"resultFound"`
 	// Waiting are the calls awaiting a person's decision.
 	Waiting []record.PendingApproval `json:"pendingApprovals,omitempty"`
+	// Verdict is how the run directory verified (set by the caller).
+	Verdict Verdict `json:"verification"`
 	// Approvals are every call that waited for a person, and what was
 	// decided (from the journal).
 	Approvals []ApprovalView `json:"approvals,omitempty"`
@@ -187,12 +189,16 @@ func readTurns(dir string, v *RunView) {
 
 // WriteText prints a RunView for people.
 func WriteText(w io.Writer, v *RunView, now time.Time) {
+	if v.Verdict.Checked && !v.Verdict.OK {
+		fmt.Fprintf(w, "DOES NOT VERIFY: %s\n", v.Verdict.Problem)
+	}
 	fmt.Fprintf(w, "run %s: %s", v.RunID, v.Status)
 	if v.Reason != "" {
 		fmt.Fprintf(w, " (%s)", v.Reason)
 	}
 	fmt.Fprintf(w, ", exit %d, %d turns, started %s ago\n", v.ExitCode, v.RunSummary.Turns, Age(now, v.StartedAt))
 	fmt.Fprintf(w, "directory: %s\n", v.RunDir)
+	fmt.Fprintf(w, "records: %s\n", v.Verdict.Words())
 	fmt.Fprintf(w, "model: %s", v.Model)
 	if v.Endpoint != "" {
 		fmt.Fprintf(w, " at %s", v.Endpoint)

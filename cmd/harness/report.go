@@ -23,10 +23,14 @@ func reportCommand() *cli.Command {
 		Description: "DIR is a run directory, a pipeline directory or a batch directory. The report is one HTML\n" +
 			"file with its styles inline and no script, so it opens from a CI artifact or file:// with\n" +
 			"no network. By default it is written beside DIR, as DIR.report.html (never inside a\n" +
-			"directory a tool could write); every text from the model or a tool is escaped.",
+			"directory a tool could write); every text from the model or a tool is escaped.\n" +
+			"Every run shown is verified first, as `harness verify` does: one that does not verify is\n" +
+			"still shown, under a banner naming what does not verify, and the exit code is 5 unless\n" +
+			"--allow-unverified.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to `FILE`"},
 			&cli.BoolFlag{Name: "open", Usage: "open the report with xdg-open afterwards"},
+			allowUnverifiedFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -43,6 +47,7 @@ func reportCommand() *cli.Command {
 			if err != nil {
 				return usagef(err.Error())
 			}
+			verified := page.Judge(verdictOf, ownProblems(dir))
 			var b bytes.Buffer
 			if err := report.WriteHTML(&b, page); err != nil {
 				return err
@@ -63,7 +68,7 @@ func reportCommand() *cli.Command {
 					fmt.Fprintf(cmd.Root().ErrWriter, "harness: could not open the report (%v); it is at %s\n", err, out)
 				}
 			}
-			return nil
+			return unverified(cmd, verified, page.Banner)
 		},
 	}
 }

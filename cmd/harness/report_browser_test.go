@@ -80,13 +80,13 @@ type page struct {
 }
 
 // openReport writes the report of dir with `harness report` and opens it.
-func openReport(t *testing.T, dir string) *page {
+func openReport(t *testing.T, dir string, flags ...string) *page {
 	t.Helper()
 	chrome, err := chromium()
 	testenv.Need(t, "chromium (Debian package chromium)", err)
 	out := filepath.Join(t.TempDir(), "report.html")
 	var stdout, stderr bytes.Buffer
-	if code := Main([]string{"harness", "report", dir, "-o", out}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+	if code := Main(append([]string{"harness", "report", dir, "-o", out}, flags...), strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("report exited %d: %s", code, stderr.String())
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.Flag("disable-gpu", true))
@@ -215,6 +215,44 @@ func TestReportInBrowser(t *testing.T) {
 		if err := os.WriteFile(keep, shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	p.close()
+}
+
+// TestTamperedReportInBrowser: a run whose answer was replaced after it
+// ended is reported under a banner that a reader sees first, above the
+// fold, naming what does not verify.
+func TestTamperedReportInBrowser(t *testing.T) {
+	dir := reportFixture(t)
+	for _, f := range []string{"journal.jsonl", "result.json"} {
+		p := filepath.Join(dir, f)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.ReplaceAll(b, []byte("done: read it"), []byte("all fine, nothing")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := openReport(t, dir, "--allow-unverified")
+	banner := do(p, "read the banner", chromedp.Evaluate[map[string]any](`(() => {
+		const b = document.querySelector("#unverified");
+		if (!b) return {};
+		const r = b.getBoundingClientRect();
+		const first = document.body.firstElementChild === b;
+		return {text: b.textContent, top: r.top, bottom: r.bottom, height: window.innerHeight, first: first, visible: r.height > 0};
+	})()`))
+	text, _ := banner["text"].(string)
+	if !strings.Contains(text, "does not verify") || !strings.Contains(text, "run_dir_tampered") {
+		t.Fatalf("no banner naming what does not verify: %v", banner)
+	}
+	if first, _ := banner["first"].(bool); !first {
+		t.Error("the banner is not the first thing on the page")
+	}
+	bottom, _ := banner["bottom"].(float64)
+	height, _ := banner["height"].(float64)
+	if visible, _ := banner["visible"].(bool); !visible || bottom > height {
+		t.Errorf("the banner is not visible above the fold: %v", banner)
 	}
 	p.close()
 }

@@ -16,10 +16,11 @@ func showCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "summarize one run: prompt, model, skills, each turn's tool calls and decisions, usage, answer, how to resume",
-		UsageText: "harness show RUN [--artifacts-dir DIR] [--json]\n\nRUN is a run directory, or a run id under --artifacts-dir.",
+		UsageText: "harness show RUN [--artifacts-dir DIR] [--json] [--allow-unverified]\n\nRUN is a run directory, or a run id under --artifacts-dir. The run is verified first, as\n`harness verify` does: one that does not verify is still shown, its first line saying what does\nnot verify, and the exit code is 5 unless --allow-unverified.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` where run ids are looked up", Value: ".harness/runs", Sources: cli.EnvVars("HARNESS_ARTIFACTS_DIR")},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
+			allowUnverifiedFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -33,11 +34,19 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return usagef(fmt.Sprintf("%s is neither a run directory nor a run id under %s", cmd.Args().First(), cmd.String("artifacts-dir")))
 			}
-			if cmd.Bool("json") {
-				return writeJSONTo(cmd.Root().Writer, v)
+			v.Verdict = verdictOf(v.RunDir)
+			var banner []string
+			if !v.Verdict.OK {
+				banner = []string{"run " + v.RunID + " does not verify: " + v.Verdict.Problem}
 			}
-			report.WriteText(cmd.Root().Writer, v, time.Now())
-			return nil
+			if cmd.Bool("json") {
+				if err := writeJSONTo(cmd.Root().Writer, v); err != nil {
+					return err
+				}
+			} else {
+				report.WriteText(cmd.Root().Writer, v, time.Now())
+			}
+			return unverified(cmd, v.Verdict.OK, banner)
 		},
 	}
 }
