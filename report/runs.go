@@ -28,6 +28,8 @@ type RunSummary struct {
 	Turns     int       `json:"turns"`
 	StartedAt time.Time `json:"startedAt"`
 	Resumable bool      `json:"resumable"`
+	// Verdict is how the run directory verified (set by the caller).
+	Verdict *Verdict `json:"verification,omitempty"`
 }
 
 // List reads every run directory under dir, newest first.

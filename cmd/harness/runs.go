@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,7 +17,8 @@ func runsCommand() *cli.Command {
 		Name:      "runs",
 		Usage:     "list past runs, newest first",
 		UsageText: "harness runs [--artifacts-dir DIR] [--status STATUS] [--json]",
-		Description: "One line per run: id, status, reason, exit code, turns, age, resumable. A run whose\n" +
+		Description: "One line per run: id, status, reason, exit code, turns, age, resumable, and whether its\n" +
+			"directory verifies as `harness verify` checks it (yes, sealed, or no with the problem's code). A run whose\n" +
 			"process died (SIGKILL, out of memory, power loss) shows as crashed: run.json still says\n" +
 			"running but no process holds its lock; `harness resume` continues it.",
 		Flags: []cli.Flag{
@@ -35,6 +37,8 @@ func runsCommand() *cli.Command {
 			list := []report.RunSummary{}
 			for _, r := range all {
 				if st := cmd.String("status"); st == "" || r.Status == st {
+					v := verdictOf(r.RunDir)
+					r.Verdict = &v
 					list = append(list, r)
 				}
 			}
@@ -43,14 +47,27 @@ func runsCommand() *cli.Command {
 				return writeJSONTo(w, list)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tREASON\tEXIT\tTURNS\tAGE\tRESUMABLE")
+			fmt.Fprintln(tw, "ID\tSTATUS\tREASON\tEXIT\tTURNS\tAGE\tRESUMABLE\tVERIFIES")
 			now := time.Now()
 			for _, r := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%v\n", r.RunID, r.Status, dash(r.Reason), r.ExitCode, r.Turns, report.Age(now, r.StartedAt), r.Resumable)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%v\t%s\n", r.RunID, r.Status, dash(r.Reason), r.ExitCode, r.Turns, report.Age(now, r.StartedAt), r.Resumable, verifiesWord(*r.Verdict))
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// verifiesWord is the VERIFIES column: yes, sealed (a sealed run checked
+// with its key), or no with the problem's code.
+func verifiesWord(v report.Verdict) string {
+	switch {
+	case v.OK && v.SealChecked:
+		return "sealed"
+	case v.OK:
+		return "yes"
+	}
+	code, _, _ := strings.Cut(v.Problem, ":")
+	return "no (" + code + ")"
 }
 
 func dash(s string) string {
