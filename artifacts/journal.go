@@ -309,3 +309,7 @@ func checkMac(raw, key []byte) error {
 	}
 	return nil
 }
+
+// Sealed reports whether a journal line carries a seal (an HMAC written
+// with HARNESS_RUN_KEY).
+func Sealed(raw []byte) bool { return bytes.Contains(raw, macField) }

@@ -84,7 +84,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 			Stderr: stderr, Now: p.common.Now, Version: p.common.Version, SnapshotCache: p.common.SnapshotCache,
 			Approve: p.decisions[ph.Name].approve, Deny: p.decisions[ph.Name].deny, DenyReason: p.decisionReason, Actor: p.decisionActor,
 		})
-	} else {
+	} else if err = p.checkHandOff(ph); err == nil {
 		var opts run.Options
 		opts, err = p.options(ph, data)
 		if err == nil {
@@ -116,6 +116,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 		werr := os.MkdirAll(filepath.Dir(p.answerFile(ph.Name)), 0o755)
 		if werr == nil {
 			werr = artifacts.WriteFile(p.answerFile(ph.Name), []byte(r.Answer), 0o644)
+			d.outcome.AnswerDigest = artifacts.DigestString(r.Answer)
 		}
 		if werr != nil {
 			d.outcome.Status, d.outcome.ExitCode = "failed", outcome.ExitFailed
@@ -375,4 +376,17 @@ func (p *prefixWriter) Flush() {
 		io.WriteString(p.w, p.prefix+strings.TrimRight(string(p.buf), "\n")+"\n")
 		p.buf = nil
 	}
+}
+
+// checkHandOff holds every answer file ph is handed (its needs') to the
+// digest recorded when it was written, right before ph starts.
+func (p *pipe) checkHandOff(ph *Phase) error {
+	for _, n := range ph.Needs {
+		if d := p.done[n]; d != nil {
+			if err := p.checkAnswer(n, d.outcome.AnswerDigest); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

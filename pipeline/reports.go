@@ -157,11 +157,17 @@ func mdCell(s string) string {
 
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 
-// Merge combines the results of a batch's shards into one, in the file's
-// task order, as if the batch had run unsharded. Every shard must come
-// from the same batch file (digest) and together they must hold every
-// task exactly once.
-func Merge(dirs []string) (*record.PipelineResult, error) {
+// StatusUnverified marks a task of a shard that does not verify, merged
+// only because the operator allowed it.
+const StatusUnverified = "unverified"
+
+// Merge joins the results of a batch's shards. Each shard directory is
+// verified first (its journal, each task's run directory, what it
+// recorded by digest) and each task's status is the one its verified run
+// journal gives, never batch-result.json's word alone. A shard that does
+// not verify is refused (exit 5, naming it) unless allowUnverified, which
+// merges its tasks as unverified and never exits 0.
+func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineResult, error) {
 	var all []string
 	var fileDigest artifacts.Digest
 	byTask := map[string]record.PhaseOutcome{}
@@ -175,19 +181,38 @@ func Merge(dirs []string) (*record.PipelineResult, error) {
 		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatch), record.TypeBatch, record.PipelineVersion, &m); err != nil {
 			return nil, outcome.Usage("batch_dir_invalid", "%s is not a batch directory: %v", d, err)
 		}
-		var r record.PipelineResult
-		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatchResult), record.TypeBatchResult, record.PipelineVersion, &r); err != nil {
-			return nil, outcome.Usage("batch_dir_invalid", "%s has no batch result (did it finish?): %v", d, err)
-		}
 		if fileDigest == "" {
 			fileDigest, all = m.FileDigest, m.AllTasks
 			out.PipelineID = shardSuffix.ReplaceAllString(m.PipelineID, "")
 		} else if m.FileDigest != fileDigest {
 			return nil, outcome.Usage("batch_merge_mismatch", "%s ran another batch file (digest %s, not %s)", d, m.FileDigest, fileDigest)
 		}
+		var r record.PipelineResult
+		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatchResult), record.TypeBatchResult, record.PipelineVersion, &r); err != nil {
+			return nil, outcome.Usage("batch_dir_invalid", "%s has no batch result (did it finish?): %v", d, err)
+		}
+		v, err := Verify(abs, key)
+		if err != nil {
+			return nil, outcome.Usage("batch_dir_invalid", "%s: %v", d, err)
+		}
+		if !v.OK && !allowUnverified {
+			return nil, outcome.Policy("shard_unverified", "shard %s does not verify: %s; nothing was merged (harness verify %s says more; --allow-unverified merges its tasks as unverified)", d, firstProblem(v), d)
+		}
+		verified := map[string]UnitVerification{}
+		for _, u := range v.Units {
+			verified[u.Name] = u
+		}
 		for _, t := range r.Tasks {
 			if _, dup := byTask[t.Name]; dup {
 				return nil, outcome.Usage("batch_merge_mismatch", "task %s is in more than one shard (%s again)", t.Name, d)
+			}
+			u, ok := verified[t.Name]
+			switch {
+			case !v.OK && (!ok || !u.OK || len(v.Problems) > 0):
+				t.Status, t.ExitCode = StatusUnverified, outcome.ExitPolicy
+				t.Message = "shard " + d + " does not verify: " + firstProblem(v)
+			case ok:
+				t.Status, t.ExitCode = u.Status, u.ExitCode
 			}
 			byTask[t.Name] = t
 		}
@@ -217,6 +242,19 @@ func Merge(dirs []string) (*record.PipelineResult, error) {
 		return nil, outcome.Usage("batch_merge_incomplete", "the shards given hold %d of %d tasks; missing: %s", len(all)-len(missing), len(all), strings.Join(firstN(missing, 10), ", "))
 	}
 	return out, nil
+}
+
+// firstProblem is the first thing of v that does not verify.
+func firstProblem(v *Verification) string {
+	if len(v.Problems) > 0 {
+		return v.Problems[0]
+	}
+	for _, u := range v.Units {
+		if !u.OK {
+			return "task " + u.Name + ": " + u.Problem
+		}
+	}
+	return "unknown"
 }
 
 func firstN(xs []string, n int) []string {

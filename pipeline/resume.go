@@ -13,6 +13,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/run"
 )
 
 // Resume continues a stopped pipeline: phases that succeeded are reused
@@ -38,7 +39,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		return nil, err
 	}
 	defer unlock()
-	events, head, err := readJournal(filepath.Join(dir, l.journal))
+	events, head, err := readJournal(filepath.Join(dir, l.journal), o.RunKey)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +101,18 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 		if err := artifacts.DecodeArtifact(b, record.TypeResult, 1, &r); err != nil {
 			return outcome.Policy("phase_result_changed", "phase %s: result.json does not decode: %v", name, err)
 		}
+		// What a later phase is handed must be what this one left: its
+		// run verifies, and its answer file is the one it wrote.
+		if rep, err := run.Verify(runDir, p.common.RunKey); err != nil || !rep.OK {
+			why := "it cannot be read"
+			if err == nil {
+				why = rep.Problem.Code + ": " + rep.Problem.Message
+			}
+			return outcome.Policy("phase_run_unverified", "%s %s succeeded, but its run directory does not verify (%s); nothing was run", p.layout.unit, name, why)
+		}
+		if err := p.checkAnswer(name, prev.AnswerDigest); err != nil {
+			return err
+		}
 		reused := *prev
 		reused.Reused = true
 		p.done[name] = &phaseDone{outcome: reused, result: &r}
@@ -156,7 +169,7 @@ func lastOutcomes(events []artifacts.Event, finished string) map[string]*record.
 
 // readJournal reads and verifies the pipeline journal. A torn last line
 // (a crash mid-write) is cut off; a broken chain is refused.
-func readJournal(path string) ([]artifacts.Event, artifacts.Digest, error) {
+func readJournal(path string, key []byte) ([]artifacts.Event, artifacts.Digest, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, "", outcome.Usage("pipeline_dir_invalid", "pipeline journal: %v", err)
@@ -171,7 +184,10 @@ func readJournal(path string) ([]artifacts.Event, artifacts.Digest, error) {
 			return nil, "", err
 		}
 	}
-	head, err := artifacts.VerifyChain(c.Events, nil)
+	if len(key) == 0 && len(c.Events) > 0 && artifacts.Sealed(c.Events[0].Raw) {
+		return nil, "", outcome.Policy("pipeline_journal_sealed", "the journal %s is sealed: set HARNESS_RUN_KEY to the key it was written with to resume it; nothing was run", path)
+	}
+	head, err := artifacts.VerifyChain(c.Events, key)
 	if err != nil {
 		var ce *artifacts.ChainError
 		if errors.As(err, &ce) {
@@ -193,4 +209,17 @@ func lock(dir string) (func(), error) {
 		return nil, outcome.Usage("pipeline_locked", "%s is being run or resumed by another harness process; wait for it to end", dir)
 	}
 	return func() { fh.Close() }, nil
+}
+
+// checkAnswer holds answers/<name>.md to the digest the journal recorded
+// when the unit wrote it.
+func (p *pipe) checkAnswer(name string, want artifacts.Digest) error {
+	if want == "" {
+		return nil
+	}
+	b, err := os.ReadFile(p.answerFile(name))
+	if err != nil || artifacts.DigestBytes(b) != want {
+		return outcome.Policy("phase_answer_changed", "%s %s's answer file %s is not the one it wrote (the journal recorded %s); nothing that reads it was run. Restore it, or start again", p.layout.unit, name, p.answerFile(name), want)
+	}
+	return nil
 }

@@ -254,9 +254,9 @@ func (p *pipe) openJournal(next int64, head artifacts.Digest) error {
 	}
 	j.SetClock(clock(p.common.Now))
 	j.SetRedactor(p.redact())
-	if head != "" {
-		j.Continue(head, nil)
-	}
+	// Chained from the first line, and sealed like a run's journal when
+	// the operator gives HARNESS_RUN_KEY.
+	j.Continue(head, p.common.RunKey)
 	if p.common.OnEvent != nil {
 		j.Tee(p.common.OnEvent)
 	}

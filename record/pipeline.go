@@ -129,6 +129,9 @@ type PhaseOutcome struct {
 	ResultDigest artifacts.Digest `json:"resultDigest,omitempty"`
 	DurationMs   int64            `json:"durationMs"`
 	Usage        ResultUsage      `json:"usage"`
+	// AnswerDigest is the digest of answers/<name>.md as written: the
+	// file a later phase is handed is checked against it when read.
+	AnswerDigest artifacts.Digest `json:"answerDigest,omitempty"`
 	// PendingApprovals are the unit's calls waiting for a person (status
 	// awaiting_approval).
 	PendingApprovals []PendingApproval `json:"pendingApprovals,omitempty"`

@@ -55,6 +55,8 @@ type journalState struct {
 	approvalsRequested map[string]record.ApprovalRequested
 	approvalsDecided   map[string]record.ApprovalDecided
 	approvalOrder      []string
+	// finishedEvent is the last run.finished.
+	finishedEvent *record.RunFinished
 }
 
 // restoredOutput is a tool output rebuilt from its tool.finished line.
@@ -221,6 +223,12 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 		}
 		st.messages = append(st.messages, loop.Message{Role: loop.RoleUser, Content: d.Message})
 		st.progress.Rejections++
+	case record.EventRunFinished:
+		var d record.RunFinished
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		st.finishedEvent = &d
 	case record.EventApprovalRequested:
 		var d record.ApprovalRequested
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -474,6 +482,9 @@ type VerifyReport struct {
 	// Waiting are the calls that wait for a person's decision, from the
 	// verified journal, in the order they were requested.
 	Waiting []record.ApprovalRequested `json:"waiting,omitempty"`
+	// Finished is the last run.finished event of the verified journal
+	// (nil while the run never ended): how the run ended, and its result.
+	Finished *record.RunFinished `json:"finished,omitempty"`
 }
 
 // Verify checks a run directory the way resume does before it trusts it
@@ -509,6 +520,7 @@ func Verify(dir string, key []byte) (*VerifyReport, error) {
 	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs = true, st.lastSeq, st.head, len(st.finished)
 	rep.ToolOutputsInJournal = len(st.restored)
 	rep.Waiting = st.waiting()
+	rep.Finished = st.finishedEvent
 	return rep, nil
 }
 

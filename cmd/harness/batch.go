@@ -157,15 +157,18 @@ func batchMergeCommand() *cli.Command {
 		UsageText: "harness batch merge DIR... --out DIR [--junit FILE] [--summary FILE]",
 		Description: "Every DIR must be a finished shard of the same batch file; together they must hold\n" +
 			"every task once. The merged batch-result.json lists the tasks in file order and exits as\n" +
-			"the unsharded batch would.",
+			"the unsharded batch would. Each shard is verified first, as `harness verify` does, and each\n" +
+			"task's status is the one its verified run journal gives: a shard that does not verify is\n" +
+			"refused (exit 5) unless --allow-unverified.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "`DIR` for the merged batch-result.json (created)", Required: true},
+			&cli.BoolFlag{Name: "allow-unverified", Usage: "merge a shard that does not verify, its tasks marked unverified (the exit code is then never 0)"},
 		}, batchReportFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() == 0 {
 				return usagef("harness batch merge needs the shard directories")
 			}
-			res, err := pipeline.Merge(cmd.Args().Slice())
+			res, err := pipeline.Merge(cmd.Args().Slice(), runKey(), cmd.Bool("allow-unverified"))
 			if err != nil {
 				return err
 			}

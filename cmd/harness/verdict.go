@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/report"
 	"github.com/harness-dev/harness/run"
 )
@@ -32,8 +33,24 @@ func verdictOf(dir string) report.Verdict {
 }
 
 // ownProblems are what does not verify of a pipeline or batch directory
-// itself ("" for a run directory).
-func ownProblems(dir string) []string { return nil }
+// itself and of what it recorded of its units (none for a run directory;
+// the units' runs are judged one by one).
+func ownProblems(dir string) []string {
+	if !isSetDir(dir) {
+		return nil
+	}
+	v, err := pipeline.Verify(dir, runKey())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	out := append([]string{}, v.Problems...)
+	for _, u := range v.Units {
+		if !u.OK {
+			out = append(out, v.Kind+" "+u.Name+": "+u.Problem)
+		}
+	}
+	return out
+}
 
 // unverified ends a reader's command: the banner on stderr too, and exit 5
 // unless the operator allows what does not verify.

@@ -4,28 +4,36 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/pipeline"
+	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
 )
 
 func verifyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "verify",
-		Usage:     "check a run directory without resuming it: journal chain, seal, inputs, identity, referenced files",
-		UsageText: "harness verify RUN_DIR [--json]",
+		Usage:     "check a run, pipeline or batch directory without resuming it: journal chain, seal, inputs, identity, referenced files",
+		UsageText: "harness verify DIR [--json]",
 		Description: "Checks what resume checks before it trusts a run directory: the journal is one unbroken\n" +
 			"hash chain from its first line, run.json's inputs and identity are the ones the journal\n" +
 			"recorded, a segment that ended ends the journal, and every tool output and the skill\n" +
 			"snapshot are the files harness wrote. A directory sealed with HARNESS_RUN_KEY is checked\n" +
-			"against that key and fails without it. Exit 0 when intact, 5 when not, 2 when RUN_DIR is\n" +
-			"not a run directory.",
+			"against that key and fails without it. A pipeline or batch directory is checked as a\n" +
+			"whole: its own journal (chain, seal), each unit's run directory as above, each result.json\n" +
+			"and answer file it recorded by digest, and its result file against its journal.\n" +
+			"Exit 0 when intact, 5 when not, 2 when DIR is none of these.",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
-				return usagef("harness verify takes exactly one RUN_DIR")
+				return usagef("harness verify takes exactly one DIR: a run, pipeline or batch directory")
+			}
+			if isSetDir(cmd.Args().First()) {
+				return verifySet(cmd)
 			}
 			rep, err := run.Verify(cmd.Args().First(), runKey())
 			if err != nil {
@@ -65,4 +73,48 @@ func verifyCommand() *cli.Command {
 // runKey is HARNESS_RUN_KEY, which seals run directories; empty = none.
 func runKey() []byte {
 	return []byte(os.Getenv("HARNESS_RUN_KEY"))
+}
+
+// isSetDir reports whether dir is a pipeline or batch directory.
+func isSetDir(dir string) bool {
+	for _, f := range []string{record.FilePipeline, record.FileBatch} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// verifySet is harness verify of a pipeline or batch directory.
+func verifySet(cmd *cli.Command) error {
+	v, err := pipeline.Verify(cmd.Args().First(), runKey())
+	if err != nil {
+		return usagef(err.Error())
+	}
+	w := cmd.Root().Writer
+	if cmd.Bool("json") {
+		if err := writeJSONTo(w, v); err != nil {
+			return err
+		}
+	} else {
+		seal := "not sealed"
+		if v.Sealed {
+			seal = "sealed, seal checked"
+		}
+		fmt.Fprintf(w, "%s %s: %s\n", v.Kind, v.ID, seal)
+		for _, p := range v.Problems {
+			fmt.Fprintf(w, "run_dir_tampered: %s\n", p)
+		}
+		for _, u := range v.Units {
+			if u.OK {
+				fmt.Fprintf(w, "ok: %s %s\n", u.Name, u.Status)
+			} else {
+				fmt.Fprintf(w, "run_dir_tampered: %s: %s\n", u.Name, u.Problem)
+			}
+		}
+	}
+	if !v.OK {
+		return reported(outcome.ExitPolicy, v.Kind+" directory does not verify")
+	}
+	return nil
 }

@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/run"
+)
+
+// Verification is how a pipeline or batch directory verified: its own
+// journal (hash chain, seal), what it recorded of each unit (the unit's
+// run directory verified as `harness verify` does, its result.json and
+// answer file by digest), and its result file against the journal.
+type Verification struct {
+	Dir    string `json:"dir"`
+	Kind   string `json:"kind"` // pipeline or batch
+	ID     string `json:"id"`
+	OK     bool   `json:"ok"`
+	Sealed bool   `json:"sealed"`
+	// Problems are what does not verify of the directory itself.
+	Problems []string           `json:"problems,omitempty"`
+	Units    []UnitVerification `json:"units"`
+}
+
+// UnitVerification is one phase or task.
+type UnitVerification struct {
+	Name   string `json:"name"`
+	RunDir string `json:"runDir,omitempty"`
+	// Status is how the unit ended by its own verified run journal (the
+	// pipeline journal's word when the unit never had a run).
+	Status   string `json:"status"`
+	ExitCode int    `json:"exitCode"`
+	OK       bool   `json:"ok"`
+	Problem  string `json:"problem,omitempty"`
+	// Outcome is what the pipeline journal recorded last of the unit.
+	Outcome record.PhaseOutcome `json:"-"`
+}
+
+// Verify checks a pipeline or batch directory without changing it. key is
+// HARNESS_RUN_KEY: with it every line of the pipeline journal must carry
+// its seal; without it a sealed journal is refused.
+func Verify(dir string, key []byte) (*Verification, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := pipelineLayout
+	if _, err := os.Stat(filepath.Join(abs, batchLayout.manifest)); err == nil {
+		l = batchLayout
+	}
+	var m record.PipelineManifest
+	if err := artifacts.ReadJSON(filepath.Join(abs, l.manifest), l.manifestType, record.PipelineVersion, &m); err != nil {
+		return nil, fmt.Errorf("%s is not a pipeline or batch directory: %w", dir, err)
+	}
+	v := &Verification{Dir: abs, Kind: l.kind, ID: m.PipelineID, Units: []UnitVerification{}}
+	bad := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
+	events, err := readJournalOnly(filepath.Join(abs, l.journal), key)
+	if err != nil {
+		bad("%s", err)
+	}
+	if len(events) > 0 {
+		v.Sealed = artifacts.Sealed(events[0].Raw)
+	}
+	last := lastOutcomes(events, l.unitFinished())
+	units := m.Phases
+	if l.kind == "batch" {
+		units = m.Tasks
+	}
+	for _, u := range units {
+		o, ok := last[u.Name]
+		if !ok {
+			continue // never finished: nothing recorded to check
+		}
+		uv := UnitVerification{Name: u.Name, RunDir: o.RunDir, Status: o.Status, ExitCode: o.ExitCode, OK: true, Outcome: *o}
+		fail := func(format string, args ...any) {
+			if uv.OK {
+				uv.OK, uv.Problem = false, fmt.Sprintf(format, args...)
+			}
+		}
+		if o.RunDir != "" {
+			if !within(abs, o.RunDir) {
+				fail("its run directory %s lies outside the %s directory", o.RunDir, l.kind)
+			} else if rep, err := run.Verify(o.RunDir, key); err != nil {
+				fail("its run directory is missing or unreadable: %v", err)
+			} else if !rep.OK {
+				fail("its run does not verify: %s: %s", rep.Problem.Code, rep.Problem.Message)
+			} else if rep.Finished != nil {
+				uv.Status, uv.ExitCode = resultStatus(rep.Finished), rep.Finished.ExitCode
+				if o.Status != uv.Status && !o.Reused {
+					fail("the %s journal says %s, its run's journal says %s", l.kind, o.Status, uv.Status)
+				}
+			}
+			if o.ResultDigest != "" {
+				if b, err := os.ReadFile(filepath.Join(o.RunDir, record.FileResult)); err != nil || artifacts.DigestBytes(b) != o.ResultDigest {
+					fail("its result.json is not the one the %s journal recorded", l.kind)
+				}
+			}
+		}
+		if o.AnswerDigest != "" {
+			if b, err := os.ReadFile(filepath.Join(abs, record.DirAnswers, u.Name+".md")); err != nil || artifacts.DigestBytes(b) != o.AnswerDigest {
+				fail("its answer file %s/%s.md is not the one it wrote", record.DirAnswers, u.Name)
+			}
+		}
+		v.Units = append(v.Units, uv)
+	}
+	// The result file is a summary written after the journal's end: each
+	// unit it names must be as the journal says.
+	var res record.PipelineResult
+	if err := artifacts.ReadJSON(filepath.Join(abs, l.result), l.resultType, record.PipelineVersion, &res); err == nil {
+		for _, u := range append(res.Phases, res.Tasks...) {
+			o, ok := last[u.Name]
+			switch {
+			case !ok && u.Status != statusSkipped && u.Status != statusNotStarted:
+				bad("%s says %s %s %s, which the journal never finished", l.result, l.unit, u.Name, u.Status)
+			case ok && (o.Status != u.Status || o.ExitCode != u.ExitCode):
+				bad("%s says %s %s %s (exit %d); the journal says %s (exit %d)", l.result, l.unit, u.Name, u.Status, u.ExitCode, o.Status, o.ExitCode)
+			}
+		}
+	}
+	v.OK = len(v.Problems) == 0
+	for _, u := range v.Units {
+		v.OK = v.OK && u.OK
+	}
+	return v, nil
+}
+
+// resultStatus is a run's status in result.json's words.
+func resultStatus(f *record.RunFinished) string {
+	if f.Result != nil {
+		return f.Result.Status
+	}
+	return f.Status
+}
+
+// readJournalOnly reads and checks a pipeline journal without repairing
+// it: a torn last line (a crash) is left out, a broken chain or seal is an
+// error.
+func readJournalOnly(path string, key []byte) ([]artifacts.Event, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %v", err)
+	}
+	c, err := artifacts.ReadJournal(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("the journal cannot be read: %v", err)
+	}
+	if len(key) == 0 && len(c.Events) > 0 && artifacts.Sealed(c.Events[0].Raw) {
+		return c.Events, fmt.Errorf("the journal is sealed: set HARNESS_RUN_KEY to the key it was written with to verify it")
+	}
+	if _, err := artifacts.VerifyChain(c.Events, key); err != nil {
+		return c.Events, fmt.Errorf("the journal fails its hash chain: %v", err)
+	}
+	return c.Events, nil
+}
+
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (len(rel) < 3 || rel[:3] != "../")
+}
+
+// MarshalJSON lists problems as an empty list rather than null.
+func (v Verification) MarshalJSON() ([]byte, error) {
+	type plain Verification
+	if v.Problems == nil {
+		v.Problems = []string{}
+	}
+	return json.Marshal(plain(v))
+}
