@@ -271,3 +271,14 @@ type Activation struct {
 	ActivatedAt   time.Time        `json:"activatedAt"`
 	CFCPromptRole string           `json:"cfcPromptRole"`
 }
+
+// ReadManifest reads run.json beneath a run directory (no link leads
+// out) and decodes it as its type and version.
+func ReadManifest(dir string) (Manifest, error) {
+	var m Manifest
+	data, err := artifacts.ReadBeneath(dir, FileManifest)
+	if err == nil {
+		err = artifacts.DecodeArtifact(data, TypeManifest, Version, &m)
+	}
+	return m, err
+}

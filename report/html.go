@@ -92,7 +92,7 @@ func runPage(dir, anchor string, depth int) (*RunPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, _ := readManifest(v.RunDir)
+	m, _ := record.ReadManifest(v.RunDir)
 	rp := &RunPage{RunView: v, Anchor: anchor, Identity: m.Identity.Digest, Total: m.Usage.Total.TotalTokens,
 		Outputs: map[string]string{}, ChildOf: map[string]string{}}
 	if m.FinishedAt != nil {

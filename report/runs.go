@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 )
@@ -67,7 +66,7 @@ func Summarize(dir string) (*RunSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := readManifest(abs)
+	m, err := record.ReadManifest(abs)
 	if err != nil {
 		return nil, err
 	}
@@ -80,15 +79,6 @@ func Summarize(dir string) (*RunSummary, error) {
 		s.Status, s.Resumable = StatusCrashed, true
 	}
 	return s, nil
-}
-
-func readManifest(dir string) (record.Manifest, error) {
-	var m record.Manifest
-	data, err := artifacts.ReadBeneath(dir, record.FileManifest)
-	if err == nil {
-		err = artifacts.DecodeArtifact(data, record.TypeManifest, record.Version, &m)
-	}
-	return m, err
 }
 
 // locked reports whether a live process holds the run's lock: the lock is

@@ -81,7 +81,7 @@ func Show(dir string) (*RunView, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, _ := readManifest(s.RunDir)
+	m, _ := record.ReadManifest(s.RunDir)
 	v := &RunView{RunSummary: *s, Prompt: m.Inputs.Prompt, Model: m.Inputs.Model, Endpoint: m.Inputs.BaseURL,
 		Preloaded: m.Inputs.Skills, Activated: []record.Activation{}, Turns: []TurnView{}, Denials: []record.Denial{},
 		Usage: m.Usage, Children: []RunSummary{}}

@@ -76,7 +76,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s: %v", ro.RunDir, err)
 	}
-	m, err := readRunManifest(dir)
+	m, err := record.ReadManifest(dir)
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
 	}
@@ -87,7 +87,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		return nil, err
 	}
 	defer r.lock.release()
-	if m, err = readRunManifest(dir); err != nil {
+	if m, err = record.ReadManifest(dir); err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
 	}
 	if m.Status == outcome.StatusSucceeded {
@@ -255,14 +255,4 @@ func (r *runner) restoreOutputs(outs []restoredOutput) error {
 		}
 	}
 	return nil
-}
-
-// readRunManifest reads run.json beneath dir.
-func readRunManifest(dir string) (record.Manifest, error) {
-	var m record.Manifest
-	data, err := artifacts.ReadBeneath(dir, record.FileManifest)
-	if err == nil {
-		err = artifacts.DecodeArtifact(data, record.TypeManifest, record.Version, &m)
-	}
-	return m, err
 }

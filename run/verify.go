@@ -496,11 +496,7 @@ func Verify(dir string, key []byte) (*VerifyReport, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s: %v", dir, err)
 	}
-	var m record.Manifest
-	data, err := artifacts.ReadBeneath(abs, record.FileManifest)
-	if err == nil {
-		err = artifacts.DecodeArtifact(data, record.TypeManifest, record.Version, &m)
-	}
+	m, err := record.ReadManifest(abs)
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", dir, err)
 	}
