@@ -143,7 +143,29 @@ func verifyRun(dir string, m record.Manifest, key []byte) (*journalState, error)
 			return nil, tampered("run.json's identity is not the one the journal sealed at run.started")
 		}
 	}
+	if err := checkResult(dir, m, st.finishedEvent); err != nil {
+		return nil, err
+	}
 	return st, nil
+}
+
+// checkResult holds result.json to the result the journal's last
+// run.finished carries, once the run ended: what CI reads is what the run
+// recorded. A result.json that is missing is refused too; one older than
+// the end (a crash between the two writes) leaves run.json running.
+func checkResult(dir string, m record.Manifest, end *record.RunFinished) error {
+	if m.Status == outcome.StatusRunning || end == nil || end.Result == nil {
+		return nil
+	}
+	data, err := artifacts.ReadBeneath(dir, record.FileResult)
+	if err != nil {
+		return tampered("result.json cannot be read (%v); the journal recorded the run's result", err)
+	}
+	var got record.Result
+	if err := json.Unmarshal(data, &got); err != nil || !sameJSON(&got, end.Result) {
+		return tampered("result.json is not the result the journal recorded at the run's end")
+	}
+	return nil
 }
 
 // apply takes one verified event into the rebuilt run.
