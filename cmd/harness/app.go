@@ -4,13 +4,60 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v3"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version is what harness says it is, recorded in every run.json (a
+// resume by another version is drift): -ldflags "-X main.version=..." when
+// given, else the module version `go install ...@VERSION` built, else the
+// VCS revision of a build from a clone (with -dirty for uncommitted
+// changes).
+var version = buildVersion(ldflagVersion)
+
+// ldflagVersion is set at build time with -ldflags "-X main.ldflagVersion=...".
+var ldflagVersion string
+
+const devVersion = "0.1.0-dev"
+
+func buildVersion(ldflag string) string {
+	bi, _ := debug.ReadBuildInfo()
+	return versionFrom(bi, ldflag)
+}
+
+func versionFrom(bi *debug.BuildInfo, ldflag string) string {
+	if ldflag != "" {
+		return ldflag
+	}
+	if bi == nil {
+		return devVersion
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return devVersion
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	v := devVersion + "+" + rev
+	if dirty {
+		v += "-dirty"
+	}
+	return v
+}
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 	app := &cli.Command{

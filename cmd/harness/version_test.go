@@ -1,0 +1,29 @@
+package main
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestVersionFrom(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, c := range []struct {
+		name   string
+		bi     *debug.BuildInfo
+		ldflag string
+		want   string
+	}{
+		{"no build info", nil, "", "0.1.0-dev"},
+		{"ldflags win", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "9.9.9", "9.9.9"},
+		{"go install @version", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "", "v1.2.3"},
+		{"a clone, clean", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("0123456789abcdef0123", "false")}, "", "0.1.0-dev+0123456789ab"},
+		{"a clone, dirty", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("0123456789abcdef0123", "true")}, "", "0.1.0-dev+0123456789ab-dirty"},
+		{"a test binary", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "", "0.1.0-dev"},
+	} {
+		if got := versionFrom(c.bi, c.ldflag); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
