@@ -20,6 +20,8 @@ const (
 	CodeNameInvalid           = "name-invalid"
 	CodeNameMismatch          = "name-mismatch"
 	CodeFieldTooLong          = "field-too-long"
+	CodeFieldType             = "field-type"
+	CodeByteOrderMark         = "byte-order-mark"
 	CodeUnexpectedFields      = "unexpected-fields"
 	CodeMetadataNotMapping    = "metadata-not-mapping"
 	CodeSkillFileBinary       = "skill-file-binary"

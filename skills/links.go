@@ -107,6 +107,11 @@ func localTarget(dest string) (target string, ok bool) {
 	if un, err := url.PathUnescape(dest); err == nil {
 		dest = un
 	}
+	// {baseDir} is the skill's own directory, as clients that expand it
+	// (Claude Code) read it.
+	if rest, ok := strings.CutPrefix(dest, "{baseDir}"); ok && (rest == "" || rest[0] == '/') {
+		dest = "." + rest
+	}
 	if strings.HasPrefix(dest, "/") {
 		return "", true
 	}

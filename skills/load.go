@@ -59,6 +59,9 @@ func (sc *scanner) load(c candidate, strict bool, into *Skill, inline *inlineDig
 	if isBinary(data, false) {
 		return errd(CodeSkillFileBinary, "SKILL.md is not UTF-8 text (it holds a NUL byte or invalid UTF-8)", 0)
 	}
+	if bytes.HasPrefix(data, bom) {
+		diags = append(diags, Diagnostic{Severity: SeverityWarning, Code: CodeByteOrderMark, Detail: "SKILL.md starts with a UTF-8 byte-order mark; harness skips it, but other clients may not find the frontmatter: save the file without it", Path: skillPath, Line: 1})
+	}
 	fmRaw, yamlLine, body, bodyOffset, err := splitFrontmatter(data)
 	if err != nil {
 		fe := err.(*frontmatterError)

@@ -63,14 +63,19 @@ func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool
 			add(CodeFieldTooLong, "Description exceeds %d character limit (%d chars)", maxDescriptionLen, n)
 		}
 	}
-	if c, ok := fm["compatibility"]; ok {
-		s, isStr := c.(string)
-		switch {
-		case !isStr && strict:
-			add(CodeFieldTooLong, "Field 'compatibility' must be a string")
-		case utf8.RuneCountInString(s) > maxCompatibilityLen:
-			add(CodeFieldTooLong, "Compatibility exceeds %d character limit (%d chars)", maxCompatibilityLen, utf8.RuneCountInString(s))
+	for _, k := range []string{"name", "description", "compatibility", "license", "allowed-tools"} {
+		if v, ok := fm[k]; ok && v != nil {
+			if _, isStr := v.(string); !isStr {
+				note := ""
+				if k == "allowed-tools" {
+					note = " of space-separated tool names (some clients also accept a list)"
+				}
+				add(CodeFieldType, "Field '%s' must be a string%s, not %s", k, note, typeName(v))
+			}
 		}
+	}
+	if s, ok := fm["compatibility"].(string); ok && utf8.RuneCountInString(s) > maxCompatibilityLen {
+		add(CodeFieldTooLong, "Compatibility exceeds %d character limit (%d chars)", maxCompatibilityLen, utf8.RuneCountInString(s))
 	}
 	if !strict {
 		return ds
@@ -90,8 +95,26 @@ func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool
 			add(CodeMetadataNotMapping, "Field 'metadata' must be a mapping of keys to values")
 		}
 	}
-	if _, ok := fm["name"]; !ok {
+	switch v, ok := fm["name"]; {
+	case !ok || v == nil:
 		add(CodeNameMissing, "Missing required field in frontmatter: name")
+	case v == "":
+		add(CodeNameMissing, "Field 'name' is empty: give the skill's name, the same as its directory's")
 	}
 	return ds
+}
+
+// typeName says what YAML gave instead of a string.
+func typeName(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	case bool:
+		return "true or false"
+	case int, int64, uint64, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
 }
