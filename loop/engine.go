@@ -62,8 +62,9 @@ type Config struct {
 	Tools     []Tool
 	// MoreTools, when set, is asked before every model request for tools
 	// that became available during the run (a server started by a later
-	// activation); tools with names already offered are ignored.
-	MoreTools func(context.Context) []Tool
+	// activation); tools with names already offered are ignored. An error
+	// (a server the operator allowed could not start) ends the run.
+	MoreTools func(context.Context) ([]Tool, error)
 	Limits    Limits
 	// Journal receives the events of every turn.
 	Journal *artifacts.Journal
@@ -139,7 +140,11 @@ func Run(ctx context.Context, cfg Config, history []Message) Outcome {
 		return e.fail(err)
 	}
 	if cfg.MoreTools != nil {
-		if err := e.addTools(cfg.MoreTools(ctx)); err != nil {
+		more, err := cfg.MoreTools(ctx)
+		if err == nil {
+			err = e.addTools(more)
+		}
+		if err != nil {
 			return e.fail(err)
 		}
 	}
@@ -198,7 +203,11 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			return e.limit(ReasonLimitTokens, "tokens", fmt.Sprint(m))
 		}
 		if e.cfg.MoreTools != nil {
-			if err := e.addTools(e.cfg.MoreTools(ctx)); err != nil {
+			more, err := e.cfg.MoreTools(ctx)
+			if err == nil {
+				err = e.addTools(more)
+			}
+			if err != nil {
 				return e.fail(err)
 			}
 		}

@@ -54,6 +54,9 @@ type MCPServer struct {
 	// allowed some: it then reaches those through harness's proxy
 	// (absent: no network at all).
 	Network *NetworkGrant `json:"network,omitempty"`
+	// ResolvedArgs are arguments that named a file of the skill, and the
+	// path the server got for each ("server.py → /skills/x/server.py").
+	ResolvedArgs []string `json:"resolvedArgs,omitempty"`
 	// Grant is what a skill's server was given and what enforced it.
 	Grant *Grant `json:"grant,omitempty"`
 

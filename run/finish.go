@@ -31,6 +31,10 @@ func outcomeError(o *loop.Outcome) error {
 	case loop.ReasonProviderError:
 		return providerOutcome(o.Err)
 	default:
+		var oe *outcome.Error
+		if errors.As(o.Err, &oe) {
+			return oe
+		}
 		msg := "the run failed"
 		if o.Err != nil {
 			msg = o.Err.Error()

@@ -85,6 +85,8 @@ type MCPHub struct {
 	// proxies are the egress proxies of networked skill servers, which
 	// live as long as the hub (a restarted server keeps its proxy).
 	proxies []func()
+	// reported counts the server records already told to the loop.
+	reported int
 }
 
 type mcpConn struct {
@@ -169,12 +171,22 @@ func SkillServers(s *skills.Skill, read func(rel string) ([]byte, error)) (map[s
 }
 
 // Tools starts what is due (operator servers, servers of newly active
-// skills) and returns the allowed tools of every running server. Start
-// failures are recorded and journaled; they never end the run.
-func (h *MCPHub) Tools(ctx context.Context) []loop.Tool {
+// skills) and returns the allowed tools of every running server. A server
+// the operator allowed tools of (--allow-tool) that cannot start is
+// recorded, journaled and returned as an error that ends the run: going on
+// without tools the operator asked for would look like success.
+func (h *MCPHub) Tools(ctx context.Context) ([]loop.Tool, error) {
 	h.startDue(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, r := range h.rec.Servers[h.reported:] {
+		if r.Status == "failed" {
+			h.reported = len(h.rec.Servers)
+			msg := fmt.Sprintf("MCP server %s, whose tools --allow-tool allows, could not start: %s", r.Key, r.Error.Message)
+			return nil, &outcome.Error{Code: "mcp_server_failed", Msg: msg, Exit: outcome.ExitFailed}
+		}
+	}
+	h.reported = len(h.rec.Servers)
 	var out []loop.Tool
 	for _, c := range h.conns {
 		r := h.rec.Servers[c.rec]
@@ -184,7 +196,7 @@ func (h *MCPHub) Tools(ctx context.Context) []loop.Tool {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (h *MCPHub) schemaOf(c *mcpConn, name string) json.RawMessage {

@@ -90,7 +90,7 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 			return nil, &scripts.Refusal{Code: "sandbox_unavailable", Msg: fmt.Sprintf("no sandbox can start skill %s's MCP server on this machine (%v); nothing was started", skill.Name, h.cfg.Probe)}
 		}
 		backend = h.cfg.Backend
-		if spec, rec.Grant, err = h.skillSpec(skill, srv, env, cwdRel); err != nil {
+		if spec, rec.Grant, err = h.skillSpec(skill, srv, env, cwdRel, &rec.ResolvedArgs); err != nil {
 			return nil, err
 		}
 		var stop func()
@@ -176,7 +176,7 @@ func declaresEnv(s *skills.Skill, name string) bool {
 // under the skill's scripts/ (${SKILL_DIR}/scripts/... or ./scripts/...),
 // which must be one of its verified files; ${SKILL_DIR} in args is the skill's directory as the
 // sandbox sees it.
-func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel string) (scripts.Spec, *record.Grant, error) {
+func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel string, resolved *[]string) (scripts.Spec, *record.Grant, error) {
 	ws := h.cfg.Workspace
 	skillDir, cwd := s.SandboxSkillDir, ws.SandboxPath(cwdRel)
 	stage, err := h.cfg.Stager.Dir(s)
@@ -190,7 +190,16 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 	expand := func(a string) string { return strings.ReplaceAll(a, "${SKILL_DIR}", skillDir) }
 	argv := []string{srv.Command}
 	for _, a := range srv.Args {
-		argv = append(argv, expand(a))
+		a = expand(a)
+		// An argument that names a file of the skill ("server.py") means
+		// that file, wherever the server's working directory is.
+		if rel := path2rel(a); rel != "" && !strings.HasPrefix(a, "-") {
+			if _, ok := s.Resource(rel); ok {
+				*resolved = append(*resolved, a+" → "+skillDir+"/"+rel)
+				a = skillDir + "/" + rel
+			}
+		}
+		argv = append(argv, a)
 	}
 	path := os.Getenv("PATH")
 	if cmd := strings.TrimPrefix(srv.Command, "${SKILL_DIR}/"); cmd != srv.Command || strings.Contains(srv.Command, "/") {
