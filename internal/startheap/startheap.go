@@ -16,7 +16,7 @@ import (
 // about 38 MB: after the 30 MB of a warm snapshot of 2,000 skills, and
 // early enough that a cold snapshot of 20,000 small skills (75 MB
 // allocated, 40 MB kept) peaks at 84-86 MB resident, as before, under
-// the 100 MB of issue 24 (docs/benchmarks.md).
+// the 100 MB the registry benchmark allows (docs/benchmarks.md).
 const Heap = 48 << 20
 
 func init() {
