@@ -102,7 +102,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 			status = "refused"
 		}
 		d.outcome.Status, d.outcome.Reason, d.outcome.ExitCode, d.outcome.Message = status, e.Code, e.Exit, e.Error()
-		fmt.Fprintf(stderr, "harness: phase %s refused: %s\n", ph.Name, e.Error())
+		fmt.Fprintf(stderr, "harness: %s %s refused: %s\n", p.layout.unit, ph.Name, e.Error())
 		return d
 	}
 	r := res.Record
@@ -144,7 +144,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	f, d := p.file, p.file.Defaults
 	prompt, err := render(ph.prompt, data)
 	if err != nil {
-		return run.Options{}, outcome.Usage("phase_prompt_invalid", "phase %s: the prompt cannot be filled in: %v (a phase reads only .vars and the phases in its needs)", ph.Name, err)
+		return run.Options{}, outcome.Usage("phase_prompt_invalid", "%s %s: the prompt cannot be filled in: %v (it reads only .vars, .task and the phases in its needs)", p.layout.unit, ph.Name, err)
 	}
 	role, roleSource := d.PromptRole, "pipeline-file"
 	switch {
@@ -228,7 +228,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	if ph.OutputSchema != "" {
 		b, err := readBounded(f.abs(ph.OutputSchema))
 		if err != nil {
-			return o, outcome.Usage("phase_output_schema_invalid", "phase %s: output-schema %s: %v", ph.Name, ph.OutputSchema, err)
+			return o, outcome.Usage("phase_output_schema_invalid", "%s %s: output-schema %s: %v", p.layout.unit, ph.Name, ph.OutputSchema, err)
 		}
 		o.OutputSchema = b
 	}
@@ -238,10 +238,10 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 			a, err = render(t, data)
 		}
 		if err != nil {
-			return o, outcome.Usage("phase_attach_invalid", "phase %s: attach %q: %v", ph.Name, a, err)
+			return o, outcome.Usage("phase_attach_invalid", "%s %s: attach %q: %v", p.layout.unit, ph.Name, a, err)
 		}
 		if a == "" {
-			return o, outcome.Usage("phase_attach_invalid", "phase %s: an attach entry is empty once filled in (a phase it needs left no answer?)", ph.Name)
+			return o, outcome.Usage("phase_attach_invalid", "%s %s: an attach entry is empty once filled in (a phase it needs left no answer?)", p.layout.unit, ph.Name)
 		}
 		o.Attach = append(o.Attach, f.abs(a))
 	}

@@ -95,11 +95,11 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 	if prev != nil && prev.Status == "succeeded" {
 		b, err := os.ReadFile(filepath.Join(runDir, record.FileResult))
 		if err != nil || artifacts.DigestBytes(b) != prev.ResultDigest {
-			return outcome.Policy("phase_result_changed", "phase %s succeeded, but its result.json is missing or no longer matches the digest the pipeline journal recorded (%s); nothing was run. Restore %s, or start the pipeline again", name, prev.ResultDigest, runDir)
+			return outcome.Policy("phase_result_changed", "%s %s succeeded, but its result.json is missing or no longer matches the digest the %s journal recorded (%s); nothing was run. Restore %s, or start again", p.layout.unit, name, p.layout.kind, prev.ResultDigest, runDir)
 		}
 		var r record.Result
 		if err := artifacts.DecodeArtifact(b, record.TypeResult, 1, &r); err != nil {
-			return outcome.Policy("phase_result_changed", "phase %s: result.json does not decode: %v", name, err)
+			return outcome.Policy("phase_result_changed", "%s %s: result.json does not decode: %v", p.layout.unit, name, err)
 		}
 		// What a later phase is handed must be what this one left: its
 		// run verifies, and its answer file is the one it wrote.
@@ -145,11 +145,11 @@ func (p *pipe) setAside(name string) error {
 			continue
 		}
 		if err := os.Rename(runDir, aside); err != nil {
-			return fmt.Errorf("phase %s: keep the failed attempt: %w", name, err)
+			return fmt.Errorf("%s %s: keep the failed attempt: %w", p.layout.unit, name, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("phase %s: too many earlier attempts in %s", name, filepath.Dir(runDir))
+	return fmt.Errorf("%s %s: too many earlier attempts in %s", p.layout.unit, name, filepath.Dir(runDir))
 }
 
 // lastOutcomes is each phase's last recorded end.

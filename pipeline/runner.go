@@ -315,7 +315,7 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 			}
 			if failedNeed != "" {
 				state[n] = "done"
-				msg := fmt.Sprintf("not run: phase %s, which it needs, did not succeed (%s)", failedNeed, p.done[failedNeed].outcome.Status)
+				msg := fmt.Sprintf("not run: %s %s, which it needs, did not succeed (%s)", p.layout.unit, failedNeed, p.done[failedNeed].outcome.Status)
 				p.done[n] = &phaseDone{outcome: record.PhaseOutcome{Name: n, Status: statusSkipped, Reason: "dependency_failed", ExitCode: p.done[failedNeed].outcome.ExitCode, Message: msg}}
 				note(p.layout.unitSkipped(), map[string]any{p.layout.unit: n, "because": failedNeed})
 				continue
