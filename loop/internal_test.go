@@ -165,3 +165,30 @@ func TestBoundedBodyAtTheBound(t *testing.T) {
 		t.Errorf("one byte over: %v", err)
 	}
 }
+
+// TestDelayHonoursTheServer: the wait before a retry is what the server
+// asked for (retry-after-ms first, then Retry-After), capped by MaxDelay,
+// and the exponential backoff otherwise.
+func TestDelayHonoursTheServer(t *testing.T) {
+	p := RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Minute}
+	withHeader := func(k, v string) error {
+		return &openai.Error{Response: &http.Response{Header: http.Header{http.CanonicalHeaderKey(k): {v}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want time.Duration
+	}{
+		{"retry-after-ms", withHeader("retry-after-ms", "1234"), 1234 * time.Millisecond},
+		{"Retry-After seconds", withHeader("Retry-After", "7"), 7 * time.Second},
+		{"capped by MaxDelay", withHeader("Retry-After", "3600"), time.Minute},
+	} {
+		if got := p.delay(1, tc.err); got != tc.want {
+			t.Errorf("%s: delay %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Without a header: the backoff, 1 ms with up to a quarter of jitter.
+	if got := p.delay(1, errors.New("x")); got < 750*time.Microsecond || got > 1250*time.Microsecond {
+		t.Errorf("no header: delay %v, want about 1ms", got)
+	}
+}
