@@ -9,6 +9,7 @@ import (
 	"github.com/harness-dev/harness/store"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,6 +42,9 @@ type Result struct {
 // Resume build it differently (from options, from a run directory) and
 // then walk the same stages (stages.go).
 type runner struct {
+	// loopStarted says the prompt loop began (the model may have been
+	// asked something).
+	loopStarted bool
 	// approvals decides which calls wait for a person; pendingApprovals
 	// are those waiting when the run stopped.
 	approvals        *approvalGate
@@ -127,7 +131,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer r.lock.release()
 	defer r.journal.Close()
-	return r.execute(ctx)
+	res, err := r.execute(ctx)
+	if outcome.ExitCode(err) == outcome.ExitUsage && !r.loopStarted {
+		// A mistake in how harness was called, found before the model was
+		// asked anything (an unknown skill, a bad option a stage checks):
+		// the error says it all, and a directory of a run that never ran
+		// would only be litter in the runs list.
+		os.RemoveAll(r.res.runDir)
+		return nil, err
+	}
+	return res, err
 }
 
 // checkOptions refuses what is wrong with the command line alone, before

@@ -105,6 +105,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	if r.schema != nil {
 		cfg.Answer = r.schema
 	}
+	r.loopStarted = true
 	out := loop.Run(ctx, cfg, history)
 	if out.Reason == loop.ReasonAwaitingApproval {
 		if err := r.requestApprovals(out.Pending, out.Turns); err != nil {
