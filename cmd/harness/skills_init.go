@@ -25,7 +25,7 @@ var scriptTemplates = map[string]struct{ file, body string }{
 func skillsInitCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "init",
-		Usage:     "scaffold a new skill that passes validate --strict",
+		Usage:     "scaffold a new skill that passes harness skills validate --strict",
 		UsageText: "harness skills init NAME [--root DIR] [--with-script bash|python|deno]",
 		Description: "Writes ROOT/NAME/SKILL.md (frontmatter with name and a description to finish, then a body\n" +
 			"that says when and how to use the skill) and, with --with-script, a starter script under\n" +

@@ -18,7 +18,7 @@ func skillsInstallCommand() *cli.Command {
 			"SOURCE is a skill directory or a .tar.gz/.tgz/.zip archive of one, under a trusted source\n" +
 			"listed in the config file:\n\n" +
 			"    skills:\n      trustedSources: [/srv/skills, ./vendor/skills]\n\n" +
-			"The skill is unpacked into a staging directory in ROOT, validated (--strict rules), scanned\n" +
+			"The skill is unpacked into a staging directory in ROOT, validated (the rules of harness skills validate --strict), scanned\n" +
 			"(a critical finding refuses, exit 5, unless --allow-risky), kept in the skill store as a\n" +
 			"version named by its digest (see harness skills versions, rollback), swapped into place\n" +
 			"atomically and recorded in ROOT/skills.lock.json and the store's audit log. Programs a\n" +
