@@ -22,6 +22,8 @@ const (
 	CodeFieldTooLong          = "field-too-long"
 	CodeFieldType             = "field-type"
 	CodeByteOrderMark         = "byte-order-mark"
+	CodeMCPConfigInvalid      = "mcp-config-invalid"
+	CodeMCPFileMissing        = "mcp-file-missing"
 	CodeUnexpectedFields      = "unexpected-fields"
 	CodeMetadataNotMapping    = "metadata-not-mapping"
 	CodeSkillFileBinary       = "skill-file-binary"

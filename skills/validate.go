@@ -13,6 +13,10 @@ import (
 type ValidateOptions struct {
 	Strict bool
 	Limits Limits
+	// Check, when set, adds diagnostics of its own to each skill that
+	// loaded (the caller's checks of files this package does not know,
+	// such as a skill's mcp.json).
+	Check func(*Skill) []Diagnostic
 }
 
 // Validation is the result of validating one path.
@@ -103,6 +107,9 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 	resolvePrecedence(loaded)
 	for i, s := range loaded {
 		sv := &v.Skills[loadedAt[i]]
+		if opts.Check != nil {
+			s.Diagnostics = append(s.Diagnostics, opts.Check(&loaded[i])...)
+		}
 		sv.Diagnostics = sortDiagnostics(s.Diagnostics)
 	}
 	for i := range v.Skills {

@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/tools"
 )
 
 func skillsValidateCommand() *cli.Command {
@@ -44,7 +49,7 @@ func skillsValidateCommand() *cli.Command {
 				if _, err := os.Stat(p); err != nil {
 					return usagef(fmt.Sprintf("validate %s: no such file or directory", p))
 				}
-				v, err := skills.Validate(ctx, p, skills.ValidateOptions{Strict: cmd.Bool("strict")})
+				v, err := skills.Validate(ctx, p, skills.ValidateOptions{Strict: cmd.Bool("strict"), Check: checkMCPConfig})
 				if err != nil {
 					return usagef(fmt.Sprintf("validate %s: %v", p, err))
 				}
@@ -103,4 +108,52 @@ func printValidation(w io.Writer, v *skills.Validation) {
 			fmt.Fprintf(w, "  - %s\n", formatDiagnostic(d))
 		}
 	}
+}
+
+// checkMCPConfig holds a skill's MCP servers (mcp.json or
+// metadata.harness.mcp) to what harness can start: the configuration
+// parses, a command under the skill is an executable file of it, and
+// every argument that names a file (server.py, ./scripts/serve.js) names
+// one the skill has.
+func checkMCPConfig(s *skills.Skill) []skills.Diagnostic {
+	diag := func(code, format string, args ...any) skills.Diagnostic {
+		return skills.Diagnostic{Severity: skills.SeverityError, Code: code, Detail: fmt.Sprintf(format, args...), Path: s.SkillPath}
+	}
+	servers, file, _, err := tools.SkillServers(s, func(rel string) ([]byte, error) {
+		return os.ReadFile(filepath.Join(s.SkillDir, filepath.FromSlash(rel)))
+	})
+	if err != nil {
+		return []skills.Diagnostic{diag(skills.CodeMCPConfigInvalid, "%v", err)}
+	}
+	var out []skills.Diagnostic
+	has := func(p string) (*skills.Resource, bool) {
+		return s.Resource(path.Clean(strings.TrimPrefix(strings.TrimPrefix(p, "${SKILL_DIR}/"), "./")))
+	}
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		srv := servers[name]
+		if cmd := srv.Command; strings.HasPrefix(cmd, "./") || strings.HasPrefix(cmd, "${SKILL_DIR}/") {
+			if res, ok := has(cmd); !ok || res.Executable == nil || !*res.Executable {
+				out = append(out, diag(skills.CodeMCPFileMissing, "%s: server %s runs %s, which is not an executable file of the skill", file, name, cmd))
+			}
+		}
+		for _, a := range srv.Args {
+			if !namesFile(a) {
+				continue
+			}
+			if _, ok := has(a); !ok {
+				out = append(out, diag(skills.CodeMCPFileMissing, "%s: server %s is given %s, which the skill does not have (an argument that names a file is that file of the skill)", file, name, a))
+			}
+		}
+	}
+	return out
+}
+
+// namesFile reports whether a server argument reads as a file of the
+// skill: a relative path with a directory or an extension, not a flag.
+func namesFile(a string) bool {
+	a = strings.TrimPrefix(a, "${SKILL_DIR}/")
+	if a == "" || strings.HasPrefix(a, "-") || strings.HasPrefix(a, "/") || strings.ContainsAny(a, " =:${}") {
+		return false
+	}
+	return strings.Contains(a, "/") || path.Ext(a) != ""
 }
