@@ -163,7 +163,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		Skills:            ph.Skills,
 		Prompt:            prompt,
 		PromptSource:      "pipeline:" + ph.Name,
-		Model:             firstOf(ph.Model, d.Model),
+		Model:             firstOf(ph.Model, p.model, d.Model),
 		BaseURL:           firstOf(p.endpoint, p.manifest.BaseURL, d.BaseURL),
 		APIKey:            p.common.APIKey,
 		RunKey:            p.common.RunKey,
@@ -193,6 +193,9 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		Version:           p.common.Version,
 		SnapshotCache:     p.common.SnapshotCache,
 		ConfigFile:        f.Path,
+	}
+	if src := p.modelFrom(ph, d); src != "" {
+		o.Sources["model"] = src
 	}
 	retries := run.DefaultMaxRetries
 	o.MaxRetries = &retries
@@ -389,4 +392,19 @@ func (p *pipe) checkHandOff(ph *Phase) error {
 		}
 	}
 	return nil
+}
+
+// modelFrom says where a unit's model comes from, in the order that
+// decides it: its own field, the command's --model, HARNESS_MODEL, the
+// file's defaults.
+func (p *pipe) modelFrom(ph *Phase, d Defaults) string {
+	switch {
+	case ph.Model != "":
+		return p.layout.unit + " field"
+	case p.model != "":
+		return p.modelSource
+	case d.Model != "":
+		return "file defaults"
+	}
+	return ""
 }

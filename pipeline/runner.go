@@ -34,6 +34,10 @@ type Options struct {
 	// Workspace and BaseURL override the file's defaults ("" = keep).
 	Workspace string
 	BaseURL   string
+	// Model is every unit's model unless its own field names one, over
+	// the file's defaults; ModelSource says where it came from (flag,
+	// env) for each unit's run.json.
+	Model, ModelSource string
 	// Record and Replay are cassette directories: each phase records to
 	// or replays from <dir>/<phase>.jsonl.
 	Record string
@@ -114,6 +118,8 @@ type pipe struct {
 	// endpoint is the base URL as given, credentials and all (the
 	// manifest keeps it without them).
 	endpoint string
+	// model and modelSource are Options'.
+	model, modelSource string
 }
 
 type phaseDone struct {
@@ -176,6 +182,7 @@ func start(ctx context.Context, f *File, l layout, o Options, shape func(*record
 	}
 	p := newPipe(f, dir, l, o.Common)
 	p.manifest, p.endpoint = m, o.BaseURL
+	p.model, p.modelSource = o.Model, o.ModelSource
 	p.setDeclared()
 	if shape != nil {
 		shape(&p.manifest)

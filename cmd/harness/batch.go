@@ -56,6 +56,7 @@ func batchRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `I/N` of the tasks"},
 			&cli.IntFlag{Name: "shards", Usage: "run shard JOB_COMPLETION_INDEX of `N` (Kubernetes Indexed Jobs)"},
 			&cli.BoolFlag{Name: "or-resume", Usage: "when the batch directory (--id) already exists, resume it instead of refusing: a retried pod continues its shard"},
+			unitModelFlag("task"),
 		}, batchReportFlags()...), pipelineOutputFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -103,8 +104,10 @@ func batchRunCommand() *cli.Command {
 				return err
 			}
 			out := newPipelineOutput(cmd)
+			model, modelSource := unitModel(cmd)
 			res, err := pipeline.RunBatch(ctx, pipeline.BatchOptions{
 				Options: pipeline.Options{
+					Model: model, ModelSource: modelSource,
 					File: cmd.Args().First(), Vars: vars, Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"),
 					ArtifactsDir: cmd.String("artifacts-dir"), Workspace: cmd.String("workspace"), BaseURL: cmd.String("base-url"),
 					Record: cmd.String("record"), Replay: cmd.String("replay"), Common: out.common(),

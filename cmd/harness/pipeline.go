@@ -65,6 +65,7 @@ func pipelineRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL`, over the file's defaults", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "record", Usage: "record each phase's model exchanges into `DIR`/<phase>.jsonl"},
 			&cli.StringFlag{Name: "replay", Usage: "replay each phase from `DIR`/<phase>.jsonl: no network, no key"},
+			unitModelFlag("phase"),
 		}, pipelineOutputFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -81,7 +82,9 @@ func pipelineRunCommand() *cli.Command {
 				return err
 			}
 			out := newPipelineOutput(cmd)
+			model, modelSource := unitModel(cmd)
 			res, err := pipeline.Run(ctx, pipeline.Options{
+				Model: model, ModelSource: modelSource,
 				File: cmd.Args().First(), Vars: vars, Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"),
 				ArtifactsDir: cmd.String("artifacts-dir"), Workspace: cmd.String("workspace"), BaseURL: cmd.String("base-url"),
 				Record: cmd.String("record"), Replay: cmd.String("replay"),
@@ -230,4 +233,21 @@ func unitWord(kind string) string {
 		return "task"
 	}
 	return "phase"
+}
+
+// unitModelFlag is --model for pipeline run and batch run: every unit's
+// model unless its own field names one, over the file's defaults.
+func unitModelFlag(unit string) cli.Flag {
+	return &cli.StringFlag{Name: "model", Usage: "model `NAME` of every " + unit + " that does not name its own, over the file's defaults [$HARNESS_MODEL]"}
+}
+
+// unitModel is --model, else $HARNESS_MODEL, with where it came from.
+func unitModel(cmd *cli.Command) (model, source string) {
+	if m := cmd.String("model"); m != "" {
+		return m, "flag"
+	}
+	if m := os.Getenv("HARNESS_MODEL"); m != "" {
+		return m, "env"
+	}
+	return "", ""
 }
