@@ -96,6 +96,20 @@ spec:
   completions: {{.o.Shards}}
   parallelism: {{.o.Parallelism}}
   backoffLimitPerIndex: {{.o.BackoffLimitPerIndex}}
+  # harness's exit contract decides what a retry can help: an outage (4)
+  # or an interrupt (130) resumes in a retried pod (--or-resume); a
+  # failed task (1), a usage error (2), a policy refusal (5) or a call
+  # waiting for a person (6) would end the same way again.
+  podFailurePolicy:
+    rules:
+      - action: FailIndex
+        onExitCodes:
+          containerName: harness
+          operator: In
+          values: [1, 2, 5, 6]
+      - action: Ignore
+        onPodConditions:
+          - type: DisruptionTarget
   template:
     metadata:
       labels:

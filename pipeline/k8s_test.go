@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -34,6 +35,10 @@ func TestK8sManifestDecodesStrictly(t *testing.T) {
 	s := job.Spec
 	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Name != "review-batch" || job.Namespace != "agents" {
 		t.Errorf("object = %s %s %s/%s", job.APIVersion, job.Kind, job.Namespace, job.Name)
+	}
+	if pf := s.PodFailurePolicy; pf == nil || len(pf.Rules) != 2 || pf.Rules[0].Action != batchv1.PodFailurePolicyActionFailIndex ||
+		pf.Rules[0].OnExitCodes == nil || fmt.Sprint(pf.Rules[0].OnExitCodes.Values) != "[1 2 5 6]" {
+		t.Errorf("the pod failure policy does not follow the exit contract: %+v", s.PodFailurePolicy)
 	}
 	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion || *s.Completions != 4 || *s.Parallelism != 2 || *s.BackoffLimitPerIndex != 2 {
 		t.Errorf("spec = %+v", s)
