@@ -347,6 +347,10 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 		state[f.name] = "done"
 		p.done[f.name] = f.done
 		note(p.layout.unitFinished(), f.done.outcome)
+		// One line per finished unit, for a CI log that shows only the end.
+		o := f.done.outcome
+		fmt.Fprintf(p.out, "harness: %s %s %s (exit %d, %d tokens, %s)\n", p.layout.unit, o.Name, o.Status, o.ExitCode, o.Usage.TotalTokens,
+			(time.Duration(o.DurationMs) * time.Millisecond).Round(time.Millisecond))
 	}
 	for _, n := range names {
 		if _, ok := p.done[n]; !ok {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/harness-dev/harness/outcome"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,6 +31,11 @@ func runsCommand() *cli.Command {
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
 				return usagef(fmt.Sprintf("unexpected argument %q: harness runs takes flags only (see harness runs --help)", cmd.Args().First()))
+			}
+			statuses := []string{outcome.StatusSucceeded, outcome.StatusFailed, outcome.StatusLimit, outcome.StatusProvider, outcome.StatusRefused,
+				outcome.StatusInterrupted, outcome.StatusApproval, outcome.StatusRunning, report.StatusCrashed}
+			if st := cmd.String("status"); st != "" && !slices.Contains(statuses, st) {
+				return usagef(fmt.Sprintf("--status %q: give one of %s", st, strings.Join(statuses, ", ")))
 			}
 			all, err := report.List(cmd.String("artifacts-dir"))
 			if err != nil {
