@@ -132,7 +132,11 @@ func strictUsage(cmd *cli.Command) {
 	cmd.OnUsageError = func(ctx context.Context, c *cli.Command, err error, isSubcommand bool) error {
 		msg := strings.TrimPrefix(err.Error(), "flag provided but not defined: -")
 		if msg != err.Error() {
-			msg = "unknown flag --" + msg
+			given := strings.TrimLeft(msg, "-")
+			msg = "unknown flag --" + given
+			if near := strings.TrimLeft(cli.SuggestFlag(c.Flags, given, true), "-"); near != "" && editDistance(near, given) <= max(2, len(given)/3) {
+				msg += "; did you mean --" + near + "?"
+			}
 		}
 		return usagef(fmt.Sprintf("%s: %s (see %s --help)", c.FullName(), msg, c.FullName()))
 	}
@@ -147,4 +151,27 @@ func strictUsage(cmd *cli.Command) {
 	for _, sub := range cmd.Commands {
 		strictUsage(sub)
 	}
+}
+
+// editDistance is the Levenshtein distance: how many single-character
+// edits turn a into b. The flag library picks the nearest flag; this says
+// whether it is near enough to suggest.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
