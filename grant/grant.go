@@ -100,7 +100,7 @@ func For(r Request) (*Grant, error) {
 	g.View = ws.Narrow(read, write)
 	g.Record.Read, g.Record.Write = read, write
 	for _, rel := range existing(ws, ws.ReadOnlyRel()) {
-		if insideAny(write, rel) {
+		if workspace.Covers(write, rel) {
 			g.Record.ReadOnly = append(g.Record.ReadOnly, rel)
 		}
 	}
@@ -176,15 +176,6 @@ func cleanAll(ps []string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func insideAny(parts []string, rel string) bool {
-	for _, p := range parts {
-		if p == "." || rel == p || len(rel) > len(p) && rel[:len(p)+1] == p+"/" {
-			return true
-		}
-	}
-	return false
 }
 
 func existing(ws *workspace.Workspace, rels []string) []string {

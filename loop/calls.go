@@ -68,9 +68,9 @@ func FileSafe(s string) string {
 	return b.String()
 }
 
-// pendingCalls returns the tool calls of the last assistant message that
+// PendingCalls returns the tool calls of the last assistant message that
 // have no tool result after it, in order.
-func pendingCalls(msgs []Message) []ToolCall {
+func PendingCalls(msgs []Message) []ToolCall {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != RoleAssistant {
 			continue

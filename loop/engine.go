@@ -189,7 +189,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 	// A resumed conversation can end with tool calls that never ran (the
 	// run stopped between the model's answer and its tools): run them
 	// before asking the model again.
-	if out, done := e.runCalls(parent, ctx, e.out.Turns, pendingCalls(e.out.Messages)); done {
+	if out, done := e.runCalls(parent, ctx, e.out.Turns, PendingCalls(e.out.Messages)); done {
 		return out
 	}
 	for {

@@ -10,6 +10,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/workspace"
 )
 
 // Verification is how a pipeline or batch directory verified: its own
@@ -83,7 +84,7 @@ func Verify(dir string, key []byte) (*Verification, error) {
 			}
 		}
 		if o.RunDir != "" {
-			if !within(abs, o.RunDir) {
+			if !workspace.Within(abs, o.RunDir) {
 				fail("its run directory %s lies outside the %s directory", o.RunDir, l.kind)
 			} else if rep, err := run.Verify(o.RunDir, key); err != nil {
 				fail("its run directory is missing or unreadable: %v", err)
@@ -156,11 +157,6 @@ func readJournalOnly(path string, key []byte) ([]artifacts.Event, error) {
 		return c.Events, fmt.Errorf("the journal fails its hash chain: %v", err)
 	}
 	return c.Events, nil
-}
-
-func within(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (len(rel) < 3 || rel[:3] != "../")
 }
 
 // MarshalJSON lists problems as an empty list rather than null.

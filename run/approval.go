@@ -137,35 +137,20 @@ func awaitingMessage(runDir string, pending []loop.ToolCall) string {
 
 // decideApprovals checks the operator's --approve and --deny against the
 // calls the stopped run left waiting, and journals each decision before
-// anything runs. A call that is not waiting is a usage error; one whose
-// skill changed since it was requested is drift.
+// anything runs (checkDecisions has refused a call that is not waiting).
+// A call named twice is a usage error; one whose skill or arguments
+// changed since it was requested is drift.
 func (r *runner) decideApprovals(approve, deny []string, reason, actor string) error {
 	st := r.resumed
-	waiting := func() string {
-		var ids []string
-		for id := range st.approvalsRequested {
-			if _, done := st.approvalsDecided[id]; !done {
-				ids = append(ids, id)
-			}
-		}
-		slices.Sort(ids)
-		if len(ids) == 0 {
-			return "none"
-		}
-		return strings.Join(ids, ", ")
-	}
 	if actor == "" {
 		actor = osUser()
 	}
 	seen := map[string]bool{}
 	decide := func(id, decision string) error {
-		req, ok := st.approvalsRequested[id]
-		_, done := st.approvalsDecided[id]
-		switch {
-		case seen[id]:
+		// checkDecisions made sure, under the lock, that id is waiting.
+		req := st.approvalsRequested[id]
+		if seen[id] {
 			return outcome.Usage("approval_conflict", "call %s is both approved and denied (or named twice): decide each call once", id)
-		case !ok || done:
-			return outcome.Usage("approval_unknown", "call %s is not waiting for approval in run %s (waiting: %s)", id, r.res.runID, waiting())
 		}
 		seen[id] = true
 		if req.Skill != "" && r.registry != nil {
@@ -174,7 +159,7 @@ func (r *runner) decideApprovals(approve, deny []string, reason, actor string) e
 				return outcome.Policy("approval_drift", "call %s runs skill %s, which is not the version it was when approval was requested (digest %s); nothing was run", id, req.Skill, req.SkillDigest)
 			}
 		}
-		for _, c := range pendingCallsOf(st.messages) {
+		for _, c := range loop.PendingCalls(st.messages) {
 			if c.ID == id && c.Arguments != req.Arguments {
 				r.driftRefused = true
 				return outcome.Policy("approval_drift", "call %s's arguments are not the ones approval was requested for; nothing was run", id)
@@ -204,30 +189,6 @@ func (r *runner) decideApprovals(approve, deny []string, reason, actor string) e
 	return nil
 }
 
-// pendingCallsOf are the calls of the last assistant message without a
-// result, as the loop will find them.
-func pendingCallsOf(msgs []loop.Message) []loop.ToolCall {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != loop.RoleAssistant {
-			continue
-		}
-		answered := map[string]bool{}
-		for _, m := range msgs[i+1:] {
-			if m.Role == loop.RoleTool {
-				answered[m.ToolCallID] = true
-			}
-		}
-		var out []loop.ToolCall
-		for _, c := range msgs[i].ToolCalls {
-			if !answered[c.ID] {
-				out = append(out, c)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
 // osUser names who decided when --actor is not given.
 func osUser() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
@@ -248,16 +209,13 @@ type decisions struct {
 // checkDecisions refuses, before anything is written, a decision about a
 // call that is not waiting.
 func checkDecisions(st *journalState, d decisions, runID string) error {
+	waiting := st.waiting()
 	for _, id := range append(slices.Clone(d.approve), d.deny...) {
-		_, waiting := st.approvalsRequested[id]
-		if _, done := st.approvalsDecided[id]; !waiting || done {
+		if !slices.ContainsFunc(waiting, func(w record.ApprovalRequested) bool { return w.CallID == id }) {
 			var ids []string
-			for w := range st.approvalsRequested {
-				if _, done := st.approvalsDecided[w]; !done {
-					ids = append(ids, w)
-				}
+			for _, w := range waiting {
+				ids = append(ids, w.CallID)
 			}
-			slices.Sort(ids)
 			list := strings.Join(ids, ", ")
 			if list == "" {
 				list = "none"

@@ -93,6 +93,9 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 		if spec, rec.Grant, err = h.skillSpec(skill, srv, env, cwdRel, &rec.ResolvedArgs); err != nil {
 			return nil, err
 		}
+		// The server's environment comes from its mcp.json references,
+		// which pass only what the skill declares and the operator passes.
+		rec.Grant.Env = nonNil(rec.EnvNames)
 		var stop func()
 		if spec.Egress, rec.Network, stop, err = h.cfg.Network.egressFor(skill, "mcp:"+key, backend); err != nil {
 			return nil, err
@@ -217,13 +220,10 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		return scripts.Spec{}, nil, &scripts.Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed"}
 	}
-	// The server's environment comes from its mcp.json references, which
-	// already pass only what the skill declares and the operator passes.
 	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: h.cfg.Backend})
 	if err != nil {
 		return scripts.Spec{}, nil, err
 	}
-	g.Record.Env = envNames(env)
 	hide, hideHost := hiddenPaths(ws)
 	return scripts.Spec{
 		Argv: argv, Env: append(env, "SKILL_NAME="+s.Name, "SKILL_DIR="+skillDir), Path: path, Cwd: cwd,
@@ -232,20 +232,6 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 		Hide: hide, HideHost: hideHost, Helper: h.cfg.Helper,
 		Limits: scripts.Limits{Memory: h.cfg.MemoryLimit, CPUSeconds: 3600},
 	}, &g.Record, nil
-}
-
-// envNames are the names of NAME=VALUE pairs past the base environment.
-func envNames(env []string) []string {
-	out := []string{}
-	for _, kv := range env {
-		n, _, _ := strings.Cut(kv, "=")
-		switch n {
-		case "PATH", "HOME", "LANG", "NO_COLOR", "HARNESS_RUN_ID":
-			continue
-		}
-		out = append(out, n)
-	}
-	return out
 }
 
 // path2rel cleans a skill-relative command path; "" when it leaves the

@@ -35,7 +35,7 @@ func (w *Workspace) checkOpened(f *os.File, rel string) error {
 		if err != nil {
 			return w.rootError(rel, err)
 		}
-		if !within(w.view.read, wrel) && !(fi.IsDir() && onTheWay(w.view.read, wrel)) {
+		if !Covers(w.view.read, wrel) && !(fi.IsDir() && onTheWay(w.view.read, wrel)) {
 			return refuse("path_not_granted", "%s is not readable for this skill: its permission manifest declares filesystem.read %s", w.SandboxPath(rel), listOrNone(w.view.read))
 		}
 	}

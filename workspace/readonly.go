@@ -75,7 +75,7 @@ func (w *Workspace) checkWritable(d *os.File, rel string) error {
 		return w.readOnlyRefusal(rel)
 	}
 	if w.view != nil {
-		if trel, ok := w.RelOf(target); !ok || !within(w.view.write, trel) {
+		if trel, ok := w.RelOf(target); !ok || !Covers(w.view.write, trel) {
 			return refuse("path_not_granted", "%s is not writable for this skill: its permission manifest declares filesystem.write %s", w.SandboxPath(rel), listOrNone(w.view.write))
 		}
 	}
@@ -95,8 +95,9 @@ func (w *Workspace) Narrow(read, write []string) *Workspace {
 	return &n
 }
 
-// within reports whether rel is one of parts or lies below one.
-func within(parts []string, rel string) bool {
+// Covers reports whether the slash path rel is one of parts or lies below
+// one ("." covers everything).
+func Covers(parts []string, rel string) bool {
 	for _, p := range parts {
 		if p == "." || rel == p || strings.HasPrefix(rel, p+"/") {
 			return true
@@ -119,7 +120,7 @@ func onTheWay(parts []string, rel string) bool {
 // inView reports whether rel is visible in a narrowed view (always, when
 // the workspace is not narrowed).
 func (w *Workspace) inView(rel string) bool {
-	return w.view == nil || within(w.view.read, rel) || onTheWay(w.view.read, rel)
+	return w.view == nil || Covers(w.view.read, rel) || onTheWay(w.view.read, rel)
 }
 
 func listOrNone(ps []string) string {

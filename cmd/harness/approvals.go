@@ -86,7 +86,7 @@ func approvalsCommand() *cli.Command {
 						fmt.Fprintf(tw, "%s\t-\t-\t-\tdoes not verify: %s\t-\n", r.RunID, r.Problem)
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.CallID, r.Tool, dash(r.Skill), r.Why, shortArgs(r.Arguments))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.CallID, r.Tool, dash(r.Skill), r.Why, shorten(r.Arguments, 80))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -120,11 +120,4 @@ func runDirsUnder(dir string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func shortArgs(s string) string {
-	if len(s) > 80 {
-		return s[:77] + "..."
-	}
-	return s
 }
