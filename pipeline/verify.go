@@ -40,6 +40,9 @@ type UnitVerification struct {
 	Problem  string `json:"problem,omitempty"`
 	// Outcome is what the pipeline journal recorded last of the unit.
 	Outcome record.PhaseOutcome `json:"-"`
+	// Run is how the unit's run directory verified (nil: it has none, or
+	// it could not be read).
+	Run *run.VerifyReport `json:"-"`
 }
 
 // Verify checks a pipeline or batch directory without changing it. key is
@@ -88,7 +91,7 @@ func Verify(dir string, key []byte) (*Verification, error) {
 				fail("its run directory %s lies outside the %s directory", o.RunDir, l.kind)
 			} else if rep, err := run.Verify(o.RunDir, key); err != nil {
 				fail("its run directory is missing or unreadable: %v", err)
-			} else if !rep.OK {
+			} else if uv.Run = rep; !rep.OK {
 				fail("its run does not verify: %s: %s", rep.Problem.Code, rep.Problem.Message)
 			} else if rep.Finished != nil {
 				uv.Status, uv.ExitCode = resultStatus(rep.Finished), rep.Finished.ExitCode

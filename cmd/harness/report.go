@@ -47,7 +47,7 @@ func reportCommand() *cli.Command {
 			if err != nil {
 				return usagef(err.Error())
 			}
-			verified := page.Judge(verdictOf, ownProblems(dir))
+			verified := page.Judge(judgeFor(dir))
 			var b bytes.Buffer
 			if err := report.WriteHTML(&b, page); err != nil {
 				return err

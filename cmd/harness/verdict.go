@@ -25,6 +25,11 @@ func verdictOf(dir string) report.Verdict {
 	if err != nil {
 		return report.Verdict{Checked: true, Problem: outcome.As(err).Error()}
 	}
+	return verdictFrom(rep)
+}
+
+// verdictFrom is a run verifier's report as a reader shows it.
+func verdictFrom(rep *run.VerifyReport) report.Verdict {
 	v := report.Verdict{Checked: true, OK: rep.OK, Sealed: rep.Sealed, SealChecked: rep.SealChecked}
 	if rep.Problem != nil {
 		v.Problem = rep.Problem.Code + ": " + rep.Problem.Message
@@ -32,24 +37,35 @@ func verdictOf(dir string) report.Verdict {
 	return v
 }
 
-// ownProblems are what does not verify of a pipeline or batch directory
-// itself and of what it recorded of its units (none for a run directory;
-// the units' runs are judged one by one).
-func ownProblems(dir string) []string {
+// judgeFor is how a reader judges what it shows of dir: a verdict per run
+// directory, and what does not verify of a pipeline or batch directory
+// itself and of what it recorded of its units. A set is verified once:
+// its units' run verdicts come from that pass, and a unit whose run does
+// not verify is told by that run's own verdict, not twice.
+func judgeFor(dir string) (verify func(string) report.Verdict, own []string) {
 	if !isSetDir(dir) {
-		return nil
+		return verdictOf, nil
 	}
 	v, err := pipeline.Verify(dir, runKey())
 	if err != nil {
-		return []string{err.Error()}
+		return verdictOf, []string{err.Error()}
 	}
-	out := append([]string{}, v.Problems...)
+	known := map[string]report.Verdict{}
+	own = append(own, v.Problems...)
 	for _, u := range v.Units {
-		if !u.OK {
-			out = append(out, v.Kind+" "+u.Name+": "+u.Problem)
+		if u.Run != nil {
+			known[u.RunDir] = verdictFrom(u.Run)
+		}
+		if !u.OK && (u.Run == nil || u.Run.OK) {
+			own = append(own, v.Kind+" "+u.Name+": "+u.Problem)
 		}
 	}
-	return out
+	return func(d string) report.Verdict {
+		if k, ok := known[d]; ok {
+			return k
+		}
+		return verdictOf(d)
+	}, own
 }
 
 // unverified ends a reader's command: the banner on stderr too, and exit 5
