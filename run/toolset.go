@@ -1,0 +1,135 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/harness-dev/harness/egress"
+	"github.com/harness-dev/harness/forge"
+	"github.com/harness-dev/harness/grant"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scripts"
+	"github.com/harness-dev/harness/store"
+	"github.com/harness-dev/harness/tools"
+	"github.com/harness-dev/harness/workspace"
+)
+
+// tools builds the tool set the model is offered: read tools always,
+// write and side-effect tools only when the operator allowed them by name.
+func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
+	// Tools never touch the run directories (this run's and every other
+	// run's records) or a cassette being recorded.
+	// A resumed run directory may have moved since (a CI artifact): its
+	// actual parent is protected as well as the recorded one.
+	ws, err := workspace.Open(r.res.workspace, workspace.DefaultSandbox, r.res.cwd,
+		append([]string{r.manifest.Inputs.ArtifactsDir, filepath.Dir(r.res.runDir), absOrEmpty(r.opts.Record)}, r.opts.Protect...))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ws.KeepReadOnly(grant.ReadOnlyPaths(r.res.workspace, r.res.allRoots(), absAll(r.opts.ReadOnly), absAll(r.opts.AllowProtectedWrite))...); err != nil {
+		ws.Close()
+		return nil, nil, err
+	}
+	r.ws = ws
+	toolset := tools.FileTools(ws, slices.Contains(r.opts.AllowTools, "write_file"))
+	toolset = append(toolset, tools.SkillTools(&tools.Skills{
+		Registry: r.registry, Catalog: r.catalog, Active: r.acts, Token: r.token, RunID: r.res.runID, Now: r.now,
+		AllowDrift: r.opts.AllowDrift, Untrusted: r.untrusted, RunDir: r.res.runDir, Redact: r.redact,
+		Embed: r.embed, AnyName: r.opts.ReloadCreated, Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
+	})...)
+	closers := []func(){func() { ws.Close() }}
+	if slices.Contains(r.opts.AllowTools, tools.DelegateToolName) && len(r.profiles) > 0 && r.opts.depth < r.opts.maxDepth {
+		toolset = append(toolset, &tools.Delegate{Profiles: r.profiles, Runner: &children{parent: r}})
+	}
+	var backend scripts.Backend
+	var probe error
+	self, _ := os.Executable()
+	helper := scripts.Helper(self)
+	if slices.Contains(r.opts.AllowTools, "run_skill_script") || forgeAllowed(r.opts.AllowTools) {
+		want := scripts.Backend(r.opts.Sandbox)
+		backend, probe = scripts.Probe(ctx, want, helper)
+		r.manifest.Inputs.Sandbox = &record.SandboxRecord{Requested: string(want), Backend: string(backend)}
+		if probe != nil {
+			r.manifest.Inputs.Sandbox.Error = probe.Error()
+		}
+	}
+	if forgeAllowed(r.opts.AllowTools) {
+		st, err := store.Open(r.opts.SkillsStore, r.opts.RunKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		ap, err := forge.ParseApproval(r.opts.ApproveCreated)
+		if err != nil {
+			return nil, nil, err
+		}
+		f, err := forge.New(forge.Config{Store: st, Root: r.opts.ForgeRoot, RunDir: r.res.runDir, Redact: r.redact, Approve: ap, Workspace: ws,
+			Sandbox:  forge.Sandbox{Backend: backend, Probe: probe, Helper: helper, MemoryLimit: r.opts.ScriptMemoryLimit, RunID: r.res.runID},
+			Registry: r.registry, Now: r.now,
+			OnStored: func(c record.SkillCreated) error {
+				if _, err := r.journal.Append(record.EventSkillCreated, c); err != nil {
+					return err
+				}
+				if r.opts.ReloadCreated && c.Outcome == record.ForgePromoted {
+					return r.reloadCreated(ctx, c)
+				}
+				return nil
+			}})
+		if err != nil {
+			return nil, nil, err
+		}
+		toolset = append(toolset, tools.ForgeTools(f, r.res.runID, r.opts.AllowTools)...)
+	}
+	stager := tools.NewStager()
+	closers = append(closers, stager.Close)
+	allowed, err := egress.ParseRules(r.opts.AllowNetwork)
+	if err != nil {
+		return nil, nil, err
+	}
+	network := &tools.Network{Allowed: allowed, RunDir: r.res.runDir, Redact: r.redact}
+	closers = append(closers, network.Close)
+	if mcpWanted(r.opts) {
+		if backend == "" && probe == nil {
+			backend, probe = scripts.Probe(ctx, scripts.Backend(r.opts.Sandbox), helper)
+		}
+		var op *tools.OperatorServers
+		if c := r.opts.operator; c != nil {
+			if c.err != nil {
+				return nil, nil, c.err
+			}
+			op = c.servers
+		} else if r.opts.MCPConfig != "" {
+			return nil, nil, fmt.Errorf("internal: --mcp-config %s was never read", r.opts.MCPConfig)
+		}
+		effects, err := tools.ParseToolEffects(r.opts.MCPToolEffects)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.mcp = tools.NewMCPHub(tools.MCP{
+			Registry: r.registry, Active: r.acts, Workspace: ws, Stager: stager, Backend: backend, Probe: probe, Helper: helper,
+			MemoryLimit: r.opts.ScriptMemoryLimit, Operator: op, PassEnv: r.opts.PassEnv, Allowed: r.opts.AllowTools, Effects: effects,
+			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, Journal: r.journal,
+			Progress: r.progress, Network: network,
+		})
+		closers = append(closers, r.mcp.Close)
+	}
+	if slices.Contains(r.opts.AllowTools, "run_skill_script") {
+		st := tools.NewScriptTool(tools.Scripts{
+			Stager:   stager,
+			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
+			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
+			MemoryLimit: r.opts.ScriptMemoryLimit, WasmMemoryLimit: r.opts.WasmMemoryLimit, Redact: r.redact, Network: network,
+			PassEnv: r.opts.PassEnv, Lookup: os.LookupEnv,
+		})
+		toolset = append(toolset, st)
+		closers = append(closers, st.Close)
+	}
+	return toolset, func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}, nil
+}

@@ -1,0 +1,81 @@
+package run
+
+import (
+	"path/filepath"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+)
+
+// What the verifier tells a reader (harness verify, show, report, runs,
+// approvals, the pipeline verifier): the same checks resume makes before it
+// trusts a run directory, without running anything.
+
+// VerifyReport is what `harness verify` found in a run directory.
+type VerifyReport struct {
+	RunID       string           `json:"runId"`
+	RunDir      string           `json:"runDir"`
+	Status      string           `json:"status"`
+	OK          bool             `json:"ok"`
+	Lines       int64            `json:"journalLines"`
+	Head        artifacts.Digest `json:"journalHead,omitempty"`
+	Sealed      bool             `json:"sealed"`
+	SealChecked bool             `json:"sealChecked"`
+	ToolOutputs int              `json:"toolOutputsChecked"`
+	// ToolOutputsInJournal are outputs of a segment that never ended that
+	// only the journal still holds (a power cut came before their files'
+	// fsync); resume writes them again.
+	ToolOutputsInJournal int             `json:"toolOutputsInJournalOnly,omitempty"`
+	Problem              *outcome.Record `json:"problem,omitempty"`
+	// Waiting are the calls that wait for a person's decision, from the
+	// verified journal, in the order they were requested.
+	Waiting []record.ApprovalRequested `json:"waiting,omitempty"`
+	// Finished is the last run.finished event of the verified journal
+	// (nil while the run never ended): how the run ended, and its result.
+	Finished *record.RunFinished `json:"finished,omitempty"`
+}
+
+// Verify checks a run directory the way resume does before it trusts it
+// (chain, seal, inputs and identity, segment ends, every referenced file),
+// without running anything. The error is for a directory that is not a
+// run directory at all; a tampered one is a report with OK false.
+func Verify(dir string, key []byte) (*VerifyReport, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, outcome.Usage("run_dir_invalid", "%s: %v", dir, err)
+	}
+	m, err := record.ReadManifest(abs)
+	if err != nil {
+		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", dir, err)
+	}
+	rep := &VerifyReport{RunID: m.RunID, RunDir: abs, Status: m.Status, Sealed: m.Seal != nil, SealChecked: m.Seal != nil && len(key) > 0}
+	st, err := verifyRun(abs, m, key)
+	if err == nil && st.snapshot != nil {
+		_, err = st.registry(abs)
+	}
+	if err == nil && st.started && st.snapshot != nil {
+		_, err = st.activations(abs)
+	}
+	if err != nil {
+		e := outcome.As(err)
+		rep.Problem = &outcome.Record{Code: e.Code, Message: e.Msg}
+		return rep, nil
+	}
+	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs = true, st.lastSeq, st.head, len(st.finished)
+	rep.ToolOutputsInJournal = len(st.restored)
+	rep.Waiting = st.waiting()
+	rep.Finished = st.finishedEvent
+	return rep, nil
+}
+
+// waiting are the calls requested and not decided, in request order.
+func (st *journalState) waiting() []record.ApprovalRequested {
+	var out []record.ApprovalRequested
+	for _, id := range st.approvalOrder {
+		if _, done := st.approvalsDecided[id]; !done {
+			out = append(out, st.approvalsRequested[id])
+		}
+	}
+	return out
+}

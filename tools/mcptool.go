@@ -1,0 +1,84 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/mcp"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+)
+
+// MCPTool is one server tool as the model sees it, <key>__<tool>.
+type MCPTool struct {
+	hub    *MCPHub
+	c      *mcpConn
+	tool   record.MCPTool
+	schema json.RawMessage
+}
+
+// MCPServer names the key of the tool's server: run leaves these tools
+// out of the sealed tool manifest (their drift is checked by digest).
+func (t *MCPTool) MCPServer() string { return t.c.key }
+
+func (t *MCPTool) Effect() loop.Effect { return loop.Effect(t.tool.Effect) }
+
+func (t *MCPTool) Spec() loop.ToolSpec {
+	desc := t.tool.Description
+	if len(desc) > 1024 {
+		desc = desc[:1024]
+	}
+	return loop.ToolSpec{
+		Name:        t.tool.Exposed,
+		Description: fmt.Sprintf("[MCP server %s] %s", t.c.key, desc),
+		Parameters:  t.schema,
+	}
+}
+
+func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+	rec := record.MCPCall{Type: record.TypeMCPCall, OutputID: call.ID, RunID: t.hub.cfg.RunID, Key: t.c.key, Server: t.c.name, Tool: t.tool.Name,
+		ArgsDigest: artifacts.DigestBytes(raw), CalledAt: t.hub.cfg.Now().UTC()}
+	before := t.c.conn.Restarts()
+	t0 := time.Now()
+	res, err := t.c.conn.Call(ctx, t.tool.Name, raw)
+	rec.DurationMs = time.Since(t0).Milliseconds()
+	rec.Restarted = t.c.conn.Restarts() > before
+	if rec.Restarted {
+		t.hub.noteRestart(t.c)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			rec.Status, rec.Error = "error", &outcome.Record{Code: "interrupted", Message: "the run was interrupted during the call"}
+			return loop.ErrorResult("interrupted", rec.Error.Message, rec), nil
+		}
+		code := "mcp_call_failed"
+		if errors.Is(err, mcp.ErrCrashed) {
+			code = "mcp_server_crashed"
+			t.hub.noteCrash(t.c)
+		}
+		rec.Status, rec.Error = "error", &outcome.Record{Code: code, Message: err.Error()}
+		return loop.ErrorResult(code, err.Error(), rec), nil
+	}
+	rec.Status, rec.Result = "ok", res.Text
+	if res.IsError {
+		rec.Status = "tool_error"
+	}
+	out := map[string]any{"server": t.c.key, "tool": t.tool.Name, "isError": res.IsError, "text": res.Text}
+	if len(res.Structured) > 0 {
+		out["structuredContent"] = res.Structured
+	}
+	if len(res.Other) > 0 {
+		out["omittedContent"] = res.Other
+	}
+	b, _ := json.Marshal(out)
+	status := loop.StatusOK
+	if res.IsError {
+		status = loop.StatusError
+	}
+	return loop.ToolResult{Content: string(b), Status: status, Record: rec}, nil
+}
