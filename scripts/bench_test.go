@@ -19,15 +19,8 @@ func BenchmarkSandboxTrivial(b *testing.B) {
 	if _, err := Probe(context.Background(), BackendBwrap, ""); err != nil {
 		b.Skipf("bwrap unavailable: %v", err)
 	}
-	// Reachable by the sandbox user: as root, scripts run as uid 65534.
 	ws := b.TempDir()
-	skill, err := MkdirReachable("harness-bench-skill-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(skill)
-	os.Chmod(skill, 0o755)
-	os.WriteFile(filepath.Join(skill, "t.sh"), []byte("#!/bin/bash\ntrue\n"), 0o555)
+	skill := trivialSkill(b)
 	spec := Spec{
 		Argv: []string{"bash", "/workspace/skills/s/t.sh"}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: "/workspace",
 		Mounts:  []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/workspace/skills/s"}},
@@ -169,13 +162,7 @@ func BenchmarkSandboxManifest(b *testing.B) {
 			for _, d := range []string{"src", "docs", "vendor", "out", "build", ".git/hooks"} {
 				os.MkdirAll(filepath.Join(ws, d), 0o755)
 			}
-			skill, err := MkdirReachable("harness-bench-skill-")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer os.RemoveAll(skill)
-			os.Chmod(skill, 0o755)
-			os.WriteFile(filepath.Join(skill, "t.sh"), []byte("#!/bin/bash\ntrue\n"), 0o555)
+			skill := trivialSkill(b)
 			cwd, script := "/workspace", "/skill/t.sh"
 			if backend != BackendBwrap {
 				cwd, script = ws, filepath.Join(skill, "t.sh")
@@ -206,4 +193,18 @@ func BenchmarkSandboxManifest(b *testing.B) {
 			}
 		})
 	}
+}
+
+// trivialSkill is a skill directory holding t.sh, a bash script that does
+// nothing, where the sandbox user can read it (as root, scripts run as
+// uid 65534); it is removed when b ends.
+func trivialSkill(b *testing.B) string {
+	skill, err := MkdirReachable("harness-bench-skill-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(skill) })
+	os.Chmod(skill, 0o755)
+	os.WriteFile(filepath.Join(skill, "t.sh"), []byte("#!/bin/bash\ntrue\n"), 0o555)
+	return skill
 }
