@@ -54,24 +54,6 @@ type File struct {
 	ast *ast.File // for the line of a problem
 }
 
-// Defaults are what every phase shares.
-type Defaults struct {
-	Model              string   `json:"model,omitempty"`
-	BaseURL            string   `json:"base-url,omitempty"`
-	Workspace          string   `json:"workspace,omitempty"`
-	SkillsRoot         []string `json:"skills-root,omitempty"`
-	ExternalSkillsRoot []string `json:"external-skills-root,omitempty"`
-	MaxTurns           *int     `json:"max-turns,omitempty"`
-	MaxTokens          int64    `json:"max-tokens,omitempty"`
-	Timeout            string   `json:"timeout,omitempty"`
-	Sandbox            string   `json:"sandbox,omitempty"`
-	CFCMode            string   `json:"cfc-mode,omitempty"`
-	PromptRole         string   `json:"prompt-role,omitempty"`
-	CatalogBudget      int      `json:"catalog-budget,omitempty"`
-	NoSkillCatalog     bool     `json:"no-skill-catalog,omitempty"`
-	FailOnDenial       bool     `json:"fail-on-denial,omitempty"`
-}
-
 // Phase is one phase as the file declares it.
 type Phase struct {
 	Name              string   `json:"name"`
@@ -196,6 +178,11 @@ func yamlMessage(err error) string {
 // compile compiles an embedded schema; it is part of the binary, so a
 // failure is a bug.
 func compile(schema []byte, name string) *jsonschema.Schema {
+	return compileRef(schema, name, "")
+}
+
+// compileRef compiles the part of an embedded schema at ref ("" = all).
+func compileRef(schema []byte, name, ref string) *jsonschema.Schema {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		panic(name + ": " + err.Error())
@@ -204,7 +191,7 @@ func compile(schema []byte, name string) *jsonschema.Schema {
 	if err := c.AddResource(name, doc); err != nil {
 		panic(name + ": " + err.Error())
 	}
-	return c.MustCompile(name)
+	return c.MustCompile(name + ref)
 }
 
 // schemaProblems flattens a validation error into one line per problem:
@@ -316,6 +303,9 @@ func (f *File) check(name string) error {
 	}
 	at := func(p *Phase, field string) int {
 		return lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), field})
+	}
+	for _, p := range settingProblems(f.Defaults) {
+		add(lineOf(f.ast, []string{"defaults", p.key}), "defaults.%s: %s", p.key, p.msg)
 	}
 	seen := map[string]int{}
 	for _, p := range f.Phases {

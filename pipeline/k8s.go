@@ -33,6 +33,9 @@ type K8sOptions struct {
 	BaseURL   string
 	// BackoffLimitPerIndex is the retries of one shard's pod.
 	BackoffLimitPerIndex int
+	// Args are more flags of every pod's `harness batch run` (the run
+	// settings the operator gave, as given).
+	Args []string
 }
 
 // Compiled on first use: a bounded repetition compiles to one
@@ -66,6 +69,7 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 	}
 	args := []string{"harness", "batch", "run", o.File, "--shards", strconv.Itoa(o.Shards), "--id", o.ID,
 		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1)), "--or-resume"}
+	args = append(args, o.Args...)
 	var b bytes.Buffer
 	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": args})
 	return b.Bytes(), err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/template"
@@ -78,7 +79,12 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 	var res *run.Result
 	var err error
 	if resume {
+		r := p.resumed.Settings
+		var rs run.Options
+		apply(r, &rs)
 		res, err = run.Resume(ctx, run.ResumeOptions{
+			RequestTimeout: rs.RequestTimeout, MaxRetries: r.MaxRetries, RetryMaxWait: rs.RetryMaxWait, Timeout: rs.Timeout,
+			MaxTokens: rs.MaxTokens, FallbackModel: r.FallbackModel, Stream: rs.Stream,
 			RunDir: p.runDir(ph.Name), APIKey: p.common.APIKey, RunKey: p.common.RunKey, MaxTurns: p.maxTurns, BaseURL: p.baseURL,
 			Record: p.cassette(p.manifest.Record, ph.Name), Replay: p.cassette(p.manifest.Replay, ph.Name),
 			Stderr: stderr, Now: p.common.Now, Version: p.common.Version, SnapshotCache: p.common.SnapshotCache,
@@ -141,17 +147,18 @@ func (p *pipe) cassette(dir, phase string) string {
 // options builds the run a phase is: the defaults, then what the phase
 // names. Skills, tools and scripts come from the phase alone.
 func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
-	f, d := p.file, p.file.Defaults
+	f := p.file
+	d, sources := p.settings()
 	prompt, err := render(ph.prompt, data)
 	if err != nil {
 		return run.Options{}, outcome.Usage("phase_prompt_invalid", "%s %s: the prompt cannot be filled in: %v (it reads only .vars, .task and the phases in its needs)", p.layout.unit, ph.Name, err)
 	}
-	role, roleSource := d.PromptRole, "pipeline-file"
+	role, roleSource := d.PromptRole, sources["prompt-role"]
 	switch {
 	case ph.PromptRole == "" && !ph.readsPhases && role == "":
 		roleSource = "default"
 	case ph.PromptRole != "":
-		role = ph.PromptRole
+		role, roleSource = ph.PromptRole, p.layout.unit+" field"
 	case ph.readsPhases:
 		// Earlier phases' answers are model output, not the operator's
 		// words: they must not authorize write or side-effect tools
@@ -160,28 +167,19 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	}
 	o := run.Options{
 		Workspace:         f.Dir,
+		MaxTurns:          run.DefaultMaxTurns,
+		SchemaRetries:     run.DefaultSchemaRetries,
+		CatalogBudget:     run.DefaultCatalogBudget,
+		MaxRetries:        ptr(run.DefaultMaxRetries),
 		Skills:            ph.Skills,
 		Prompt:            prompt,
 		PromptSource:      "pipeline:" + ph.Name,
-		Model:             firstOf(ph.Model, p.model, d.Model),
-		BaseURL:           firstOf(p.endpoint, p.manifest.BaseURL, d.BaseURL),
 		APIKey:            p.common.APIKey,
 		RunKey:            p.common.RunKey,
 		AllowTools:        ph.AllowTools,
 		AllowSkillScripts: ph.AllowSkillScripts,
 		AllowNetwork:      ph.AllowNetwork,
 		ConfirmTools:      ph.ConfirmTools,
-		Sandbox:           d.Sandbox,
-		CFCMode:           d.CFCMode,
-		PromptRole:        role,
-		Sources:           map[string]string{"prompt-role": roleSource},
-		FailOnDenial:      d.FailOnDenial,
-		NoSkillCatalog:    d.NoSkillCatalog,
-		CatalogBudget:     d.CatalogBudget,
-		MaxTurns:          run.DefaultMaxTurns,
-		MaxTokens:         d.MaxTokens,
-		SchemaRetries:     run.DefaultSchemaRetries,
-		ScriptMemoryLimit: run.DefaultScriptMemoryLimit,
 		ArtifactsDir:      filepath.Join(p.dir, p.layout.runs),
 		RunID:             ph.Name,
 		Record:            p.cassette(p.manifest.Record, ph.Name),
@@ -194,40 +192,27 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		SnapshotCache:     p.common.SnapshotCache,
 		ConfigFile:        f.Path,
 	}
-	if src := p.modelFrom(ph, d); src != "" {
-		o.Sources["model"] = src
-	}
-	retries := run.DefaultMaxRetries
-	o.MaxRetries = &retries
-	if o.CatalogBudget == 0 {
-		o.CatalogBudget = run.DefaultCatalogBudget
-	}
-	if d.Workspace != "" {
-		o.Workspace = f.abs(d.Workspace)
-	}
+	apply(d, &o)
+	o.BaseURL = firstOf(p.endpoint, p.manifest.BaseURL, d.BaseURL)
 	if p.manifest.Workspace != "" {
-		o.Workspace = p.manifest.Workspace
+		o.Workspace, sources["workspace"] = p.manifest.Workspace, "flag"
 	}
-	for _, r := range d.SkillsRoot {
-		o.SkillsRoots = append(o.SkillsRoots, rootPath(f, r))
-	}
-	for _, r := range d.ExternalSkillsRoot {
-		o.ExternalSkillsRoots = append(o.ExternalSkillsRoots, f.abs(r))
-	}
-	if d.MaxTurns != nil {
-		o.MaxTurns = *d.MaxTurns
+	o.PromptRole = role
+	sources["prompt-role"] = roleSource
+	if ph.Model != "" {
+		o.Model, sources["model"] = ph.Model, p.layout.unit+" field"
 	}
 	if ph.MaxTurns != nil {
-		o.MaxTurns = *ph.MaxTurns
+		o.MaxTurns, sources["max-turns"] = *ph.MaxTurns, p.layout.unit+" field"
 	}
 	if ph.MaxTokens > 0 {
-		o.MaxTokens = ph.MaxTokens
+		o.MaxTokens, sources["max-tokens"] = ph.MaxTokens, p.layout.unit+" field"
 	}
-	for _, t := range []string{d.Timeout, ph.Timeout} {
-		if t != "" {
-			o.Timeout, _ = time.ParseDuration(t) // checked at load
-		}
+	if ph.Timeout != "" {
+		o.Timeout, _ = time.ParseDuration(ph.Timeout) // checked at load
+		sources["timeout"] = p.layout.unit + " field"
 	}
+	o.Sources = sources
 	if ph.OutputSchema != "" {
 		b, err := readBounded(f.abs(ph.OutputSchema))
 		if err != nil {
@@ -258,13 +243,13 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 // this scan's digest; any other file is read again. Nil when there are no
 // roots or they cannot be scanned (each run then reports why).
 func (p *pipe) snapshot(ctx context.Context) *skills.Registry {
-	d := p.file.Defaults
+	d, _ := p.settings()
 	if len(d.SkillsRoot)+len(d.ExternalSkillsRoot) == 0 {
 		return nil
 	}
 	ws := p.file.Dir
 	if d.Workspace != "" {
-		ws = p.file.abs(d.Workspace)
+		ws = d.Workspace
 	}
 	if p.manifest.Workspace != "" {
 		ws = p.manifest.Workspace
@@ -273,16 +258,11 @@ func (p *pipe) snapshot(ctx context.Context) *skills.Registry {
 	if err != nil {
 		return nil
 	}
-	var roots []string
-	for _, r := range d.SkillsRoot {
-		roots = append(roots, rootPath(p.file, r))
-	}
-	if roots, err = run.ExpandAutoRoots(ws, roots); err != nil {
+	roots, err := run.ExpandAutoRoots(ws, slices.Clone(d.SkillsRoot))
+	if err != nil {
 		return nil
 	}
-	for _, r := range d.ExternalSkillsRoot {
-		roots = append(roots, p.file.abs(r))
-	}
+	roots = append(roots, d.ExternalSkillsRoot...)
 	for i, r := range roots {
 		if real, err := filepath.EvalSymlinks(r); err == nil {
 			roots[i] = real
@@ -394,17 +374,4 @@ func (p *pipe) checkHandOff(ph *Phase) error {
 	return nil
 }
 
-// modelFrom says where a unit's model comes from, in the order that
-// decides it: its own field, the command's --model, HARNESS_MODEL, the
-// file's defaults.
-func (p *pipe) modelFrom(ph *Phase, d Defaults) string {
-	switch {
-	case ph.Model != "":
-		return p.layout.unit + " field"
-	case p.model != "":
-		return p.modelSource
-	case d.Model != "":
-		return "file defaults"
-	}
-	return ""
-}
+func ptr[T any](v T) *T { return &v }

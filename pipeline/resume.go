@@ -34,6 +34,9 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 	if err := artifacts.ReadJSON(filepath.Join(dir, l.manifest), l.manifestType, record.PipelineVersion, &m); err != nil {
 		return nil, outcome.Usage("pipeline_dir_invalid", "%s is not a pipeline or batch directory (%v): give the directory `harness pipeline run` or `harness batch run` printed", o.Dir, err)
 	}
+	if err := o.Settings.check(); err != nil {
+		return nil, err
+	}
 	unlock, err := lock(dir)
 	if err != nil {
 		return nil, err
@@ -53,7 +56,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		return nil, err
 	}
 	p := newPipe(f, dir, l, o.Common)
-	p.manifest, p.maxTurns, p.baseURL, p.endpoint = m, o.MaxTurns, o.BaseURL, o.BaseURL
+	p.manifest, p.maxTurns, p.baseURL, p.endpoint, p.resumed = m, o.MaxTurns, o.BaseURL, o.BaseURL, o.Settings
 	if err := p.openJournal(int64(len(events))+1, head); err != nil {
 		return nil, err
 	}

@@ -34,10 +34,9 @@ type Options struct {
 	// Workspace and BaseURL override the file's defaults ("" = keep).
 	Workspace string
 	BaseURL   string
-	// Model is every unit's model unless its own field names one, over
-	// the file's defaults; ModelSource says where it came from (flag,
-	// env) for each unit's run.json.
-	Model, ModelSource string
+	// Settings are the command line's run settings for every unit: over
+	// the file's defaults, under each unit's own fields.
+	Settings Layer
 	// Record and Replay are cassette directories: each phase records to
 	// or replays from <dir>/<phase>.jsonl.
 	Record string
@@ -72,6 +71,9 @@ type ResumeOptions struct {
 	// BaseURL moves the remaining phases to another endpoint (transport,
 	// as for `harness resume --base-url`).
 	BaseURL string
+	// Settings change how the remaining units reach the model and how
+	// long they may go on, over what the pipeline recorded.
+	Settings Layer
 	// Approve and Deny decide calls units left waiting for a person, each
 	// CALL_ID or UNIT:CALL_ID; DenyReason and Actor as for `harness resume`.
 	Approve, Deny     []string
@@ -118,8 +120,8 @@ type pipe struct {
 	// endpoint is the base URL as given, credentials and all (the
 	// manifest keeps it without them).
 	endpoint string
-	// model and modelSource are Options'.
-	model, modelSource string
+	// resumed are the settings a resume gave, over everything recorded.
+	resumed Layer
 }
 
 type phaseDone struct {
@@ -139,6 +141,9 @@ func Run(ctx context.Context, o Options) (*record.PipelineResult, error) {
 // start creates the directory of a pipeline or a batch, records what it
 // was asked and executes it. shape, when set, adds to the manifest.
 func start(ctx context.Context, f *File, l layout, o Options, shape func(*record.PipelineManifest)) (*record.PipelineResult, error) {
+	if err := o.Settings.check(); err != nil {
+		return nil, err
+	}
 	now := clock(o.Now)
 	id := o.ID
 	if id == "" {
@@ -181,8 +186,10 @@ func start(ctx context.Context, f *File, l layout, o Options, shape func(*record
 		Workspace: absOrEmpty(o.Workspace), BaseURL: withoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
 	}
 	p := newPipe(f, dir, l, o.Common)
+	if len(keysOf(o.Settings.Settings)) > 0 {
+		m.Settings, m.SettingSources = &o.Settings.Settings, o.Settings.Sources
+	}
 	p.manifest, p.endpoint = m, o.BaseURL
-	p.model, p.modelSource = o.Model, o.ModelSource
 	p.setDeclared()
 	if shape != nil {
 		shape(&p.manifest)
@@ -237,9 +244,10 @@ func (p *pipe) declare() ([]record.PipelinePhase, artifacts.Digest) {
 	var out []record.PipelinePhase
 	for _, ph := range p.file.Phases {
 		decl, _ := json.Marshal(struct {
-			Defaults Defaults `json:"defaults"`
-			Phase    Phase    `json:"phase"`
-		}{p.file.Defaults, ph})
+			Defaults Defaults         `json:"defaults"`
+			Command  *record.Settings `json:"command,omitempty"`
+			Phase    Phase            `json:"phase"`
+		}{p.file.Defaults, p.manifest.Settings, ph})
 		d := artifacts.DigestBytes(decl)
 		h.WriteField(ph.Name + ":" + string(d))
 		out = append(out, record.PipelinePhase{Name: ph.Name, Needs: nonNil(ph.Needs), Digest: d, RunDir: p.runDir(ph.Name)})

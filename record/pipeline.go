@@ -70,6 +70,11 @@ type PipelineManifest struct {
 	BaseURL   string `json:"baseUrl,omitempty"`
 	Record    string `json:"record,omitempty"`
 	Replay    string `json:"replay,omitempty"`
+	// Settings are the run settings the command line gave every unit
+	// (flags and HARNESS_* variables), SettingSources where each came
+	// from; a resume lays them over the file's defaults again.
+	Settings       *Settings         `json:"settings,omitempty"`
+	SettingSources map[string]string `json:"settingSources,omitempty"`
 	// Phases are a pipeline's phases, Tasks a batch's tasks (this shard's).
 	Phases []PipelinePhase `json:"phases,omitempty"`
 	Tasks  []PipelinePhase `json:"tasks,omitempty"`

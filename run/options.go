@@ -1,8 +1,11 @@
 package run
 
 import (
+	"fmt"
 	"io"
 	"time"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/loop"
@@ -17,7 +20,29 @@ const (
 	DefaultSchemaRetries     = 2
 	DefaultMaxRetries        = 3
 	DefaultScriptMemoryLimit = 1 << 30
+	DefaultWasmMemoryLimit   = 64 << 20
 )
+
+// The smallest memory caps code can run under: the Landlock helper and a
+// shell take most of MinScriptMemoryLimit already, and a WebAssembly
+// module with less than MinWasmMemoryLimit cannot start.
+const (
+	MinScriptMemoryLimit = 32 << 20
+	MinWasmMemoryLimit   = 1 << 20
+)
+
+// ParseMemoryLimit reads a memory cap such as 512MiB, 1GiB or 1000000
+// (bytes) that must be at least least bytes.
+func ParseMemoryLimit(s string, least uint64) (uint64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: give a size such as 512MiB or 2GiB", s)
+	}
+	if n < least {
+		return 0, fmt.Errorf("%s is below the smallest cap scripts can run under (%dMiB)", s, least>>20)
+	}
+	return n, nil
+}
 
 // Options is everything one `harness run` needs. The zero value of each
 // field is documented; cmd/harness fills it from flags, environment and the

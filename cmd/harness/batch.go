@@ -56,8 +56,7 @@ func batchRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `I/N` of the tasks"},
 			&cli.IntFlag{Name: "shards", Usage: "run shard JOB_COMPLETION_INDEX of `N` (Kubernetes Indexed Jobs)"},
 			&cli.BoolFlag{Name: "or-resume", Usage: "when the batch directory (--id) already exists, resume it instead of refusing: a retried pod continues its shard"},
-			unitModelFlag("task"),
-		}, batchReportFlags()...), pipelineOutputFlags()...),
+		}, batchReportFlags()...), append(unitFlags(unitSettings), pipelineOutputFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch run needs exactly one batch FILE")
@@ -103,12 +102,15 @@ func batchRunCommand() *cli.Command {
 			if err := cassetteDirs(cmd); err != nil {
 				return err
 			}
+			settings, err := unitLayer(cmd, unitSettings)
+			if err != nil {
+				return err
+			}
 			out := newPipelineOutput(cmd)
-			model, modelSource := unitModel(cmd)
 			res, err := pipeline.RunBatch(ctx, pipeline.BatchOptions{
 				Options: pipeline.Options{
-					Model: model, ModelSource: modelSource,
-					File: cmd.Args().First(), Vars: vars, Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"),
+					Settings: settings,
+					File:     cmd.Args().First(), Vars: vars, Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"),
 					ArtifactsDir: cmd.String("artifacts-dir"), Workspace: cmd.String("workspace"), BaseURL: cmd.String("base-url"),
 					Record: cmd.String("record"), Replay: cmd.String("replay"), Common: out.common(),
 				},
@@ -132,17 +134,21 @@ func batchResumeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-drift", Usage: "continue although the batch file changed (recorded)"},
 			&cli.StringFlag{Name: "base-url", Usage: "move the remaining tasks to this OpenAI-compatible `URL`", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the tasks that resume: `N` in all, or +N more"},
-		}, append(batchReportFlags(), approvalFlags("task")...)...), pipelineOutputFlags()...),
+		}, batchReportFlags()...), resumeFlags("task")...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch resume needs exactly one batch DIR")
+			}
+			settings, err := resumeLayer(cmd, "batch")
+			if err != nil {
+				return err
 			}
 			if _, err := os.Stat(cmd.Args().First() + "/" + record.FileBatch); err != nil {
 				return usagef(fmt.Sprintf("%s is not a batch directory (no %s)", cmd.Args().First(), record.FileBatch))
 			}
 			out := newPipelineOutput(cmd)
 			res, err := pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: cmd.Args().First(), AllowDrift: cmd.Bool("allow-drift"),
-				MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"),
+				MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"), Settings: settings,
 				Approve: cmd.StringSlice("approve"), Deny: cmd.StringSlice("deny"), DenyReason: cmd.String("reason"), Actor: cmd.String("actor"), Common: out.common()})
 			if werr := writeBatchReports(cmd, res); werr != nil && err == nil {
 				err = werr
@@ -200,7 +206,7 @@ func batchK8sCommand() *cli.Command {
 			"JOB_COMPLETION_INDEX, writes to /runs/ID-shard-I (mount a PersistentVolumeClaim there\n" +
 			"with --runs-claim) and reads the API key from the Secret, never from the manifest.\n" +
 			"FILE is the batch file's path inside the image, relative to --workdir.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness and the workspace"},
 			&cli.IntFlag{Name: "shards", Usage: "number of shards (`N`, one pod each)"},
 			&cli.IntFlag{Name: "parallelism", Usage: "pods at once (`N`, default: all shards)"},
@@ -213,16 +219,20 @@ func batchK8sCommand() *cli.Command {
 			&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
 			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
-		},
+		}, unitFlags(unitSettings)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch k8s needs exactly one batch FILE (its path inside the image)")
+			}
+			args, err := unitArgs(cmd)
+			if err != nil {
+				return err
 			}
 			b, err := pipeline.K8sManifest(pipeline.K8sOptions{
 				File: cmd.Args().First(), Image: cmd.String("image"), Shards: int(cmd.Int("shards")), Parallelism: int(cmd.Int("parallelism")),
 				Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"), Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"),
 				RunsClaim: cmd.String("runs-claim"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"),
-				BaseURL: cmd.String("base-url"), BackoffLimitPerIndex: int(cmd.Int("backoff-limit-per-index")),
+				BaseURL: cmd.String("base-url"), BackoffLimitPerIndex: int(cmd.Int("backoff-limit-per-index")), Args: args,
 			})
 			if err != nil {
 				return err

@@ -116,28 +116,8 @@ func resolveOptions(cmd *cli.Command, opts []option) (*resolvedOptions, error) {
 }
 
 func resolveOne(cmd *cli.Command, o option, cfg map[string]any) (any, string, error) {
-	if cmd.IsSet(o.name) {
-		switch o.kind {
-		case kindStrings:
-			return cmd.StringSlice(o.name), "flag", nil
-		case kindInt:
-			return cmd.Int(o.name), "flag", nil
-		case kindDuration:
-			return cmd.Duration(o.name), "flag", nil
-		case kindBool:
-			return cmd.Bool(o.name), "flag", nil
-		default:
-			return cmd.String(o.name), "flag", nil
-		}
-	}
-	for _, env := range append([]string{envName(o.name)}, o.envFallbacks...) {
-		if raw, ok := os.LookupEnv(env); ok && raw != "" {
-			v, err := parseValue(o.kind, raw)
-			if err != nil {
-				return nil, "", usagef(fmt.Sprintf("$%s: %v", env, err))
-			}
-			return v, "env", nil
-		}
+	if v, src, ok, err := fromCommandLine(cmd, o); ok || err != nil {
+		return v, src, err
 	}
 	if raw, ok := cfg[o.name]; ok {
 		v, err := configValue(o.kind, raw)
@@ -155,6 +135,35 @@ func resolveOne(cmd *cli.Command, o option, cfg map[string]any) (any, string, er
 		return false, "default", nil
 	}
 	return o.def, "default", nil
+}
+
+// fromCommandLine is an option's value from its flag, else from its
+// environment variable; ok is false when neither gives one.
+func fromCommandLine(cmd *cli.Command, o option) (v any, source string, ok bool, err error) {
+	if cmd.IsSet(o.name) {
+		switch o.kind {
+		case kindStrings:
+			return cmd.StringSlice(o.name), "flag", true, nil
+		case kindInt:
+			return cmd.Int(o.name), "flag", true, nil
+		case kindDuration:
+			return cmd.Duration(o.name), "flag", true, nil
+		case kindBool:
+			return cmd.Bool(o.name), "flag", true, nil
+		default:
+			return cmd.String(o.name), "flag", true, nil
+		}
+	}
+	for _, env := range append([]string{envName(o.name)}, o.envFallbacks...) {
+		if raw, set := os.LookupEnv(env); set && raw != "" {
+			v, err := parseValue(o.kind, raw)
+			if err != nil {
+				return nil, "", false, usagef(fmt.Sprintf("$%s: %v", env, err))
+			}
+			return v, "env", true, nil
+		}
+	}
+	return nil, "", false, nil
 }
 
 // parseValue reads an environment variable; lists are comma-separated.

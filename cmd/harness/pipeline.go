@@ -65,8 +65,7 @@ func pipelineRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL`, over the file's defaults", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "record", Usage: "record each phase's model exchanges into `DIR`/<phase>.jsonl"},
 			&cli.StringFlag{Name: "replay", Usage: "replay each phase from `DIR`/<phase>.jsonl: no network, no key"},
-			unitModelFlag("phase"),
-		}, pipelineOutputFlags()...),
+		}, append(unitFlags(unitSettings), pipelineOutputFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline run needs exactly one pipeline FILE")
@@ -81,11 +80,14 @@ func pipelineRunCommand() *cli.Command {
 			if err := cassetteDirs(cmd); err != nil {
 				return err
 			}
+			settings, err := unitLayer(cmd, unitSettings)
+			if err != nil {
+				return err
+			}
 			out := newPipelineOutput(cmd)
-			model, modelSource := unitModel(cmd)
 			res, err := pipeline.Run(ctx, pipeline.Options{
-				Model: model, ModelSource: modelSource,
-				File: cmd.Args().First(), Vars: vars, Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"),
+				Settings: settings,
+				File:     cmd.Args().First(), Vars: vars, Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"),
 				ArtifactsDir: cmd.String("artifacts-dir"), Workspace: cmd.String("workspace"), BaseURL: cmd.String("base-url"),
 				Record: cmd.String("record"), Replay: cmd.String("replay"),
 				Common: out.common(),
@@ -111,13 +113,17 @@ func pipelineResumeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-drift", Usage: "continue although the pipeline file changed (recorded); the remaining phases use the new file"},
 			&cli.StringFlag{Name: "base-url", Usage: "move the remaining phases to this OpenAI-compatible `URL` (transport; the key goes only there or to the recorded URL)", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the phases that resume: `N` in all, or +N more than they used (default: as recorded)"},
-		}, append(approvalFlags("phase"), pipelineOutputFlags()...)...),
+		}, resumeFlags("phase")...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline resume needs exactly one pipeline DIR")
 			}
+			settings, err := resumeLayer(cmd, "pipeline")
+			if err != nil {
+				return err
+			}
 			out := newPipelineOutput(cmd)
-			res, err := pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: cmd.Args().First(), AllowDrift: cmd.Bool("allow-drift"), MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"),
+			res, err := pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: cmd.Args().First(), AllowDrift: cmd.Bool("allow-drift"), MaxTurns: cmd.String("max-turns"), BaseURL: cmd.String("base-url"), Settings: settings,
 				Approve: cmd.StringSlice("approve"), Deny: cmd.StringSlice("deny"), DenyReason: cmd.String("reason"), Actor: cmd.String("actor"), Common: out.common()})
 			out.report(res)
 			return err
@@ -233,21 +239,4 @@ func unitWord(kind string) string {
 		return "task"
 	}
 	return "phase"
-}
-
-// unitModelFlag is --model for pipeline run and batch run: every unit's
-// model unless its own field names one, over the file's defaults.
-func unitModelFlag(unit string) cli.Flag {
-	return &cli.StringFlag{Name: "model", Usage: "model `NAME` of every " + unit + " that does not name its own, over the file's defaults [$HARNESS_MODEL]"}
-}
-
-// unitModel is --model, else $HARNESS_MODEL, with where it came from.
-func unitModel(cmd *cli.Command) (model, source string) {
-	if m := cmd.String("model"); m != "" {
-		return m, "flag"
-	}
-	if m := os.Getenv("HARNESS_MODEL"); m != "" {
-		return m, "env"
-	}
-	return "", ""
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -131,7 +130,7 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	wasmMemory, err := parseSizeMin("--wasm-memory-limit", ro.str("wasm-memory-limit"), minWasmMemory, "1MiB")
+	wasmMemory, err := parseSizeMin("--wasm-memory-limit", ro.str("wasm-memory-limit"), run.MinWasmMemoryLimit)
 	if err != nil {
 		return err
 	}
@@ -286,26 +285,15 @@ func parseFloat(flag, s string) (*float64, error) {
 	return &f, nil
 }
 
-// minScriptMemory is the smallest cap worth running a script under: the
-// Landlock helper and a shell take most of it already.
-const minScriptMemory = 32 << 20
-
-// minWasmMemory is one WebAssembly page short of nothing: a module with
-// less cannot start.
-const minWasmMemory = 1 << 20
-
 // parseSize reads a script memory cap such as 512MiB, 1GiB or 1000000 (bytes).
 func parseSize(flag, s string) (uint64, error) {
-	return parseSizeMin(flag, s, minScriptMemory, "32MiB")
+	return parseSizeMin(flag, s, run.MinScriptMemoryLimit)
 }
 
-func parseSizeMin(flag, s string, least uint64, leastText string) (uint64, error) {
-	n, err := humanize.ParseBytes(s)
+func parseSizeMin(flag, s string, least uint64) (uint64, error) {
+	n, err := run.ParseMemoryLimit(s, least)
 	if err != nil {
-		return 0, usagef(fmt.Sprintf("%s %q: give a size such as 512MiB or 2GiB", flag, s))
-	}
-	if n < least {
-		return 0, usagef(fmt.Sprintf("%s %s is below the smallest cap scripts can run under (%s)", flag, s, leastText))
+		return 0, usagef(fmt.Sprintf("%s %v", flag, err))
 	}
 	return n, nil
 }

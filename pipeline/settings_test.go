@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/harness-dev/harness/record"
+)
+
+// settingKeys are the JSON keys of record.Settings, from the type itself.
+func settingKeys(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	rt := reflect.TypeOf(record.Settings{})
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// The Go type, the pipeline schema and the batch schema describe the same
+// settings: a key one of them lacks would be refused or dropped silently.
+func TestSettingsSchemasMatchTheType(t *testing.T) {
+	want := settingKeys(t)
+	for name, schema := range map[string][]byte{"pipeline": Schema, "batch": BatchSchema} {
+		var doc struct {
+			Defs struct {
+				Defaults struct {
+					Properties map[string]any `json:"properties"`
+				} `json:"defaults"`
+			} `json:"$defs"`
+		}
+		if err := json.Unmarshal(schema, &doc); err != nil {
+			t.Fatal(err)
+		}
+		got := slices.Sorted(maps.Keys(doc.Defs.Defaults.Properties))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s schema defaults = %v, record.Settings = %v", name, got, want)
+		}
+	}
+}
+
+func TestOverLaysEachSetSetting(t *testing.T) {
+	zero, two, yes, no := 0, 2, true, false
+	tests := []struct {
+		name      string
+		base, top record.Settings
+		want      record.Settings
+	}{
+		{"empty top keeps base", record.Settings{Model: "a", MaxRetries: &two}, record.Settings{}, record.Settings{Model: "a", MaxRetries: &two}},
+		{"zero is a value", record.Settings{MaxRetries: &two}, record.Settings{MaxRetries: &zero}, record.Settings{MaxRetries: &zero}},
+		{"false is a value", record.Settings{Stream: &yes}, record.Settings{Stream: &no}, record.Settings{Stream: &no}},
+		{"lists are replaced, not merged", record.Settings{Stop: []string{"a", "b"}}, record.Settings{Stop: []string{"c"}}, record.Settings{Stop: []string{"c"}}},
+		{"untouched keys stay", record.Settings{Model: "a", Sandbox: "bwrap"}, record.Settings{Model: "b"}, record.Settings{Model: "b", Sandbox: "bwrap"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := over(tt.base, tt.top); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("over = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLayerCheckNamesTheFlag(t *testing.T) {
+	temp := 3.0
+	tests := []struct {
+		name string
+		s    record.Settings
+		want string
+	}{
+		{"enum", record.Settings{Sandbox: "box"}, "--sandbox: value must be one of"},
+		{"range", record.Settings{Temperature: &temp}, "--temperature: maximum: got 3, want 2"},
+		{"duration", record.Settings{RetryMaxWait: "soon"}, "--retry-max-wait:"},
+		{"size", record.Settings{ScriptMemoryLimit: "1KiB"}, "--script-memory-limit: 1KiB is below"},
+		{"fine", record.Settings{Sandbox: "none", Temperature: new(float64)}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Layer{Settings: tt.s}.check()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("check: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("check = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
