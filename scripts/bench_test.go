@@ -198,7 +198,7 @@ func BenchmarkSandboxManifest(b *testing.B) {
 // trivialSkill is a skill directory holding t.sh, a bash script that does
 // nothing, where the sandbox user can read it (as root, scripts run as
 // uid 65534); it is removed when b ends.
-func trivialSkill(b *testing.B) string {
+func trivialSkill(b testing.TB) string {
 	skill, err := MkdirReachable("harness-bench-skill-")
 	if err != nil {
 		b.Fatal(err)
@@ -207,4 +207,18 @@ func trivialSkill(b *testing.B) string {
 	os.Chmod(skill, 0o755)
 	os.WriteFile(filepath.Join(skill, "t.sh"), []byte("#!/bin/bash\ntrue\n"), 0o555)
 	return skill
+}
+
+// BenchmarkBwrapBare is bwrap with its namespaces and nothing else around
+// bash -c true: the floor BenchmarkSandboxTrivial is compared with.
+func BenchmarkBwrapBare(b *testing.B) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skipf("bwrap unavailable: %v", err)
+	}
+	for b.Loop() {
+		if err := exec.Command(bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "bash", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

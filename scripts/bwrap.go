@@ -23,9 +23,6 @@ func probeBwrap(ctx context.Context) error {
 	if err != nil {
 		return errors.New("bwrap is not installed (Debian: apt-get install bubblewrap)")
 	}
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		return errors.New("prlimit (util-linux) is not installed")
-	}
 	args := append(bwrapBase(), "--", "/bin/true")
 	out, err := exec.CommandContext(ctx, bw, args...).CombinedOutput()
 	if err != nil {

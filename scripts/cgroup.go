@@ -78,15 +78,6 @@ func (c *callCgroups) dirs() []string {
 	return out
 }
 
-// wrap prefixes argv so the process joins the cgroups itself before it
-// execs the command: nothing it starts can run outside the limits.
-func (c *callCgroups) wrap(argv []string) []string {
-	dirs := c.dirs()
-	script := `n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; n=$((n-1)); done; exec "$@"`
-	out := append([]string{"/bin/sh", "-c", script, "sh", strconv.Itoa(len(dirs))}, dirs...)
-	return append(out, argv...)
-}
-
 // forkRefusals is how many forks the pids limit refused.
 func (c *callCgroups) forkRefusals() int {
 	if c.pids == "" {
@@ -135,27 +126,34 @@ func (c *callCgroups) procs() []int {
 
 // killAll kills every process still in the cgroups.
 func (c *callCgroups) killAll() {
-	for range 10 {
+	retry(50*time.Millisecond, func() bool {
 		ps := c.procs()
-		if len(ps) == 0 {
-			return
-		}
 		for _, pid := range ps {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(ps) == 0
+	})
 }
 
 // remove deletes the cgroups once their processes are gone; the kernel
 // refuses while any remain, so it waits a little for the tree to exit.
 func (c *callCgroups) remove() {
 	for _, d := range c.dirs() {
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(d); err == nil || os.IsNotExist(err) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		retry(time.Second, func() bool {
+			err := os.Remove(d)
+			return err == nil || os.IsNotExist(err)
+		})
+	}
+}
+
+// retry calls done until it reports true or about limit has passed. The
+// first waits are short: a tree that has just been killed is usually gone
+// within a millisecond, and every call of a script pays this wait.
+func retry(limit time.Duration, done func() bool) {
+	wait, waited := 250*time.Microsecond, time.Duration(0)
+	for !done() && waited < limit {
+		time.Sleep(wait)
+		waited += wait
+		wait = min(wait*2, 10*time.Millisecond)
 	}
 }

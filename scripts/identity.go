@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -36,11 +37,10 @@ func dropsPrivileges(backend Backend) bool {
 type idmappedMount struct{ target string }
 
 func newIDMappedMount(src string) (*idmappedMount, error) {
-	ns, err := mappingNamespace()
+	ns, err := sharedMappingNamespace()
 	if err != nil {
 		return nil, err
 	}
-	defer ns.Close()
 	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
 		return nil, fmt.Errorf("open_tree %s: %w", src, err)
@@ -50,7 +50,7 @@ func newIDMappedMount(src string) (*idmappedMount, error) {
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		return nil, fmt.Errorf("idmapped mount of %s: %w (the file system or kernel does not support idmapped mounts)", src, err)
 	}
-	removeStaleMounts()
+	sweepStaleMounts()
 	target, err := MkdirReachable(fmt.Sprintf("%s%d-", mountPrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
@@ -83,6 +83,15 @@ func mappingNamespace() (*os.File, error) {
 	defer func() { in.Close(); cmd.Wait() }()
 	return os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
 }
+
+// sharedMappingNamespace is made once per process and kept open: the
+// mapping never changes, and making it starts a process (about 7 ms, half
+// of what a sandboxed call as root cost before bwrap even started).
+var sharedMappingNamespace = sync.OnceValues(mappingNamespace)
+
+// sweepStaleMounts clears what killed harness processes left, once per
+// process: their mount points cannot multiply while this one runs.
+var sweepStaleMounts = sync.OnceFunc(removeStaleMounts)
 
 // mountPrefix names idmapped mount points: harness-ws-<pid>-<random>, so
 // that one left by a harness that was killed can be told apart.

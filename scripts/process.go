@@ -50,7 +50,7 @@ func Start(ctx context.Context, backend Backend, spec Spec) (*Process, error) {
 	}
 	stderr := &capped{max: 64 << 10}
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	if err := p.start(cmd); err != nil {
 		p.cleanup()
 		return nil, fmt.Errorf("start %s: %w", filepath.Base(spec.Argv[0]), err)
 	}

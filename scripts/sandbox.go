@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -174,6 +173,7 @@ type prepared struct {
 	env     []string
 	dir     string
 	extra   []*os.File // inherited from fd 3 on
+	gate    *os.File   // see gateCommand
 	cg      *callCgroups
 	drop    bool
 	undo    []func()
@@ -287,30 +287,16 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 	default:
 		return nil, fmt.Errorf("sandbox backend %q cannot run scripts", backend)
 	}
-	prl, err := exec.LookPath("prlimit")
-	if err != nil {
-		return nil, &Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed; refusing to run scripts without limits"}
-	}
 	// Process and memory limits that bind root too: per-call cgroups where
 	// they can be made (the process joins them before anything else runs).
 	if os.Geteuid() == 0 {
 		p.cg = newCallCgroups(p.lim.Processes, p.lim.Memory)
+		if p.cg != nil {
+			p.undo = append(p.undo, p.cg.remove)
+		}
 	}
-	// rlimits are set by prlimit before it execs the sandbox, so they hold
-	// from the first instruction of the script and for all its children.
-	// RLIMIT_NPROC counts every process of the user, across calls: it is
-	// the process limit only where no pids cgroup holds this call alone.
-	rl := []string{prl,
-		"--cpu=" + strconv.FormatUint(p.lim.CPUSeconds, 10),
-		"--fsize=" + strconv.FormatUint(p.lim.FileSize, 10),
-		"--nofile=" + strconv.FormatUint(p.lim.OpenFiles, 10)}
-	if p.cg == nil || p.cg.pids == "" {
-		rl = append(rl, "--nproc="+strconv.FormatUint(p.lim.Processes, 10))
-	}
-	p.cmdline = append(append(rl, "--"), argv...)
-	if p.cg != nil {
-		p.undo = append(p.undo, p.cg.remove)
-		p.cmdline = p.cg.wrap(p.cmdline)
+	if err := p.gateCommand(argv); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -380,7 +366,7 @@ func Run(ctx context.Context, backend Backend, spec Spec) (*Result, error) {
 	stderr := &capped{max: p.lim.OutputCap}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := p.start(cmd); err != nil {
 		return nil, fmt.Errorf("run %s: %w", filepath.Base(spec.Argv[0]), err)
 	}
 	wd := p.watch(cmd)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -224,6 +225,13 @@ func testLimits(t *testing.T, backend Backend) {
 			t.Errorf("kept %d of %d, truncated %v", len(res.Stdout), res.StdoutLen, res.Truncated)
 		}
 	})
+	t.Run("every limit from the first instruction", func(t *testing.T) {
+		// bash counts file sizes in KiB.
+		res, _ := sandboxed(t, backend, "echo cpu=$(ulimit -St)/$(ulimit -Ht) fsize=$(ulimit -Sf)/$(ulimit -Hf) nofile=$(ulimit -Sn)/$(ulimit -Hn)", Limits{CPUSeconds: 7, FileSize: 1 << 20, OpenFiles: 32}, 30*time.Second)
+		if want := "cpu=7/7 fsize=1024/1024 nofile=32/32"; strings.TrimSpace(string(res.Stdout)) != want {
+			t.Errorf("the script's limits are %q (%s), want %q", res.Stdout, res.Stderr, want)
+		}
+	})
 	t.Run("open files", func(t *testing.T) {
 		res, _ := sandboxed(t, backend, "for i in $(seq 1 100); do eval \"exec $((i+10))</dev/null\" || { echo failed-at=$i; exit 0; }; done; echo all-open", Limits{OpenFiles: 32}, 30*time.Second)
 		if !strings.Contains(string(res.Stdout), "failed-at=") {
@@ -314,6 +322,42 @@ print("forked", n, flush=True)
 			}
 			if n <= 0 || n >= limit {
 				t.Errorf("forked %d children under a limit of %d processes", n, limit)
+			}
+		})
+	}
+}
+
+// A sandbox whose gate closes without being opened (harness died before
+// setting the limits) runs nothing: the shell at the gate exits.
+func TestGateClosedRunsNothing(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(string(backend), func(t *testing.T) {
+			_, err := Probe(context.Background(), backend, helper(t))
+			testenv.Need(t, "sandbox backend "+string(backend), err)
+			ws := t.TempDir()
+			os.Chmod(ws, 0o777)
+			marker := filepath.Join(ws, "ran")
+			p, err := prepare(backend, Spec{
+				Argv: []string{"bash", "-c", "touch " + marker}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: ws,
+				Mounts: []Mount{{Host: ws, Sandbox: ws, Writable: true}}, Helper: helper(t),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.cleanup()
+			cmd := p.command(context.Background())
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			p.extra[len(p.extra)-1].Close()
+			p.gate.Close()
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+				t.Errorf("the shell at a closed gate ended with %v, want exit 125", err)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the command ran although the gate was never opened")
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -216,9 +215,6 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 		}
 		// The staged file itself: what was verified is what runs.
 		argv[0], path = filepath.Base(rel), filepath.Join(dir, filepath.Dir(filepath.FromSlash(rel)))
-	}
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		return scripts.Spec{}, nil, &scripts.Refusal{Code: "sandbox_unavailable", Msg: "prlimit (util-linux) is not installed"}
 	}
 	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: h.cfg.Backend})
 	if err != nil {
