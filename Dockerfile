@@ -1,5 +1,6 @@
 # The harness image: harness and its sandbox helper, bubblewrap for skill
-# scripts, util-linux for their limits, and a user that is not root.
+# scripts, util-linux (setpriv, for a harness that runs as root), and a user
+# that is not root.
 # Build it with `go tool task image` (or `docker build .`); a batch's
 # workspace and skills go into an image built FROM this one.
 FROM golang:1.26-bookworm AS build
