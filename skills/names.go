@@ -2,6 +2,7 @@ package skills
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -74,6 +75,7 @@ func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool
 			}
 		}
 	}
+	ds = append(ds, checkMetadataValues(fm, skillPath, sev, strict)...)
 	if s, ok := fm["compatibility"].(string); ok && utf8.RuneCountInString(s) > maxCompatibilityLen {
 		add(CodeFieldTooLong, "Compatibility exceeds %d character limit (%d chars)", maxCompatibilityLen, utf8.RuneCountInString(s))
 	}
@@ -102,6 +104,51 @@ func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool
 		add(CodeNameMissing, "Field 'name' is empty: give the skill's name, the same as its directory's")
 	}
 	return ds
+}
+
+// checkMetadataValues holds metadata to the specification's shape, a
+// mapping of keys to strings. A value that is itself a mapping is a
+// client's namespace (harness keeps a skill's manifest under
+// metadata.harness, other clients theirs under their own name): refusing
+// it would refuse harness's own skills and much of what is published, so
+// strict validation notes what a validator that follows the text to the
+// letter will make of it instead. Numbers, booleans and lists are not
+// namespaces: quoted, they are strings.
+func checkMetadataValues(fm map[string]any, skillPath, sev string, strict bool) []Diagnostic {
+	meta, _ := fm["metadata"].(map[string]any)
+	var ds []Diagnostic
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		v := meta[k]
+		if _, isStr := v.(string); isStr || v == nil {
+			continue
+		}
+		if _, namespace := v.(map[string]any); namespace {
+			if strict {
+				ds = append(ds, Diagnostic{Severity: SeverityInfo, Code: CodeFieldType, Path: skillPath,
+					Detail: fmt.Sprintf("metadata.%s is a mapping (a client's namespace, such as harness's manifest); the specification maps metadata keys to strings, so a validator that follows it to the letter refuses this skill, while harness and clients that keep unknown metadata accept it", k)})
+			}
+			continue
+		}
+		ds = append(ds, Diagnostic{Severity: sev, Code: CodeFieldType, Path: skillPath,
+			Detail: fmt.Sprintf("metadata.%s must be a string, not %s: the specification maps metadata keys to strings (some clients accept other values)%s", k, typeName(v), asString(k, v))})
+	}
+	return ds
+}
+
+// asString suggests the metadata value as a string, where one reads well.
+func asString(k string, v any) string {
+	switch x := v.(type) {
+	case []any:
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			if _, nested := e.(map[string]any); nested {
+				return ""
+			}
+			parts = append(parts, fmt.Sprint(e))
+		}
+		return fmt.Sprintf("; write it as one string, e.g. %s: %q", k, strings.Join(parts, ", "))
+	}
+	return fmt.Sprintf("; quote it: %s: %q", k, fmt.Sprint(v))
 }
 
 // typeName says what YAML gave instead of a string.

@@ -22,6 +22,12 @@ func TestStrictFollowsTheSpecification(t *testing.T) {
 		{name: "compatibility not a string", skillMD: "---\nname: s\ndescription: Does d. Use for d.\ncompatibility: [linux]\n---\nx\n", strict: true, code: CodeFieldType, sev: SeverityError, absent: CodeFieldTooLong},
 		{name: "allowed-tools a list, strict", skillMD: "---\nname: s\ndescription: Does d. Use for d.\nallowed-tools: [Read, Bash]\n---\nx\n", strict: true, code: CodeFieldType, sev: SeverityError},
 		{name: "allowed-tools a list, lenient", skillMD: "---\nname: s\ndescription: Does d. Use for d.\nallowed-tools: [Read, Bash]\n---\nx\n", code: CodeFieldType, sev: SeverityWarning},
+		{name: "metadata value a number, strict", skillMD: "---\nname: s\ndescription: Does d. Use for d.\nmetadata:\n  version: 1.2\n---\nx\n", strict: true, code: CodeFieldType, sev: SeverityError},
+		{name: "metadata value a list, lenient", skillMD: "---\nname: s\ndescription: Does d. Use for d.\nmetadata:\n  tags: [a, b]\n---\nx\n", code: CodeFieldType, sev: SeverityWarning},
+		{name: "metadata strings", skillMD: "---\nname: s\ndescription: Does d. Use for d.\nmetadata:\n  version: \"1.2\"\n---\nx\n", strict: true, absent: CodeFieldType},
+		{name: "metadata.harness, strict: a note", skillMD: "---\nname: s\ndescription: Does d. Use for d.\nmetadata:\n  harness:\n    permissions: {filesystem: {read: [docs]}}\n---\nx\n", strict: true, code: CodeFieldType, sev: SeverityInfo},
+		{name: "another client's namespace, strict: a note", skillMD: "---\nname: s\ndescription: Does d. Use for d.\nmetadata:\n  openclaw:\n    requires: {bins: [jq]}\n---\nx\n", strict: true, code: CodeFieldType, sev: SeverityInfo},
+		{name: "metadata.harness, lenient: nothing", skillMD: "---\nname: s\ndescription: Does d. Use for d.\nmetadata:\n  harness:\n    permissions: {filesystem: {read: [docs]}}\n---\nx\n", absent: CodeFieldType},
 		{name: "byte-order mark", skillMD: "\xef\xbb\xbf---\nname: s\ndescription: Does d. Use for d.\n---\nx\n", strict: true, code: CodeByteOrderMark, sev: SeverityWarning},
 		{name: "{baseDir} link", skillMD: "---\nname: s\ndescription: Does d. Use for d.\n---\nRun [it]({baseDir}/scripts/run.sh).\n", files: map[string]string{"scripts/run.sh": "#!/bin/sh\n"}, strict: true, absent: CodeBrokenReference},
 	} {
