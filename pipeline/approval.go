@@ -7,7 +7,7 @@ import (
 
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/rundir"
 )
 
 // unitDecisions are the calls of one unit a person decided.
@@ -25,7 +25,7 @@ func (p *pipe) routeDecisions(approve, deny []string) (map[string]unitDecisions,
 	waiting := map[string][]string{} // call id -> units
 	var all []string
 	for name := range p.resumable {
-		rep, err := run.Verify(p.runDir(name), p.common.RunKey)
+		rep, err := rundir.Verify(p.runDir(name), p.common.RunKey)
 		if err != nil || !rep.OK {
 			continue // its own resume reports what is wrong
 		}

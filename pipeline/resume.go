@@ -13,7 +13,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/rundir"
 )
 
 // Resume continues a stopped pipeline: phases that succeeded are reused
@@ -106,7 +106,7 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 		}
 		// What a later phase is handed must be what this one left: its
 		// run verifies, and its answer file is the one it wrote.
-		if rep, err := run.Verify(runDir, p.common.RunKey); err != nil || !rep.OK {
+		if rep, err := rundir.Verify(runDir, p.common.RunKey); err != nil || !rep.OK {
 			why := "it cannot be read"
 			if err == nil {
 				why = rep.Problem.Code + ": " + rep.Problem.Message

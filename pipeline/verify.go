@@ -9,7 +9,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/record"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/workspace"
 )
 
@@ -42,7 +42,7 @@ type UnitVerification struct {
 	Outcome record.PhaseOutcome `json:"-"`
 	// Run is how the unit's run directory verified (nil: it has none, or
 	// it could not be read).
-	Run *run.VerifyReport `json:"-"`
+	Run *rundir.Report `json:"-"`
 }
 
 // Verify checks a pipeline or batch directory without changing it. key is
@@ -89,7 +89,7 @@ func Verify(dir string, key []byte) (*Verification, error) {
 		if o.RunDir != "" {
 			if !workspace.Within(abs, o.RunDir) {
 				fail("its run directory %s lies outside the %s directory", o.RunDir, l.kind)
-			} else if rep, err := run.Verify(o.RunDir, key); err != nil {
+			} else if rep, err := rundir.Verify(o.RunDir, key); err != nil {
 				fail("its run directory is missing or unreadable: %v", err)
 			} else if uv.Run = rep; !rep.OK {
 				fail("its run does not verify: %s: %s", rep.Problem.Code, rep.Problem.Message)

@@ -13,6 +13,7 @@ import (
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/tools"
 )
@@ -35,8 +36,8 @@ type approvalGate struct {
 func (r *runner) newApprovals() *approvalGate {
 	a := &approvalGate{r: r, requested: map[string]record.ApprovalRequested{}, decided: map[string]record.ApprovalDecided{}}
 	if st := r.resumed; st != nil {
-		maps.Copy(a.requested, st.approvalsRequested)
-		maps.Copy(a.decided, st.approvalsDecided)
+		maps.Copy(a.requested, st.ApprovalsRequested)
+		maps.Copy(a.decided, st.ApprovalsDecided)
 	}
 	return a
 }
@@ -148,7 +149,7 @@ func (r *runner) decideApprovals(approve, deny []string, reason, actor string) e
 	seen := map[string]bool{}
 	decide := func(id, decision string) error {
 		// checkDecisions made sure, under the lock, that id is waiting.
-		req := st.approvalsRequested[id]
+		req := st.ApprovalsRequested[id]
 		if seen[id] {
 			return outcome.Usage("approval_conflict", "call %s is both approved and denied (or named twice): decide each call once", id)
 		}
@@ -159,7 +160,7 @@ func (r *runner) decideApprovals(approve, deny []string, reason, actor string) e
 				return outcome.Policy("approval_drift", "call %s runs skill %s, which is not the version it was when approval was requested (digest %s); nothing was run", id, req.Skill, req.SkillDigest)
 			}
 		}
-		for _, c := range loop.PendingCalls(st.messages) {
+		for _, c := range loop.PendingCalls(st.Messages) {
 			if c.ID == id && c.Arguments != req.Arguments {
 				r.driftRefused = true
 				return outcome.Policy("approval_drift", "call %s's arguments are not the ones approval was requested for; nothing was run", id)
@@ -208,8 +209,8 @@ type decisions struct {
 
 // checkDecisions refuses, before anything is written, a decision about a
 // call that is not waiting.
-func checkDecisions(st *journalState, d decisions, runID string) error {
-	waiting := st.waiting()
+func checkDecisions(st *rundir.State, d decisions, runID string) error {
+	waiting := st.Waiting()
 	for _, id := range append(slices.Clone(d.approve), d.deny...) {
 		if !slices.ContainsFunc(waiting, func(w record.ApprovalRequested) bool { return w.CallID == id }) {
 			var ids []string

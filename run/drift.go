@@ -111,12 +111,12 @@ func (r *runner) watched() map[string]bool {
 // not drift. It reports whether such skills exist, which also explains a
 // registry digest that differs only by them.
 func (r *runner) ownCreations(now *skills.Registry, ch *skills.Changes) bool {
-	if r.resumed == nil || len(r.resumed.createdSkills) == 0 {
+	if r.resumed == nil || len(r.resumed.CreatedSkills) == 0 {
 		return false
 	}
 	// The run's promotions whose live copy is still that version.
 	intact := map[string]bool{}
-	for _, c := range r.resumed.createdSkills {
+	for _, c := range r.resumed.CreatedSkills {
 		if c.Outcome != record.ForgePromoted {
 			continue
 		}

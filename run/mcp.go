@@ -66,7 +66,7 @@ func mcpWanted(o Options) bool {
 // compares their tool lists with the journal's record: a server that now
 // offers different tools, or cannot start, is drift.
 func (r *runner) mcpDrift(ctx context.Context) []record.DriftItem {
-	if r.resumed == nil || len(r.resumed.mcpServers) == 0 {
+	if r.resumed == nil || len(r.resumed.MCPServers) == 0 {
 		return nil
 	}
 	now := map[string]record.MCPServer{}
@@ -76,8 +76,8 @@ func (r *runner) mcpDrift(ctx context.Context) []record.DriftItem {
 		}
 	}
 	var items []record.DriftItem
-	for _, key := range slices.Sorted(maps.Keys(r.resumed.mcpServers)) {
-		was := r.resumed.mcpServers[key]
+	for _, key := range slices.Sorted(maps.Keys(r.resumed.MCPServers)) {
+		was := r.resumed.MCPServers[key]
 		cur, ok := now[key]
 		switch {
 		case !ok:

@@ -44,7 +44,7 @@ func (r *runner) newGate(history []loop.Message) *policyGate {
 	// The trace continues from the journal's (chained) decisions, not
 	// from a policy-trace.json that may have been edited since.
 	if r.resumed != nil {
-		for _, d := range r.resumed.decisions {
+		for _, d := range r.resumed.Decisions {
 			g.trace.Decisions = append(g.trace.Decisions, d)
 			g.trace.Totals[d.Decision.Decision]++
 		}

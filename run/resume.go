@@ -16,6 +16,7 @@ import (
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/rundir"
 )
 
 // ResumeOptions are what `harness resume` may set. Everything else is
@@ -107,15 +108,15 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.opts.RunKey = ro.RunKey
 	r.opts.SnapshotCache = ro.SnapshotCache
 	// Everything below reads the run directory as input: verify it first.
-	st, err := verifyRun(dir, m, ro.RunKey)
+	st, err := rundir.Open(dir, m, ro.RunKey)
 	if err != nil {
 		return nil, err
 	}
-	if err := expectEnvironment(st.created.Inputs, ro); err != nil {
+	if err := expectEnvironment(st.Created.Inputs, ro); err != nil {
 		return nil, err
 	}
 	r.manifest = m
-	r.opts = optionsOf(st.created.Inputs, st.created.Sources)
+	r.opts = optionsOf(st.Created.Inputs, st.Created.Sources)
 	// A file that is now unusable is refused when the servers would
 	// start; an edited one is policy drift.
 	r.opts.operator = loadOperatorConfig(r.opts.MCPConfig)
@@ -136,29 +137,29 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version
 	r.opts.RequestTimeout, r.opts.MaxRetries, r.opts.RetryMaxWait = ro.RequestTimeout, ro.MaxRetries, ro.RetryMaxWait
 	r.acceptDrift = ro.AllowDrift
-	r.res = resolved{workspace: r.opts.Workspace, cwd: r.opts.Cwd, skillsRoots: r.opts.SkillsRoots, externalRoots: r.opts.ExternalSkillsRoots, runDir: dir, runID: m.RunID, attachments: st.created.Inputs.Attachments}
+	r.res = resolved{workspace: r.opts.Workspace, cwd: r.opts.Cwd, skillsRoots: r.opts.SkillsRoots, externalRoots: r.opts.ExternalSkillsRoots, runDir: dir, runID: m.RunID, attachments: st.Created.Inputs.Attachments}
 	if err := r.loadProfiles(); err != nil {
 		return nil, err
 	}
 	if err := checkDecisions(st, r.opts.decisions, m.RunID); err != nil {
 		return nil, err
 	}
-	if st.tornBytes > 0 {
-		if err := os.Truncate(filepath.Join(dir, record.FileJournal), st.validSize); err != nil {
+	if st.TornBytes > 0 {
+		if err := os.Truncate(filepath.Join(dir, record.FileJournal), st.ValidSize); err != nil {
 			return nil, fmt.Errorf("repair journal: %w", err)
 		}
 	}
-	if err := r.openJournal(st.lastSeq+1, st.head); err != nil {
+	if err := r.openJournal(st.LastSeq+1, st.Head); err != nil {
 		return nil, err
 	}
 	defer r.journal.Close()
-	if err := r.restoreOutputs(st.restored); err != nil {
+	if err := r.restoreOutputs(st.Restored); err != nil {
 		return nil, err
 	}
 	r.resumed = st
-	r.segment, r.segStart = max(len(m.Segments), st.resumes+1)+1, r.now().UTC()
-	r.start, r.token = st.progress, st.token
-	if r.limits, err = resumeLimits(st.created.Inputs.Limits, ro, st.progress.Turns); err != nil {
+	r.segment, r.segStart = max(len(m.Segments), st.Resumes+1)+1, r.now().UTC()
+	r.start, r.token = st.Progress, st.Token
+	if r.limits, err = resumeLimits(st.Created.Inputs.Limits, ro, st.Progress.Turns); err != nil {
 		return nil, err
 	}
 	// run.json says running before the journal goes on: a crash between
@@ -168,11 +169,11 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := r.writeManifest(); err != nil {
 		return nil, err
 	}
-	if _, err := r.journal.Append(record.EventRunResumed, record.RunResumed{Segment: r.segment, PreviousStatus: m.Status, TornBytes: st.tornBytes, Limits: record.LimitsOf(r.limits)}); err != nil {
+	if _, err := r.journal.Append(record.EventRunResumed, record.RunResumed{Segment: r.segment, PreviousStatus: m.Status, TornBytes: st.TornBytes, Limits: record.LimitsOf(r.limits)}); err != nil {
 		return nil, err
 	}
-	if st.tornBytes > 0 {
-		r.progress("journal: dropped a torn last line (%d bytes) left by a crash", st.tornBytes)
+	if st.TornBytes > 0 {
+		r.progress("journal: dropped a torn last line (%d bytes) left by a crash", st.TornBytes)
 	}
 	r.manifest.Status, r.manifest.Error, r.manifest.FinishedAt = outcome.StatusRunning, nil, nil
 	return r.execute(ctx)
@@ -210,9 +211,9 @@ func (r *runner) settleInterrupted(history []loop.Message, toolset []loop.Tool) 
 	for _, t := range toolset {
 		effects[t.Spec().Name] = t.Effect()
 	}
-	for _, call := range st.toolOrder {
+	for _, call := range st.ToolOrder {
 		// A tool the run no longer offers counts as a side effect.
-		if st.finished[call.CallID] || effects[call.Tool] == loop.EffectRead || call.Tool == "delegate_task" {
+		if st.Finished[call.CallID] || effects[call.Tool] == loop.EffectRead || call.Tool == "delegate_task" {
 			continue
 		}
 		res := loop.ErrorResult("interrupted", fmt.Sprintf("the run stopped while %s was running; its outcome is unknown and it was not repeated: check its effects before calling it again", call.Tool), nil)
@@ -230,16 +231,16 @@ func (r *runner) settleInterrupted(history []loop.Message, toolset []loop.Tool) 
 			Status: "interrupted", Code: "interrupted", Output: record.DirToolOutputs + "/" + name, OutputDigest: digest}); err != nil {
 			return nil, err
 		}
-		st.finished[call.CallID] = true
+		st.Finished[call.CallID] = true
 		history = append(history, loop.Message{Role: loop.RoleTool, Content: res.Content, ToolCallID: call.CallID})
 	}
 	return history, nil
 }
 
 // restoreOutputs writes again the tool outputs that only the journal
-// still holds (see journalState.restorable), each recorded in the journal
+// still holds (see rundir.State.restorable), each recorded in the journal
 // before the run goes on.
-func (r *runner) restoreOutputs(outs []restoredOutput) error {
+func (r *runner) restoreOutputs(outs []rundir.RestoredOutput) error {
 	if len(outs) > 0 {
 		// The directory itself may be what the power cut lost.
 		if err := os.Mkdir(r.path(record.DirToolOutputs), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -247,12 +248,30 @@ func (r *runner) restoreOutputs(outs []restoredOutput) error {
 		}
 	}
 	for _, o := range outs {
-		if err := artifacts.WriteBeneath(r.res.runDir, filepath.FromSlash(o.Output), o.data, 0o644); err != nil {
+		if err := artifacts.WriteBeneath(r.res.runDir, filepath.FromSlash(o.Output), o.Data, 0o644); err != nil {
 			return fmt.Errorf("restore tool output %s: %w", o.Output, err)
 		}
 		if _, err := r.journal.Append(record.EventToolOutputRestored, o.ToolOutputRestored); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// expectEnvironment compares what the operator's environment says (the
+// workspace, the prompt's role), when given, with what the run recorded.
+func expectEnvironment(in record.Inputs, ro ResumeOptions) error {
+	if ro.ExpectWorkspace != "" {
+		ws, err := resolveWorkspace(ro.ExpectWorkspace)
+		if err != nil {
+			return err
+		}
+		if ws != in.Workspace.Host {
+			return outcome.Policy("workspace_mismatch", "--workspace %s resolves to %s, but the run's workspace is %s: this is not that run's workspace", ro.ExpectWorkspace, ws, in.Workspace.Host)
+		}
+	}
+	if ro.ExpectPromptRole != "" && ro.ExpectPromptRole != in.PromptRole {
+		return outcome.Policy("prompt_role_mismatch", "--prompt-role %s, but the run's prompt role is %s", ro.ExpectPromptRole, in.PromptRole)
 	}
 	return nil
 }

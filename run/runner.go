@@ -22,6 +22,7 @@ import (
 	"github.com/harness-dev/harness/mcp"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/tools"
 	"github.com/harness-dev/harness/workspace"
@@ -75,7 +76,7 @@ type runner struct {
 	findings []record.Finding
 
 	// resumed is the stopped run rebuilt from its journal; nil for a new run.
-	resumed *journalState
+	resumed *rundir.State
 	// fellBack is set once --fallback-model took over.
 	fellBack bool
 	// acceptModelChange is resume's --allow-model-change.
@@ -413,7 +414,7 @@ func (r *runner) path(name string) string { return filepath.Join(r.res.runDir, n
 func (r *runner) writeManifest() error {
 	r.manifest.Seal = nil
 	if len(r.opts.RunKey) > 0 {
-		seal, err := sealManifest(r.manifest, r.opts.RunKey)
+		seal, err := rundir.Seal(r.manifest, r.opts.RunKey)
 		if err != nil {
 			return err
 		}

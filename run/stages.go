@@ -110,7 +110,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 }
 
 // started reports whether the stopped run journaled its conversation.
-func (r *runner) started() bool { return r.resumed != nil && r.resumed.started }
+func (r *runner) started() bool { return r.resumed != nil && r.resumed.Started }
 
 // registryStage takes the skill snapshot (skill-registry.json), or takes
 // over the one the stopped run recorded. Either way the content scan marks
@@ -122,8 +122,8 @@ func (r *runner) registryStage(ctx context.Context) error {
 	// A resumed run takes the snapshot its journal recorded; one that
 	// stopped before taking it takes it now (any file left there is
 	// unrecorded, and overwritten).
-	if r.resumed != nil && (r.resumed.snapshot != nil || r.resumed.started) {
-		reg, err := r.resumed.registry(r.res.runDir)
+	if r.resumed != nil && (r.resumed.Snapshot != nil || r.resumed.Started) {
+		reg, err := r.resumed.Registry(r.res.runDir)
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (r *runner) registryStage(ctx context.Context) error {
 		}
 		// After the catalog: the catalog (and so the tools) stays what
 		// the run started with; the deltas only make the skills loadable.
-		for _, d := range r.resumed.deltas {
+		for _, d := range r.resumed.Deltas {
 			r.applyDelta(d.Skill)
 		}
 		return nil
@@ -183,13 +183,13 @@ func (r *runner) registryStage(ctx context.Context) error {
 func (r *runner) activationStage() ([]loop.Message, error) {
 	if r.started() {
 		if r.registry != nil {
-			rec, err := r.resumed.activations(r.res.runDir)
+			rec, err := r.resumed.Activations(r.res.runDir)
 			if err != nil {
 				return nil, err
 			}
 			r.acts.Restore(rec)
 		}
-		return r.resumed.messages, nil
+		return r.resumed.Messages, nil
 	}
 	return r.preload()
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/report"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/rundir"
 )
 
 // approvalRow is one waiting call in `harness approvals`.
@@ -59,7 +59,7 @@ func approvalsCommand() *cli.Command {
 					return usagef(fmt.Sprintf("%s: %v", dir, err))
 				}
 				for _, rd := range runs {
-					rep, err := run.Verify(rd, runKey())
+					rep, err := rundir.Verify(rd, runKey())
 					if err != nil {
 						continue
 					}

@@ -9,7 +9,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/report"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/rundir"
 )
 
 // Every reader of a run directory (show, report, runs, approvals) checks
@@ -21,7 +21,7 @@ func allowUnverifiedFlag() cli.Flag {
 
 // verdictOf verifies one run directory, with HARNESS_RUN_KEY when set.
 func verdictOf(dir string) report.Verdict {
-	rep, err := run.Verify(dir, runKey())
+	rep, err := rundir.Verify(dir, runKey())
 	if err != nil {
 		return report.Verdict{Checked: true, Problem: outcome.As(err).Error()}
 	}
@@ -29,7 +29,7 @@ func verdictOf(dir string) report.Verdict {
 }
 
 // verdictFrom is a run verifier's report as a reader shows it.
-func verdictFrom(rep *run.VerifyReport) report.Verdict {
+func verdictFrom(rep *rundir.Report) report.Verdict {
 	v := report.Verdict{Checked: true, OK: rep.OK, Sealed: rep.Sealed, SealChecked: rep.SealChecked}
 	if rep.Problem != nil {
 		v.Problem = rep.Problem.Code + ": " + rep.Problem.Message

@@ -11,7 +11,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/rundir"
 )
 
 func verifyCommand() *cli.Command {
@@ -35,7 +35,7 @@ func verifyCommand() *cli.Command {
 			if isSetDir(cmd.Args().First()) {
 				return verifySet(cmd)
 			}
-			rep, err := run.Verify(cmd.Args().First(), runKey())
+			rep, err := rundir.Verify(cmd.Args().First(), runKey())
 			if err != nil {
 				return err
 			}

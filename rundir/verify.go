@@ -1,4 +1,4 @@
-package run
+package rundir
 
 import (
 	"bytes"
@@ -21,48 +21,48 @@ import (
 	"github.com/harness-dev/harness/skills"
 )
 
-// journalState is a stopped run rebuilt from its verified journal.
-type journalState struct {
-	created   record.RunCreated
-	started   bool
-	sealed    record.Identity
-	token     string
-	messages  []loop.Message
-	progress  loop.Progress
-	toolOrder []loop.ToolStartedEvent
-	finished  map[string]bool
-	decisions []record.TraceRecord
-	activated []record.Activation
+// State is a stopped run rebuilt from its verified journal.
+type State struct {
+	Created   record.RunCreated
+	Started   bool
+	Sealed    record.Identity
+	Token     string
+	Messages  []loop.Message
+	Progress  loop.Progress
+	ToolOrder []loop.ToolStartedEvent
+	Finished  map[string]bool
+	Decisions []record.TraceRecord
+	Activated []record.Activation
 	// createdSkills are drafts of this run the store took.
-	createdSkills []record.SkillCreated
-	deltas        []record.RegistryDelta
+	CreatedSkills []record.SkillCreated
+	Deltas        []record.RegistryDelta
 	// mcpServers are the last start of each MCP server, by key.
-	mcpServers map[string]record.MCPServerEvent
-	snapshot   *record.RegistrySnapshotted
-	lastSeq    int64
-	resumes    int
-	head       artifacts.Digest
-	tornBytes  int
-	validSize  int64
+	MCPServers map[string]record.MCPServerEvent
+	Snapshot   *record.RegistrySnapshotted
+	LastSeq    int64
+	Resumes    int
+	Head       artifacts.Digest
+	TornBytes  int
+	ValidSize  int64
 	// openTail is the first journal line of a segment that never ended
 	// (0 if the last one ended): only its tool outputs can have missed
 	// their deferred fsync, so only they may be restored from the journal.
-	openTail int
+	OpenTail int
 	// restored are those outputs, to be written again by resume.
-	restored []restoredOutput
+	Restored []RestoredOutput
 	// approvalsRequested are calls that waited for a person, by call id;
 	// approvalsDecided what a person decided of them.
-	approvalsRequested map[string]record.ApprovalRequested
-	approvalsDecided   map[string]record.ApprovalDecided
-	approvalOrder      []string
+	ApprovalsRequested map[string]record.ApprovalRequested
+	ApprovalsDecided   map[string]record.ApprovalDecided
+	ApprovalOrder      []string
 	// finishedEvent is the last run.finished.
-	finishedEvent *record.RunFinished
+	FinishedEvent *record.RunFinished
 }
 
-// restoredOutput is a tool output rebuilt from its tool.finished line.
-type restoredOutput struct {
+// RestoredOutput is a tool output rebuilt from its tool.finished line.
+type RestoredOutput struct {
 	record.ToolOutputRestored
-	data []byte
+	Data []byte
 }
 
 // tampered is the refusal for a run directory that is not what the run
@@ -71,20 +71,20 @@ func tampered(format string, args ...any) error {
 	return outcome.Policy("run_dir_tampered", "the run directory was changed after harness wrote it: "+format+"; nothing was run. Start the run again, or check the directory with `harness verify`", args...)
 }
 
-// verifyRun checks a run directory before resume trusts any of it: the
+// Open checks a run directory before resume trusts any of it: the
 // journal is one unbroken chain (sealed with key, when given), run.json's
 // inputs and identity are the ones the journal recorded, a segment that
 // ended ends the journal, and every file the journal refers to is the file
 // it wrote, read from inside the directory. It returns the run rebuilt
 // from the journal alone.
-func verifyRun(dir string, m record.Manifest, key []byte) (*journalState, error) {
+func Open(dir string, m record.Manifest, key []byte) (*State, error) {
 	switch {
 	case m.Seal != nil && len(key) == 0:
 		return nil, outcome.Policy("run_dir_sealed", "run %s is sealed: set HARNESS_RUN_KEY to the key it was written with to verify and resume it", m.RunID)
 	case m.Seal == nil && len(key) > 0:
 		return nil, tampered("HARNESS_RUN_KEY is set but run.json carries no seal (it was written without the key, or the seal was removed)")
 	case m.Seal != nil:
-		want, err := sealManifest(m, key)
+		want, err := Seal(m, key)
 		if err != nil {
 			return nil, err
 		}
@@ -109,27 +109,27 @@ func verifyRun(dir string, m record.Manifest, key []byte) (*journalState, error)
 	if err != nil {
 		return nil, tampered("%v", err)
 	}
-	st := &journalState{finished: map[string]bool{}, approvalsRequested: map[string]record.ApprovalRequested{}, approvalsDecided: map[string]record.ApprovalDecided{}, tornBytes: c.TornBytes, validSize: c.ValidSize, head: head}
+	st := &State{Finished: map[string]bool{}, ApprovalsRequested: map[string]record.ApprovalRequested{}, ApprovalsDecided: map[string]record.ApprovalDecided{}, TornBytes: c.TornBytes, ValidSize: c.ValidSize, Head: head}
 	if len(c.Events) == 0 {
 		return nil, outcome.Usage("run_not_started", "run %s stopped before its journal recorded anything: nothing ran, so there is nothing to resume; start it again with `harness run`", m.RunID)
 	}
 	if c.Events[0].Type != record.EventRunCreated {
 		return nil, tampered("the journal does not begin with run.created")
 	}
-	if err := json.Unmarshal(c.Events[0].Data, &st.created); err != nil {
+	if err := json.Unmarshal(c.Events[0].Data, &st.Created); err != nil {
 		return nil, tampered("journal line 1 (run.created): %v", err)
 	}
-	if field := differingInput(st.created, m); field != "" {
+	if field := differingInput(st.Created, m); field != "" {
 		return nil, tampered("run.json's %s is not what the journal recorded when the run was created", field)
 	}
 	if err := checkEnd(c.Events, m, head); err != nil {
 		return nil, err
 	}
 	if m.Status == outcome.StatusRunning {
-		st.openTail = 1
+		st.OpenTail = 1
 		for i, ev := range c.Events {
 			if ev.Type == record.EventRunFinished {
-				st.openTail = i + 2
+				st.OpenTail = i + 2
 			}
 		}
 	}
@@ -138,12 +138,12 @@ func verifyRun(dir string, m record.Manifest, key []byte) (*journalState, error)
 			return nil, err
 		}
 	}
-	if st.started {
-		if st.sealed.Digest == "" || !sameJSON(st.sealed, m.Identity) {
+	if st.Started {
+		if st.Sealed.Digest == "" || !sameJSON(st.Sealed, m.Identity) {
 			return nil, tampered("run.json's identity is not the one the journal sealed at run.started")
 		}
 	}
-	if err := checkResult(dir, m, st.finishedEvent); err != nil {
+	if err := checkResult(dir, m, st.FinishedEvent); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -169,62 +169,62 @@ func checkResult(dir string, m record.Manifest, end *record.RunFinished) error {
 }
 
 // apply takes one verified event into the rebuilt run.
-func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
+func (st *State) apply(dir string, line int, ev artifacts.Event) error {
 	bad := func(err error) error { return tampered("journal line %d (%s): %v", line, ev.Type, err) }
-	st.lastSeq = ev.Seq
+	st.LastSeq = ev.Seq
 	switch ev.Type {
 	case record.EventRunStarted:
 		var d record.RunStarted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		st.started, st.token, st.messages, st.sealed = true, d.Token, d.Messages, d.Sealed
+		st.Started, st.Token, st.Messages, st.Sealed = true, d.Token, d.Messages, d.Sealed
 	case record.EventRunResumed:
-		st.resumes++
-		if !st.started {
+		st.Resumes++
+		if !st.Started {
 			// The stopped segment never started its loop, so this one
 			// preloads afresh and its activations replace those.
-			st.activated = nil
+			st.Activated = nil
 		}
 	case record.EventRegistrySnapshotted:
 		var d record.RegistrySnapshotted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		st.snapshot = &d
+		st.Snapshot = &d
 	case record.EventSkillActivated:
 		var a record.Activation
 		if err := json.Unmarshal(ev.Data, &a); err != nil {
 			return bad(err)
 		}
-		st.activated = append(st.activated, a)
+		st.Activated = append(st.Activated, a)
 	case record.EventRegistryDelta:
 		var d record.RegistryDelta
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		st.deltas = append(st.deltas, d)
+		st.Deltas = append(st.Deltas, d)
 	case record.EventMCPServerStarted:
 		var d record.MCPServerEvent
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		if st.mcpServers == nil {
-			st.mcpServers = map[string]record.MCPServerEvent{}
+		if st.MCPServers == nil {
+			st.MCPServers = map[string]record.MCPServerEvent{}
 		}
-		st.mcpServers[d.Key] = d
+		st.MCPServers[d.Key] = d
 	case record.EventSkillCreated:
 		var c record.SkillCreated
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
 			return bad(err)
 		}
-		st.createdSkills = append(st.createdSkills, c)
+		st.CreatedSkills = append(st.CreatedSkills, c)
 	case record.EventPolicyDecision:
 		var d record.PolicyDecision
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		st.decisions = append(st.decisions, record.TraceRecord{Turn: d.Turn, CallID: d.CallID, At: ev.Time, SnapshotDigest: d.SnapshotDigest, Decision: d.Decision})
+		st.Decisions = append(st.Decisions, record.TraceRecord{Turn: d.Turn, CallID: d.CallID, At: ev.Time, SnapshotDigest: d.SnapshotDigest, Decision: d.Decision})
 	case record.EventModelResponse:
 		var d record.ModelResponse
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -234,47 +234,47 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 		if len(d.ToolCalls) > 0 {
 			msg.ToolCalls = d.ToolCalls
 		}
-		st.messages = append(st.messages, msg)
-		st.progress.Turns++
-		st.progress.Usage = st.progress.Usage.Add(d.Usage)
-		st.progress.TurnUsage = append(st.progress.TurnUsage, d.Usage)
+		st.Messages = append(st.Messages, msg)
+		st.Progress.Turns++
+		st.Progress.Usage = st.Progress.Usage.Add(d.Usage)
+		st.Progress.TurnUsage = append(st.Progress.TurnUsage, d.Usage)
 	case record.EventAnswerRejected:
 		var d record.AnswerRejected
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		st.messages = append(st.messages, loop.Message{Role: loop.RoleUser, Content: d.Message})
-		st.progress.Rejections++
+		st.Messages = append(st.Messages, loop.Message{Role: loop.RoleUser, Content: d.Message})
+		st.Progress.Rejections++
 	case record.EventRunFinished:
 		var d record.RunFinished
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		st.finishedEvent = &d
+		st.FinishedEvent = &d
 	case record.EventApprovalRequested:
 		var d record.ApprovalRequested
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		if _, again := st.approvalsRequested[d.CallID]; !again {
-			st.approvalOrder = append(st.approvalOrder, d.CallID)
+		if _, again := st.ApprovalsRequested[d.CallID]; !again {
+			st.ApprovalOrder = append(st.ApprovalOrder, d.CallID)
 		}
-		st.approvalsRequested[d.CallID] = d
+		st.ApprovalsRequested[d.CallID] = d
 	case record.EventApprovalDecided:
 		var d record.ApprovalDecided
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		if _, ok := st.approvalsRequested[d.CallID]; !ok {
+		if _, ok := st.ApprovalsRequested[d.CallID]; !ok {
 			return bad(fmt.Errorf("approval.decided for call %s, which never waited for approval", d.CallID))
 		}
-		st.approvalsDecided[d.CallID] = d
+		st.ApprovalsDecided[d.CallID] = d
 	case record.EventToolStarted:
 		var d record.ToolStarted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
 		}
-		st.toolOrder = append(st.toolOrder, d)
+		st.ToolOrder = append(st.ToolOrder, d)
 	case record.EventToolFinished:
 		var d record.ToolFinished
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -282,8 +282,8 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 		}
 		data, err := artifacts.ReadBeneath(dir, filepath.FromSlash(d.Output))
 		if r, ok := st.restorable(line, d, data, err); ok {
-			st.restored = append(st.restored, r)
-			data, err = r.data, nil
+			st.Restored = append(st.Restored, r)
+			data, err = r.Data, nil
 		}
 		if err != nil {
 			return bad(fmt.Errorf("tool output %s: %w", d.Output, err))
@@ -298,8 +298,8 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 		if out.CallID != d.CallID {
 			return bad(fmt.Errorf("tool output %s belongs to call %s, not %s", d.Output, out.CallID, d.CallID))
 		}
-		st.finished[d.CallID] = true
-		st.messages = append(st.messages, loop.Message{Role: loop.RoleTool, Content: out.Content, ToolCallID: d.CallID})
+		st.Finished[d.CallID] = true
+		st.Messages = append(st.Messages, loop.Message{Role: loop.RoleTool, Content: out.Content, ToolCallID: d.CallID})
 	}
 	return nil
 }
@@ -311,7 +311,7 @@ func (st *journalState) apply(dir string, line int, ev artifacts.Event) error {
 // place where a power cut can have come between the line's fsync and the
 // file's. Anything else (a link, an ended segment's file changed) stays
 // the refusal it was.
-func (st *journalState) restorable(line int, d record.ToolFinished, data []byte, readErr error) (restoredOutput, bool) {
+func (st *State) restorable(line int, d record.ToolFinished, data []byte, readErr error) (RestoredOutput, bool) {
 	found := ""
 	switch {
 	case errors.Is(readErr, fs.ErrNotExist):
@@ -319,12 +319,12 @@ func (st *journalState) restorable(line int, d record.ToolFinished, data []byte,
 	case readErr == nil && artifacts.DigestBytes(data) != d.OutputDigest:
 		found = "different"
 	default:
-		return restoredOutput{}, false
+		return RestoredOutput{}, false
 	}
-	if st.openTail == 0 || line < st.openTail || d.OutputBytes == "" || artifacts.DigestString(d.OutputBytes) != d.OutputDigest || !isToolOutputPath(d.Output) {
-		return restoredOutput{}, false
+	if st.OpenTail == 0 || line < st.OpenTail || d.OutputBytes == "" || artifacts.DigestString(d.OutputBytes) != d.OutputDigest || !isToolOutputPath(d.Output) {
+		return RestoredOutput{}, false
 	}
-	return restoredOutput{ToolOutputRestored: record.ToolOutputRestored{Output: d.Output, OutputDigest: d.OutputDigest, Found: found}, data: []byte(d.OutputBytes)}, true
+	return RestoredOutput{ToolOutputRestored: record.ToolOutputRestored{Output: d.Output, OutputDigest: d.OutputDigest, Found: found}, Data: []byte(d.OutputBytes)}, true
 }
 
 // isToolOutputPath is the only form of path the loop writes an output
@@ -415,16 +415,16 @@ func sameJSON(a, b any) bool {
 
 // registry is the run-start snapshot, read from the run directory and held
 // to the digest the journal recorded for it.
-func (st *journalState) registry(dir string) (*skills.Registry, error) {
-	if st.snapshot == nil {
+func (st *State) Registry(dir string) (*skills.Registry, error) {
+	if st.Snapshot == nil {
 		return nil, tampered("%s exists but the journal recorded no snapshot", record.FileRegistry)
 	}
 	data, err := artifacts.ReadBeneath(dir, record.FileRegistry)
 	if err != nil {
 		return nil, tampered("%s: %v", record.FileRegistry, err)
 	}
-	if got := artifacts.DigestBytes(data); got != st.snapshot.FileDigest {
-		return nil, tampered("%s is not the snapshot the run took (digest %s, journal %s)", record.FileRegistry, got, st.snapshot.FileDigest)
+	if got := artifacts.DigestBytes(data); got != st.Snapshot.FileDigest {
+		return nil, tampered("%s is not the snapshot the run took (digest %s, journal %s)", record.FileRegistry, got, st.Snapshot.FileDigest)
 	}
 	reg, err := skills.DecodeRegistry(data)
 	if err != nil {
@@ -435,8 +435,8 @@ func (st *journalState) registry(dir string) (*skills.Registry, error) {
 
 // activations are the skills the journal says were activated; the file
 // must agree with it.
-func (st *journalState) activations(dir string) (record.Activations, error) {
-	rec := record.Activations{Envelope: artifacts.NewEnvelope(record.TypeActivations, record.Version), Activations: append([]record.Activation{}, st.activated...)}
+func (st *State) Activations(dir string) (record.Activations, error) {
+	rec := record.Activations{Envelope: artifacts.NewEnvelope(record.TypeActivations, record.Version), Activations: append([]record.Activation{}, st.Activated...)}
 	data, err := artifacts.ReadBeneath(dir, record.FileActivations)
 	if err != nil {
 		return rec, tampered("%s: %v", record.FileActivations, err)
@@ -451,10 +451,10 @@ func (st *journalState) activations(dir string) (record.Activations, error) {
 	return rec, nil
 }
 
-// sealManifest computes run.json's seal: an HMAC-SHA256 under the run key
+// Seal computes run.json's seal: an HMAC-SHA256 under the run key
 // of the manifest with its seal's mac empty. The journal head in it ties
 // the seal to every journal line.
-func sealManifest(m record.Manifest, key []byte) (*record.Seal, error) {
+func Seal(m record.Manifest, key []byte) (*record.Seal, error) {
 	m.Seal = &record.Seal{Algorithm: "hmac-sha256", JournalHead: m.JournalHead}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -465,22 +465,4 @@ func sealManifest(m record.Manifest, key []byte) (*record.Seal, error) {
 	mac.Write(b)
 	m.Seal.Mac = hex.EncodeToString(mac.Sum(nil))
 	return m.Seal, nil
-}
-
-// expectEnvironment compares what the operator's environment says (the
-// workspace, the prompt's role), when given, with what the run recorded.
-func expectEnvironment(in record.Inputs, ro ResumeOptions) error {
-	if ro.ExpectWorkspace != "" {
-		ws, err := resolveWorkspace(ro.ExpectWorkspace)
-		if err != nil {
-			return err
-		}
-		if ws != in.Workspace.Host {
-			return outcome.Policy("workspace_mismatch", "--workspace %s resolves to %s, but the run's workspace is %s: this is not that run's workspace", ro.ExpectWorkspace, ws, in.Workspace.Host)
-		}
-	}
-	if ro.ExpectPromptRole != "" && ro.ExpectPromptRole != in.PromptRole {
-		return outcome.Policy("prompt_role_mismatch", "--prompt-role %s, but the run's prompt role is %s", ro.ExpectPromptRole, in.PromptRole)
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package run
+package rundir
 
 import (
 	"path/filepath"
@@ -12,8 +12,8 @@ import (
 // approvals, the pipeline verifier): the same checks resume makes before it
 // trusts a run directory, without running anything.
 
-// VerifyReport is what `harness verify` found in a run directory.
-type VerifyReport struct {
+// Report is what `harness verify` found in a run directory.
+type Report struct {
 	RunID       string           `json:"runId"`
 	RunDir      string           `json:"runDir"`
 	Status      string           `json:"status"`
@@ -40,7 +40,7 @@ type VerifyReport struct {
 // (chain, seal, inputs and identity, segment ends, every referenced file),
 // without running anything. The error is for a directory that is not a
 // run directory at all; a tampered one is a report with OK false.
-func Verify(dir string, key []byte) (*VerifyReport, error) {
+func Verify(dir string, key []byte) (*Report, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s: %v", dir, err)
@@ -49,32 +49,32 @@ func Verify(dir string, key []byte) (*VerifyReport, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", dir, err)
 	}
-	rep := &VerifyReport{RunID: m.RunID, RunDir: abs, Status: m.Status, Sealed: m.Seal != nil, SealChecked: m.Seal != nil && len(key) > 0}
-	st, err := verifyRun(abs, m, key)
-	if err == nil && st.snapshot != nil {
-		_, err = st.registry(abs)
+	rep := &Report{RunID: m.RunID, RunDir: abs, Status: m.Status, Sealed: m.Seal != nil, SealChecked: m.Seal != nil && len(key) > 0}
+	st, err := Open(abs, m, key)
+	if err == nil && st.Snapshot != nil {
+		_, err = st.Registry(abs)
 	}
-	if err == nil && st.started && st.snapshot != nil {
-		_, err = st.activations(abs)
+	if err == nil && st.Started && st.Snapshot != nil {
+		_, err = st.Activations(abs)
 	}
 	if err != nil {
 		e := outcome.As(err)
 		rep.Problem = &outcome.Record{Code: e.Code, Message: e.Msg}
 		return rep, nil
 	}
-	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs = true, st.lastSeq, st.head, len(st.finished)
-	rep.ToolOutputsInJournal = len(st.restored)
-	rep.Waiting = st.waiting()
-	rep.Finished = st.finishedEvent
+	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs = true, st.LastSeq, st.Head, len(st.Finished)
+	rep.ToolOutputsInJournal = len(st.Restored)
+	rep.Waiting = st.Waiting()
+	rep.Finished = st.FinishedEvent
 	return rep, nil
 }
 
 // waiting are the calls requested and not decided, in request order.
-func (st *journalState) waiting() []record.ApprovalRequested {
+func (st *State) Waiting() []record.ApprovalRequested {
 	var out []record.ApprovalRequested
-	for _, id := range st.approvalOrder {
-		if _, done := st.approvalsDecided[id]; !done {
-			out = append(out, st.approvalsRequested[id])
+	for _, id := range st.ApprovalOrder {
+		if _, done := st.ApprovalsDecided[id]; !done {
+			out = append(out, st.ApprovalsRequested[id])
 		}
 	}
 	return out

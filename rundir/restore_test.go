@@ -1,4 +1,4 @@
-package run
+package rundir
 
 import (
 	"errors"
@@ -41,14 +41,14 @@ func TestRestorableOutputs(t *testing.T) {
 			if tc.change != nil {
 				tc.change(&d)
 			}
-			st := &journalState{openTail: tc.openTail}
+			st := &State{OpenTail: tc.openTail}
 			r, ok := st.restorable(tc.line, d, tc.data, tc.readErr)
 			switch {
 			case tc.want == "" && ok:
 				t.Fatalf("restored (%s)", r.Found)
 			case tc.want != "" && !ok:
 				t.Fatal("not restored")
-			case ok && (r.Found != tc.want || string(r.data) != file || r.Output != d.Output):
+			case ok && (r.Found != tc.want || string(r.Data) != file || r.Output != d.Output):
 				t.Fatalf("restored %+v, want found %s", r, tc.want)
 			}
 		})
