@@ -148,7 +148,7 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	m.Artifacts = append(m.Artifacts, record.FileResult)
 	m.Artifacts = append(m.Artifacts, record.DirToolOutputs+"/")
 	if r.gate != nil {
-		werrs = append(werrs, r.writePolicySnapshot(), r.gate.writeTrace())
+		werrs = append(werrs, r.writePolicySnapshot(), r.writeTrace())
 	}
 	for _, f := range []string{record.FileResourceReads, record.FileScriptExecutions, record.FilePolicySnapshot, record.FilePolicyTrace} {
 		if _, err := os.Stat(r.path(f)); err == nil {

@@ -87,7 +87,7 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 		}
 	}
 	if r.gate != nil {
-		for _, d := range r.gate.trace.Decisions {
+		for _, d := range r.gate.Trace().Decisions {
 			if d.Decision.Decision == cfc.Deny {
 				res.Denials = append(res.Denials, record.Denial{Tool: d.Tool, Reason: d.Reasons[0], CallID: d.CallID})
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/harness-dev/harness/forge"
+	"github.com/harness-dev/harness/gate"
 	"github.com/harness-dev/harness/store"
 	"io"
 	"net/url"
@@ -71,7 +72,7 @@ type runner struct {
 	limits   loop.Limits   // this segment's effective limits
 	profiles []tools.Profile
 	shared   loop.Model // the model, handed to subagents
-	gate     *policyGate
+	gate     *gate.Gate
 	critical map[string][]string // skill -> critical content-scan rules
 	findings []record.Finding
 

@@ -39,6 +39,10 @@ func BoundaryToken(seed string, texts []string) string {
 // SkillContextMarker opens every skill context block.
 const SkillContextMarker = "<<<skill-context"
 
+// AttachmentMarker opens the block of a file the operator attached
+// (--attach): context framed like a skill's, data and not a command.
+const AttachmentMarker = "<<<attachment"
+
 // SkillContextBlock frames one skill's full SKILL.md as configured context.
 func SkillContextBlock(token string, s *skills.Skill, content []byte, source string) string {
 	var b strings.Builder
