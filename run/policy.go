@@ -41,7 +41,7 @@ func (h gateHost) RecordDecision(d record.PolicyDecision) error {
 	_, err := h.r.journal.AppendDeferred(record.EventPolicyDecision, d)
 	return err
 }
-func (h gateHost) Event(typ string, data any)         { h.r.event(typ, data) }
+func (h gateHost) Event(typ string, data any)          { h.r.event(typ, data) }
 func (h gateHost) Progress(format string, args ...any) { h.r.progress(format, args...) }
 func (h gateHost) Redact(s string) string              { return h.r.redact.String(s) }
 func (h gateHost) Now() time.Time                      { return h.r.now() }
