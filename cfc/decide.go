@@ -57,6 +57,10 @@ type Call struct {
 	// untrusted context items (skills, reads, tool outputs), decoded.
 	Operator  string
 	Untrusted *Provenance
+	// OperatorValues are values the operator gave one by one (an allowed
+	// skill script and its parts, an attached file's name): an argument
+	// equal to one is the operator's, whatever untrusted text holds it too.
+	OperatorValues []string
 }
 
 // Decision outcomes.
@@ -89,7 +93,7 @@ type Decision struct {
 func Decide(p Policy, c Call) Decision {
 	d := Decision{Tool: c.Tool, Effect: c.Effect, Label: c.Context, Decision: Allow, Reasons: []string{}}
 	if c.Effect != EffectRead {
-		d.ArgumentFromContext, _ = FromContext(c.Args, c.Operator, c.Untrusted)
+		d.ArgumentFromContext, _ = FromContext(OperatorsOwn(c.Args, c.OperatorValues), c.Operator, c.Untrusted)
 	}
 	switch p.Mode {
 	case ModeDisabled:
@@ -178,6 +182,27 @@ func FromContext(args []string, operator string, untrusted *Provenance) (string,
 		}
 	}
 	return "", false
+}
+
+// OperatorsOwn drops from args every value equal to one the operator gave
+// (compared normalized, as FromContext compares): those carry the
+// operator's provenance. Equality, not containment: a value the operator
+// gave vouches for itself, never for text around or inside it.
+func OperatorsOwn(args, given []string) []string {
+	if len(given) == 0 {
+		return args
+	}
+	own := make(map[string]bool, len(given))
+	for _, v := range given {
+		own[Normalize(v)] = true
+	}
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		if !own[Normalize(a)] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // WithholdUnmediated reports whether an execution's output must be

@@ -30,9 +30,11 @@ type Host interface {
 // Config is the policy a gate enforces and what it reports to.
 type Config struct {
 	Policy cfc.Policy
-	// Operator is the operator's prompt: the one source an argument may
-	// come from when the policy asks where it came from.
-	Operator string
+	// Operator is the operator's prompt, and OperatorValues the values
+	// the operator gave one by one (see cfc.Call): where the policy asks
+	// where an argument came from, these are the operator's.
+	Operator       string
+	OperatorValues []string
 	// AllowTools are the operator's --allow-tool entries (an MCP server's
 	// KEY__* allows each tool it lists).
 	AllowTools []string
@@ -164,7 +166,7 @@ func (g *Gate) Before(ctx context.Context, turn int, call loop.ToolCall, effect 
 	}
 	d := cfc.Decide(p, cfc.Call{
 		Tool: call.Name, Effect: cfc.Effect(effect), Args: stringArgs(call.Arguments),
-		Context: cfc.JoinAll(g.labels...), Operator: g.cfg.Operator, Untrusted: g.untrusted,
+		Context: cfc.JoinAll(g.labels...), Operator: g.cfg.Operator, OperatorValues: g.cfg.OperatorValues, Untrusted: g.untrusted,
 	})
 	g.trace.Decisions = append(g.trace.Decisions, record.TraceRecord{Turn: turn, CallID: call.ID, At: g.cfg.Host.Now().UTC(), SnapshotDigest: g.snapshot.Digest, Decision: d})
 	g.trace.Totals[d.Decision]++

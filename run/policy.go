@@ -2,6 +2,7 @@ package run
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ func (r *runner) newGate(history []loop.Message) *gate.Gate {
 	role, _ := cfc.ParseRole(r.opts.PromptRole)
 	cfg := gate.Config{
 		Policy:   cfc.Policy{Mode: mode, PromptRole: role, AllowedTools: nonNil(r.opts.AllowTools)},
-		Operator: r.opts.Prompt, AllowTools: r.opts.AllowTools,
+		Operator: r.opts.Prompt, OperatorValues: operatorValues(r.opts), AllowTools: r.opts.AllowTools,
 		AllowUnmediated: r.opts.AllowUnmediated, FailOnDenial: r.opts.FailOnDenial,
 		Host: gateHost{r},
 	}
@@ -32,6 +33,22 @@ func (r *runner) newGate(history []loop.Message) *gate.Gate {
 		cfg.Resumed = r.resumed.Decisions
 	}
 	return gate.New(cfg, history)
+}
+
+// operatorValues are the values the operator gave one by one that a tool
+// call may carry as an argument: each --allow-skill-script entry, its
+// skill and its path (run_skill_script's arguments), and each --attach
+// file as given and by the name its frame shows the model.
+func operatorValues(o Options) []string {
+	var out []string
+	for _, e := range o.AllowSkillScripts {
+		skill, script, _ := strings.Cut(e, ":")
+		out = append(out, e, skill, script)
+	}
+	for _, a := range o.Attach {
+		out = append(out, a, filepath.Base(a))
+	}
+	return out
 }
 
 // gateHost is the run as its gate sees it.
