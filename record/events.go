@@ -13,6 +13,18 @@ type RunCreated struct {
 	RunID   string  `json:"runId"`
 	Inputs  Inputs  `json:"inputs"`
 	Sources Sources `json:"sources"`
+	// Outputs are where the run delivers its result for a job; recorded
+	// here, in the chained journal, so a resume writes only where the run
+	// was told to.
+	Outputs *Outputs `json:"outputs,omitempty"`
+}
+
+// Outputs are the files a CI job reads after a run (--result-file,
+// --output-last-message), absolute. They are where a run's outcome goes,
+// not what the run is: no part of its identity.
+type Outputs struct {
+	ResultFile  string `json:"resultFile,omitempty"`
+	LastMessage string `json:"lastMessage,omitempty"`
 }
 
 // RunStarted is the data of the run.started event. Messages is the seeded

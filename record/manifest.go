@@ -18,6 +18,7 @@ type Manifest struct {
 	Identity       Identity        `json:"identity"`
 	Inputs         Inputs          `json:"inputs"`
 	Sources        Sources         `json:"sources"`
+	Outputs        *Outputs        `json:"outputs,omitempty"`
 	Status         string          `json:"status"`
 	ExitCode       int             `json:"exitCode"`
 	Reason         string          `json:"reason,omitempty"`

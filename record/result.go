@@ -54,7 +54,8 @@ type ResultUsage struct {
 	CachedTokens     int64 `json:"cachedTokens"`
 	ReasoningTokens  int64 `json:"reasoningTokens"`
 	TotalTokens      int64 `json:"totalTokens"`
-	// UsageSource is provider, or missing when a response carried none.
+	// UsageSource is provider, missing when a response carried none, or
+	// none when no model was asked.
 	UsageSource string `json:"usageSource"`
 }
 

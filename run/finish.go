@@ -160,7 +160,7 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	_, jerr := r.journal.Append(record.EventRunFinished, record.RunFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec, Result: result})
 	m.JournalHead = r.journal.Head()
 	werrs = append(werrs, jerr, r.writeManifest())
-	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit, Record: result}
+	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit, Record: result, Outputs: r.opts.Outputs}
 	if m.Final != nil {
 		res.Final = m.Final.Content
 	}

@@ -178,3 +178,12 @@ func absAll(ps []string) []string {
 	}
 	return out
 }
+
+// outputsOf is what run.json and run.created record of o: nothing when the
+// caller delivers nothing.
+func outputsOf(o record.Outputs) *record.Outputs {
+	if o == (record.Outputs{}) {
+		return nil
+	}
+	return &o
+}

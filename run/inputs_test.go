@@ -35,6 +35,7 @@ var notRecorded = map[string]string{
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",
 	"SnapshotCache":  "a cache of digests by stat fingerprint: a resume uses its own",
 	"decisions":      "a resume's approvals: journaled as approval.decided events",
+	"Outputs":        "where the result is delivered, not what the run is: recorded beside the inputs (run.created outputs), and a resume may override it",
 }
 
 // TestOptionsRoundTripThroughRunJSON fills every field of Options with a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -233,6 +234,10 @@ type Options struct {
 	// Stream asks for streamed responses.
 	Stream bool
 
+	// Outputs are where the caller delivers the result and the answer
+	// (absolute paths); recorded with the run so that a resume delivers
+	// them too, and no part of what the run is.
+	Outputs record.Outputs
 	Record string // cassette to record model exchanges into
 	Replay string // cassette to serve model responses from (no network, no key)
 

@@ -120,3 +120,16 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// AttemptResult is the result.json of an invocation that ended before any
+// run began (a usage error, a refusal, an unusable run directory): what a
+// job finds at --result-file instead of an earlier run's result.
+func AttemptResult(err error) *record.Result {
+	e := outcome.As(err)
+	status, _ := outcome.Status(e.Exit)
+	return &record.Result{
+		Type: record.TypeResult, Version: record.Version,
+		Status: resultStatus[status], Reason: e.Code, ExitCode: e.Exit, IsError: true, Message: e.Msg,
+		ToolCalls: map[string]int{}, Denials: []record.Denial{}, Usage: record.ResultUsage{UsageSource: "none"},
+	}
+}

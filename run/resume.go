@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,9 @@ type ResumeOptions struct {
 	// refused.
 	ExpectWorkspace  string
 	ExpectPromptRole string
+	// Outputs override, for this resume, where the run delivers its
+	// result and answer (recorded when it started); "" keeps the run's.
+	Outputs record.Outputs
 	// Model, with AllowModelChange, continues the run on another model;
 	// the change is recorded as drift and in the journal.
 	Model            string
@@ -117,6 +121,11 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	r.manifest = m
 	r.opts = optionsOf(st.Created.Inputs, st.Created.Sources)
+	if o := st.Created.Outputs; o != nil {
+		r.opts.Outputs = *o
+	}
+	r.opts.Outputs.ResultFile = cmp.Or(ro.Outputs.ResultFile, r.opts.Outputs.ResultFile)
+	r.opts.Outputs.LastMessage = cmp.Or(ro.Outputs.LastMessage, r.opts.Outputs.LastMessage)
 	// A file that is now unusable is refused when the servers would
 	// start; an edited one is policy drift.
 	r.opts.operator = loadOperatorConfig(r.opts.MCPConfig)

@@ -38,6 +38,9 @@ type Result struct {
 	Final    string
 	// Record is result.json's content.
 	Record *record.Result
+	// Outputs are the files a job reads, where the caller delivers Record
+	// and the answer: the run's own, or a resume's override.
+	Outputs record.Outputs
 }
 
 // runner carries one invocation's state from stage to stage. Run and
@@ -374,6 +377,7 @@ func (r *runner) create() error {
 		HarnessVersion: r.opts.Version,
 		Inputs:         inputsOf(r.opts, r.res),
 		Sources:        record.Sources{ConfigFile: r.opts.ConfigFile, Values: r.opts.Sources},
+		Outputs:        outputsOf(r.opts.Outputs),
 		Status:         outcome.StatusRunning,
 		StartedAt:      r.now().UTC(),
 		Usage:          record.UsageRecord{Turns: []loop.Usage{}},
@@ -388,7 +392,7 @@ func (r *runner) create() error {
 	if err := r.writeManifest(); err != nil {
 		return err
 	}
-	_, err = r.journal.Append(record.EventRunCreated, record.RunCreated{RunID: r.res.runID, Inputs: r.manifest.Inputs, Sources: r.manifest.Sources})
+	_, err = r.journal.Append(record.EventRunCreated, record.RunCreated{RunID: r.res.runID, Inputs: r.manifest.Inputs, Sources: r.manifest.Sources, Outputs: r.manifest.Outputs})
 	return err
 }
 

@@ -397,6 +397,9 @@ func differingInput(created record.RunCreated, m record.Manifest) string {
 	if !sameJSON(created.Sources, m.Sources) {
 		return "sources"
 	}
+	if !sameJSON(created.Outputs, m.Outputs) {
+		return "outputs"
+	}
 	return ""
 }
 

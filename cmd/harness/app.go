@@ -71,6 +71,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			"Exit codes: 0 success, 1 run failed, 2 usage or configuration error, 3 limit reached " +
 			"(resumable), 4 model provider error (resumable), 5 refused by policy, 6 a tool call awaits a person's\n" +
 			"approval (resumable: harness approvals, harness resume --approve), 130 interrupted.",
+		Metadata:              map[string]any{},
 		Reader:                stdin,
 		Writer:                stdout,
 		ErrWriter:             stderr,

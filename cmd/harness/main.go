@@ -43,9 +43,14 @@ func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe 
 	defer stop()
 	app := newApp(stdin, stdout, stderr)
 	if observe != nil {
-		app.Metadata = map[string]any{observerKey: observe}
+		app.Metadata[observerKey] = observe
 	}
 	err := app.Run(ctx, args)
+	if err != nil && app.Metadata[deliveredKey] == nil {
+		if derr := deliverUnparsed(args, err); derr != nil {
+			fmt.Fprintf(stderr, "harness: %v\n", derr)
+		}
+	}
 	code := outcome.ExitCode(err)
 	if err != nil && !isReported(err) {
 		fmt.Fprintf(stderr, "harness: %v\n", err)

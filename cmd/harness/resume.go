@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
 )
 
@@ -39,6 +40,8 @@ func resumeCommand() *cli.Command {
 		&cli.StringSliceFlag{Name: "deny", Usage: "refuse waiting tool call `CALL_ID`: the model is told a person refused it, and the run continues"},
 		&cli.StringFlag{Name: "reason", Usage: "with --deny: the `TEXT` the model is told"},
 		&cli.StringFlag{Name: "actor", Usage: "who decides --approve and --deny, journaled with the decision (`NAME`; default: the OS user)"},
+		&cli.StringFlag{Name: "result-file", Usage: "copy result.json to `FILE` (default: the run's own --result-file, recorded when it started)"},
+		&cli.StringFlag{Name: "output-last-message", Usage: "write the final answer to `FILE` (default: the run's own --output-last-message)"},
 	}
 	for _, f := range frozenFlags {
 		flags = append(flags, &cli.StringSliceFlag{Name: f, Hidden: true})
@@ -65,50 +68,68 @@ func resumeCommand() *cli.Command {
 					return usagef(fmt.Sprintf("--%s cannot change on resume: the run continues with its recorded inputs (start a new run to change it)", f))
 				}
 			}
-			if cmd.NArg() != 1 {
-				return usagef("harness resume takes exactly one RUN_DIR (a directory under .harness/runs)")
+			outs, err := outputTargets(cmd.String("result-file"), cmd.String("output-last-message"))
+			if err != nil {
+				return err
 			}
-			key := os.Getenv("HARNESS_API_KEY")
-			if key == "" {
-				key = os.Getenv("OPENAI_API_KEY")
+			res, err := resume(ctx, cmd, outs)
+			if res != nil {
+				// The run's recorded targets, or these flags over them.
+				outs = res.Outputs
 			}
-			jsonOut, quiet := cmd.Bool("json"), cmd.Bool("quiet")
-			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-			ev := newEvents(cmd, jsonOut, quiet)
-			res, err := run.Resume(ctx, run.ResumeOptions{
-				RunDir:           cmd.Args().First(),
-				AllowDrift:       cmd.Bool("allow-drift"),
-				MaxTurns:         cmd.String("max-turns"),
-				Timeout:          cmd.Duration("timeout"),
-				MaxTokens:        cmd.Int64("max-tokens"),
-				Record:           cmd.String("record"),
-				Replay:           cmd.String("replay"),
-				APIKey:           key,
-				RunKey:           runKey(),
-				RequestTimeout:   cmd.Duration("request-timeout"),
-				MaxRetries:       intPtr(int(cmd.Int("max-retries"))),
-				RetryMaxWait:     cmd.Duration("retry-max-wait"),
-				BaseURL:          firstSet(cmd.String("base-url"), os.Getenv("HARNESS_BASE_URL"), os.Getenv("OPENAI_BASE_URL")),
-				ExpectWorkspace:  cmd.String("workspace"),
-				ExpectPromptRole: cmd.String("prompt-role"),
-				Model:            cmd.String("model"),
-				AllowModelChange: cmd.Bool("allow-model-change"),
-				FallbackModel:    cmd.String("fallback-model"),
-				Stream:           cmd.Bool("stream"),
-				OnEvent:          ev.render,
-				Stderr:           ev.stderr(),
-				SnapshotCache:    snapshotCacheDir(cmd.String("snapshot-cache"), cmd.Bool("no-snapshot-cache")),
-				Version:          version,
-				Approve:          cmd.StringSlice("approve"),
-				Deny:             cmd.StringSlice("deny"),
-				DenyReason:       cmd.String("reason"),
-				Actor:            cmd.String("actor"),
-			})
-			ev.Close()
-			reportResult(stdout, stderr, res, err, jsonOut, quiet)
+			if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
+				return werr
+			}
 			return err
 		},
 	}
+}
+
+// resume continues the run directory cmd names.
+func resume(ctx context.Context, cmd *cli.Command, outs record.Outputs) (*run.Result, error) {
+	if cmd.NArg() != 1 {
+		return nil, usagef("harness resume takes exactly one RUN_DIR (a directory under .harness/runs)")
+	}
+	key := os.Getenv("HARNESS_API_KEY")
+	if key == "" {
+		key = os.Getenv("OPENAI_API_KEY")
+	}
+	jsonOut, quiet := cmd.Bool("json"), cmd.Bool("quiet")
+	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+	ev := newEvents(cmd, jsonOut, quiet)
+	res, err := run.Resume(ctx, run.ResumeOptions{
+		RunDir:           cmd.Args().First(),
+		AllowDrift:       cmd.Bool("allow-drift"),
+		MaxTurns:         cmd.String("max-turns"),
+		Timeout:          cmd.Duration("timeout"),
+		MaxTokens:        cmd.Int64("max-tokens"),
+		Record:           cmd.String("record"),
+		Replay:           cmd.String("replay"),
+		APIKey:           key,
+		RunKey:           runKey(),
+		RequestTimeout:   cmd.Duration("request-timeout"),
+		MaxRetries:       intPtr(int(cmd.Int("max-retries"))),
+		RetryMaxWait:     cmd.Duration("retry-max-wait"),
+		BaseURL:          firstSet(cmd.String("base-url"), os.Getenv("HARNESS_BASE_URL"), os.Getenv("OPENAI_BASE_URL")),
+		ExpectWorkspace:  cmd.String("workspace"),
+		ExpectPromptRole: cmd.String("prompt-role"),
+		Model:            cmd.String("model"),
+		AllowModelChange: cmd.Bool("allow-model-change"),
+		FallbackModel:    cmd.String("fallback-model"),
+		Stream:           cmd.Bool("stream"),
+		OnEvent:          ev.render,
+		Stderr:           ev.stderr(),
+		SnapshotCache:    snapshotCacheDir(cmd.String("snapshot-cache"), cmd.Bool("no-snapshot-cache")),
+		Version:          version,
+		Approve:          cmd.StringSlice("approve"),
+		Deny:             cmd.StringSlice("deny"),
+		DenyReason:       cmd.String("reason"),
+		Actor:            cmd.String("actor"),
+		Outputs:          outs,
+	})
+	ev.Close()
+	reportResult(stdout, stderr, res, err, jsonOut, quiet)
+	return res, err
 }
 
 func firstSet(vs ...string) string {

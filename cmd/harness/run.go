@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
 )
 
@@ -111,16 +112,30 @@ func runCommand() *cli.Command {
 }
 
 func runAction(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() > 0 {
-		return usagef(fmt.Sprintf("unexpected argument %q: pass the task with --prompt TEXT", cmd.Args().First()))
-	}
 	ro, err := resolveOptions(cmd, runOptions)
 	if err != nil {
 		return err
 	}
-	prompt, promptSource, err := readPrompt(cmd.Root().Reader, ro, cmd)
+	outs, err := outputTargets(ro.str("result-file"), ro.str("output-last-message"))
 	if err != nil {
 		return err
+	}
+	res, err := startRun(ctx, cmd, ro, outs)
+	if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
+		return werr
+	}
+	return err
+}
+
+// startRun runs what ro describes; every error before the run begins is
+// still an attempt the job's outputs describe.
+func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs record.Outputs) (*run.Result, error) {
+	if cmd.NArg() > 0 {
+		return nil, usagef(fmt.Sprintf("unexpected argument %q: pass the task with --prompt TEXT", cmd.Args().First()))
+	}
+	prompt, promptSource, err := readPrompt(cmd.Root().Reader, ro, cmd)
+	if err != nil {
+		return nil, err
 	}
 	key := os.Getenv("HARNESS_API_KEY")
 	if key == "" {
@@ -128,32 +143,32 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	}
 	memory, err := parseSize("--script-memory-limit", ro.str("script-memory-limit"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	wasmMemory, err := parseSizeMin("--wasm-memory-limit", ro.str("wasm-memory-limit"), run.MinWasmMemoryLimit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	temperature, err := parseFloat("--temperature", ro.str("temperature"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	topP, err := parseFloat("--top-p", ro.str("top-p"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var seed *int64
 	if s := ro.str("seed"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return usagef(fmt.Sprintf("--seed %q: give an integer", s))
+			return nil, usagef(fmt.Sprintf("--seed %q: give an integer", s))
 		}
 		seed = &n
 	}
 	var schema []byte
 	if f := ro.str("output-schema"); f != "" {
 		if schema, err = readFlagFile("output-schema", f, maxOperatorFile); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	opts := run.Options{
@@ -225,6 +240,7 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 		Version:             version,
 		RunKey:              runKey(),
 	}
+	opts.Outputs = outs
 	jsonOut, quiet := ro.boolean("json"), ro.boolean("quiet")
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	ev := newEvents(cmd, jsonOut, quiet)
@@ -232,29 +248,7 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	res, err := run.Run(ctx, opts)
 	ev.Close()
 	reportResult(stdout, stderr, res, err, jsonOut, quiet)
-	if werr := writeOutputs(res, ro.str("output-last-message"), ro.str("result-file")); werr != nil && err == nil {
-		return werr
-	}
-	return err
-}
-
-// writeOutputs writes the files a CI step reads: the final answer and a
-// copy of result.json, atomically.
-func writeOutputs(res *run.Result, lastMessage, resultFile string) error {
-	if res == nil || res.Record == nil {
-		return nil
-	}
-	if lastMessage != "" && res.Record.Answer != "" {
-		if err := artifacts.WriteFile(lastMessage, []byte(res.Record.Answer), 0o644); err != nil {
-			return fmt.Errorf("--output-last-message: %w", err)
-		}
-	}
-	if resultFile != "" {
-		if err := artifacts.WriteJSON(resultFile, res.Record); err != nil {
-			return fmt.Errorf("--result-file: %w", err)
-		}
-	}
-	return nil
+	return res, err
 }
 
 // reportResult prints the answer on stdout (unless --json, whose stream

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/run"
+)
+
+// The files a CI job reads after `harness run` or `harness resume`
+// (--result-file, --output-last-message) always describe this invocation.
+
+// outputTargets are --result-file and --output-last-message, absolute:
+// recorded with the run, they must mean the same to a resume started
+// elsewhere.
+func outputTargets(resultFile, lastMessage string) (record.Outputs, error) {
+	var o record.Outputs
+	for _, t := range []struct {
+		flag, path string
+		dst        *string
+	}{{"--result-file", resultFile, &o.ResultFile}, {"--output-last-message", lastMessage, &o.LastMessage}} {
+		if t.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(t.path)
+		if err != nil {
+			return o, usagef(fmt.Sprintf("%s %s: %v", t.flag, t.path, err))
+		}
+		*t.dst = abs
+	}
+	return o, nil
+}
+
+// deliver writes the files a CI step reads, atomically, at the end of
+// every invocation: a copy of result.json and the final answer. An
+// invocation that ended before any run began leaves a result.json saying
+// so, and no answer: a job never reads an earlier run's files as this
+// one's.
+func deliver(cmd *cli.Command, res *run.Result, err error, outs record.Outputs) error {
+	cmd.Root().Metadata[deliveredKey] = true
+	switch {
+	case res != nil && res.Record != nil:
+		return writeDelivery(res.Record, outs)
+	case err != nil:
+		return deliverAttempt(err, outs)
+	}
+	return nil
+}
+
+// writeDelivery writes rec and its answer where outs say, creating their
+// directories (a CI step names a file in a directory it uploads).
+func writeDelivery(rec *record.Result, outs record.Outputs) error {
+	for _, p := range []string{outs.ResultFile, outs.LastMessage} {
+		if p != "" {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return fmt.Errorf("the directory of %s: %w", p, err)
+			}
+		}
+	}
+	if outs.LastMessage != "" {
+		if rec.Answer != "" {
+			if werr := artifacts.WriteFile(outs.LastMessage, []byte(rec.Answer), 0o644); werr != nil {
+				return fmt.Errorf("--output-last-message: %w", werr)
+			}
+		} else if rerr := os.Remove(outs.LastMessage); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return fmt.Errorf("--output-last-message: an earlier answer could not be removed: %w", rerr)
+		}
+	}
+	if outs.ResultFile != "" {
+		if werr := artifacts.WriteJSON(outs.ResultFile, rec); werr != nil {
+			return fmt.Errorf("--result-file: %w", werr)
+		}
+	}
+	return nil
+}
+
+// deliveredKey marks, in the root command's metadata, that an action
+// delivered the job's outputs; when a command line fails before any
+// action runs, Main delivers them (see deliverUnparsed).
+const deliveredKey = "harness.delivered"
+
+// deliverUnparsed delivers the outputs of a `run` or `resume` command line
+// that failed before its action ran (an unknown flag, a bad value): the
+// targets are read from the arguments as the command's own flags would
+// parse them, then from HARNESS_RESULT_FILE and HARNESS_OUTPUT_LAST_MESSAGE
+// for run.
+func deliverUnparsed(args []string, err error) error {
+	if len(args) < 2 || (args[1] != "run" && args[1] != "resume") {
+		return nil
+	}
+	var sub *cli.Command
+	for _, c := range newApp(nil, nil, nil).Commands {
+		if c.Name == args[1] {
+			sub = c
+		}
+	}
+	takesValue := func(name string) bool {
+		for _, f := range sub.Flags {
+			if slices.Contains(f.Names(), name) {
+				_, isBool := f.(*cli.BoolFlag)
+				return !isBool
+			}
+		}
+		return false
+	}
+	found := map[string]string{}
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, val, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !inline && takesValue(name) && i+1 < len(rest) {
+			i++
+			val = rest[i]
+		}
+		if name == "result-file" || name == "output-last-message" {
+			found[name] = val
+		}
+	}
+	if args[1] == "run" {
+		for _, n := range []string{"result-file", "output-last-message"} {
+			if _, ok := found[n]; !ok {
+				found[n] = os.Getenv(envName(n))
+			}
+		}
+	}
+	outs, terr := outputTargets(found["result-file"], found["output-last-message"])
+	if terr != nil {
+		return terr
+	}
+	return deliverAttempt(err, outs)
+}
+
+// deliverAttempt is deliver for an invocation that ran nothing.
+func deliverAttempt(err error, outs record.Outputs) error {
+	return writeDelivery(run.AttemptResult(err), outs)
+}
