@@ -238,8 +238,8 @@ type Options struct {
 	// (absolute paths); recorded with the run so that a resume delivers
 	// them too, and no part of what the run is.
 	Outputs record.Outputs
-	Record string // cassette to record model exchanges into
-	Replay string // cassette to serve model responses from (no network, no key)
+	Record  string // cassette to record model exchanges into
+	Replay  string // cassette to serve model responses from (no network, no key)
 
 	// Sources maps each option name (the flag's name) to where its value
 	// came from: "flag", "env", "config" or "default".
