@@ -108,6 +108,11 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if r.resumed == nil {
+			if err := tools.CheckMCPAllowed(r.opts.AllowTools, op, r.registry); err != nil {
+				return nil, nil, err
+			}
+		}
 		r.mcp = tools.NewMCPHub(tools.MCP{
 			Registry: r.registry, Active: r.acts, Workspace: ws, Stager: stager, Backend: backend, Probe: probe, Helper: helper,
 			MemoryLimit: r.opts.ScriptMemoryLimit, Operator: op, PassEnv: r.opts.PassEnv, Allowed: r.opts.AllowTools, Effects: effects,

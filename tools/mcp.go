@@ -128,6 +128,49 @@ func (h *MCPHub) write() error {
 	return h.cfg.Redact.WriteJSON(filepath.Join(h.cfg.RunDir, record.FileMCPServers), &h.rec)
 }
 
+// CheckMCPAllowed refuses an --allow-tool KEY__TOOL (or KEY__*) whose KEY
+// is no server the operator configured and no skill that declares servers
+// (mcp.json or metadata.harness.mcp): allowing a server that does not
+// exist is a typo that would otherwise go unnoticed until the model missed
+// the tools.
+func CheckMCPAllowed(allowed []string, op *OperatorServers, reg *skills.Registry) error {
+	known := map[string]bool{}
+	if op != nil {
+		for k := range op.Servers {
+			known[k] = true
+		}
+	}
+	if reg != nil {
+		for i := range reg.Skills {
+			s := &reg.Skills[i]
+			_, hasFile := s.Resource(MCPConfigFile)
+			if hasFile || declaresMCP(s) {
+				known[s.Name] = true
+			}
+		}
+	}
+	for _, t := range allowed {
+		key, _, ok := strings.Cut(t, MCPSeparator)
+		if !ok || known[key] {
+			continue
+		}
+		names := slices.Sorted(maps.Keys(known))
+		have := "none: give --mcp-config FILE, or a skill with an mcp.json"
+		if len(names) > 0 {
+			have = strings.Join(names, ", ")
+		}
+		return outcome.Usage("mcp_server_unknown", "--allow-tool %s: no MCP server or skill with servers is named %s (servers and skills with servers: %s)", t, key, have)
+	}
+	return nil
+}
+
+func declaresMCP(s *skills.Skill) bool {
+	meta, _ := s.Frontmatter["metadata"].(map[string]any)
+	h, _ := meta["harness"].(map[string]any)
+	_, ok := h["mcp"]
+	return ok
+}
+
 // SkillServers reads a skill's MCP servers: metadata.harness.mcp from the
 // snapshot's frontmatter, and mcp.json from the skill's verified files.
 // The two may not name the same server.

@@ -141,8 +141,8 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 				if mem {
 					s += ", over its memory cap"
 				}
-				if tail := lastLine(stderr); tail != "" {
-					s += ": " + tail
+				if tail := lastLines(stderr, 20); tail != "" {
+					s += "; its stderr ends:\n" + tail
 				}
 				return s
 			},
@@ -154,18 +154,27 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 	return c, err
 }
 
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	l := lines[len(lines)-1]
-	if len(l) > 200 {
-		l = l[:200]
+// lastLines are the last n lines of a server's stderr, each cut to 200
+// bytes and stripped of control characters: enough to see why it died.
+func lastLines(b []byte, n int) string {
+	text := strings.TrimSpace(string(b))
+	if text == "" {
+		return ""
 	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
+	lines := strings.Split(text, "\n")
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		if len(l) > 200 {
+			l = l[:200]
 		}
-		return r
-	}, l)
+		lines[i] = strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func declaresEnv(s *skills.Skill, name string) bool {
