@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -190,5 +191,30 @@ func TestDelayHonoursTheServer(t *testing.T) {
 	// Without a header: the backoff, 1 ms with up to a quarter of jitter.
 	if got := p.delay(1, errors.New("x")); got < 750*time.Microsecond || got > 1250*time.Microsecond {
 		t.Errorf("no header: delay %v, want about 1ms", got)
+	}
+}
+
+// A 404 names the endpoint and the model, in every attempt line and in the
+// error, and never the credentials a base URL may carry.
+func TestNotFoundNamesEndpointWithoutCredentials(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"error": {"message": "no such model"}}`))
+	}))
+	defer srv.Close()
+	base := strings.Replace(srv.URL, "http://", "http://user:s3cret@", 1) + "/v1"
+	var lines []string
+	m := NewOpenAI(OpenAIConfig{BaseURL: base, APIKey: "k", Retry: RetryPolicy{MaxAttempts: 1, BaseDelay: time.Millisecond},
+		OnAttempt: func(a Attempt) { lines = append(lines, a.Error) }})
+	_, err := m.Complete(context.Background(), Request{Model: "gpt-nope", Messages: []Message{{Role: RoleUser, Content: "x"}}})
+	want := fmt.Sprintf("the endpoint %s/v1 does not serve model \"gpt-nope\"", srv.URL)
+	for _, s := range append(lines, fmt.Sprint(err)) {
+		if !strings.Contains(s, want) || strings.Contains(s, "s3cret") {
+			t.Errorf("%q: want %q and no credentials", s, want)
+		}
+	}
+	if len(lines) != 1 {
+		t.Errorf("%d attempt lines, want 1", len(lines))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -39,7 +40,9 @@ type OpenAIConfig struct {
 
 // OpenAI is a Model backed by an OpenAI-compatible /chat/completions API.
 type OpenAI struct {
-	base   string
+	base string
+	// shown is base as messages name it: without credentials in it.
+	shown  string
 	stream bool
 	svc    openai.ChatCompletionService
 	emb    openai.EmbeddingService
@@ -75,6 +78,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	}
 	return &OpenAI{
 		base:   base,
+		shown:  withoutUserinfo(base),
 		stream: cfg.Stream,
 		// The service constructor, unlike NewClient, applies no
 		// environment defaults.
@@ -96,7 +100,7 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, err
 	}
 	var resp Response
-	err = m.retry.do(ctx, m.on, func(ctx context.Context) error {
+	err = m.retry.do(ctx, m.on, req.Model, m.shown, func(ctx context.Context) error {
 		var c *openai.ChatCompletion
 		var reasoning string
 		if m.stream {
@@ -113,10 +117,6 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		}
 		return err
 	})
-	var pe *ProviderError
-	if errors.As(err, &pe) {
-		pe.Model, pe.Endpoint = req.Model, m.base
-	}
 	return resp, err
 }
 
@@ -327,4 +327,14 @@ func providerError(err error, attempts int, retryable bool) *ProviderError {
 		return &ProviderError{Status: api.StatusCode, Code: api.Code, Message: api.Message, Attempts: attempts, Retryable: retryable}
 	}
 	return &ProviderError{Message: err.Error(), Attempts: attempts, Retryable: retryable}
+}
+
+// withoutUserinfo is a URL as a message may show it.
+func withoutUserinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
 }

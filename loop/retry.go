@@ -55,7 +55,15 @@ type Attempt struct {
 // do runs call until it succeeds, fails permanently, the budget is spent,
 // or ctx ends. Context errors are returned as they are, never as provider
 // errors, so the caller can tell an interrupt from an outage.
-func (p RetryPolicy) do(ctx context.Context, on func(Attempt), call func(context.Context) error) error {
+//
+// Every ProviderError it reports or returns names model and endpoint, so
+// that an attempt line says what was asked where.
+func (p RetryPolicy) do(ctx context.Context, on func(Attempt), model, endpoint string, call func(context.Context) error) error {
+	named := func(err error, n int, transient bool) *ProviderError {
+		pe := providerError(err, n, transient)
+		pe.Model, pe.Endpoint = model, endpoint
+		return pe
+	}
 	for n := 1; ; n++ {
 		callCtx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
 		err := call(callCtx)
@@ -80,10 +88,10 @@ func (p RetryPolicy) do(ctx context.Context, on func(Attempt), call func(context
 			delay = p.delay(n, err)
 		}
 		if on != nil {
-			on(Attempt{Attempt: n, Status: status, Error: providerError(err, n, transient).Error(), DelayMs: delay.Milliseconds(), GiveUp: last})
+			on(Attempt{Attempt: n, Status: status, Error: named(err, n, transient).Error(), DelayMs: delay.Milliseconds(), GiveUp: last})
 		}
 		if last {
-			return providerError(err, n, transient)
+			return named(err, n, transient)
 		}
 		t := time.NewTimer(delay)
 		select {
