@@ -196,7 +196,12 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 	if v.Reason != "" {
 		fmt.Fprintf(w, " (%s)", v.Reason)
 	}
-	fmt.Fprintf(w, ", exit %d, %d turns, started %s ago\n", v.ExitCode, v.RunSummary.Turns, Age(now, v.StartedAt))
+	if v.Ended() {
+		fmt.Fprintf(w, ", exit %d", v.ExitCode)
+	} else {
+		fmt.Fprint(w, ", no exit code yet")
+	}
+	fmt.Fprintf(w, ", %d turns, started %s ago\n", v.RunSummary.Turns, Age(now, v.StartedAt))
 	fmt.Fprintf(w, "directory: %s\n", v.RunDir)
 	fmt.Fprintf(w, "records: %s\n", v.Verdict.Words())
 	fmt.Fprintf(w, "model: %s", v.Model)

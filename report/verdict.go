@@ -1,5 +1,10 @@
 package report
 
+import (
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+)
+
 // What a reader shows about whether the records it shows verify. The
 // report package reads directories for people; whether a run directory is
 // still what harness wrote is decided by the one verifier (`harness
@@ -16,6 +21,35 @@ type Verdict struct {
 	SealChecked bool `json:"sealChecked"`
 	// Problem is what does not verify, in `harness verify`'s words.
 	Problem string `json:"problem,omitempty"`
+	// JournalTurns and JournalUsage are what the verified journal counts,
+	// the account of a run that never ended.
+	JournalTurns int                `json:"journalTurns"`
+	JournalUsage record.UsageRecord `json:"journalUsage"`
+}
+
+// Ended reports whether the run ended a segment (run.json then holds its
+// exit code, turns and usage); a crashed or running one did not.
+func (s *RunSummary) Ended() bool {
+	return s.Status != outcome.StatusRunning && s.Status != StatusCrashed
+}
+
+// Take sets the verdict of a run and, for a run that never ended, its
+// turns from the verified journal.
+func (s *RunSummary) Take(v Verdict) {
+	s.Verdict = &v
+	if !s.Ended() && v.OK {
+		s.Turns = v.JournalTurns
+	}
+}
+
+// Take sets the verdict of the run shown and, for a run that never
+// ended, its turns and usage from the verified journal.
+func (v *RunView) Take(verd Verdict) {
+	v.Verdict = verd
+	v.RunSummary.Take(verd)
+	if !v.Ended() && verd.OK {
+		v.Usage = verd.JournalUsage
+	}
 }
 
 // Words is the verdict as the header of a run shows it.
@@ -61,6 +95,7 @@ func (p *Page) Judge(verify func(dir string) Verdict, own []string) bool {
 	p.Banner = append(p.Banner, own...)
 	for _, rp := range p.RunPages() {
 		rp.Verdict = verify(rp.RunDir)
+		rp.RunView.Take(rp.Verdict)
 		if !rp.Verdict.OK {
 			p.Banner = append(p.Banner, "run "+rp.RunID+" does not verify: "+rp.Verdict.Problem)
 		}

@@ -116,8 +116,11 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	}
 	m := &r.manifest
 	m.Status, m.ExitCode, m.Resumable, m.Error = status, exit, resumable, rec
+	if o != nil || rec != nil {
+		// One vocabulary for why a run ended: result.json's, everywhere.
+		m.Reason = resultReason(o, rec)
+	}
 	if o != nil {
-		m.Reason = string(o.Reason)
 		m.Turns = o.Turns
 		m.Usage = record.UsageRecord{Total: o.Usage, Turns: o.TurnUsage}
 		if m.Usage.Turns == nil {

@@ -189,7 +189,7 @@ func TestSkillTellsModelToRunScript(t *testing.T) {
 	}{
 		{"enforce-explicit", "direct-command", true}, // the operator allowed exactly this script
 		{"enforce-explicit", "context", false},
-		{"enforce-strict", "direct-command", false}, // the path came from the skill, not the operator
+		{"enforce-strict", "direct-command", true}, // the operator named exactly this script (--allow-skill-script), whatever the skill says
 		{"observe", "context", true},
 	} {
 		t.Run(tc.mode+"/"+tc.role, func(t *testing.T) {

@@ -34,6 +34,11 @@ type Report struct {
 	// Finished is the last run.finished event of the verified journal
 	// (nil while the run never ended): how the run ended, and its result.
 	Finished *record.RunFinished `json:"finished,omitempty"`
+	// Turns and Usage are what the verified journal counts: for a run
+	// that never ended (crashed, or still running) the only account of
+	// what it spent, since run.json is written at each segment's end.
+	Turns int                `json:"turns"`
+	Usage record.UsageRecord `json:"usage"`
 }
 
 // Verify checks a run directory the way resume does before it trusts it
@@ -66,6 +71,8 @@ func Verify(dir string, key []byte) (*Report, error) {
 	rep.ToolOutputsInJournal = len(st.Restored)
 	rep.Waiting = st.Waiting()
 	rep.Finished = st.FinishedEvent
+	rep.Turns = st.Progress.Turns
+	rep.Usage = record.UsageRecord{Total: st.Progress.Usage, Turns: st.Progress.TurnUsage}
 	return rep, nil
 }
 

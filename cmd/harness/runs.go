@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/harness-dev/harness/outcome"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,8 +45,7 @@ func runsCommand() *cli.Command {
 			list := []report.RunSummary{}
 			for _, r := range all {
 				if st := cmd.String("status"); st == "" || r.Status == st {
-					v := verdictOf(r.RunDir)
-					r.Verdict = &v
+					r.Take(verdictOf(r.RunDir))
 					list = append(list, r)
 				}
 			}
@@ -57,7 +57,11 @@ func runsCommand() *cli.Command {
 			fmt.Fprintln(tw, "ID\tSTATUS\tREASON\tEXIT\tTURNS\tAGE\tRESUMABLE\tVERIFIES")
 			now := time.Now()
 			for _, r := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%v\t%s\n", r.RunID, r.Status, dash(r.Reason), r.ExitCode, r.Turns, report.Age(now, r.StartedAt), r.Resumable, verifiesWord(*r.Verdict))
+				exit := "-"
+				if r.Ended() {
+					exit = strconv.Itoa(r.ExitCode)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%v\t%s\n", r.RunID, r.Status, dash(r.Reason), exit, r.Turns, report.Age(now, r.StartedAt), r.Resumable, verifiesWord(*r.Verdict))
 			}
 			return tw.Flush()
 		},

@@ -34,7 +34,7 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return usagef(fmt.Sprintf("%s is neither a run directory nor a run id under %s", cmd.Args().First(), cmd.String("artifacts-dir")))
 			}
-			v.Verdict = verdictOf(v.RunDir)
+			v.Take(verdictOf(v.RunDir))
 			var banner []string
 			if !v.Verdict.OK {
 				banner = []string{"run " + v.RunID + " does not verify: " + v.Verdict.Problem}

@@ -30,7 +30,7 @@ func verdictOf(dir string) report.Verdict {
 
 // verdictFrom is a run verifier's report as a reader shows it.
 func verdictFrom(rep *rundir.Report) report.Verdict {
-	v := report.Verdict{Checked: true, OK: rep.OK, Sealed: rep.Sealed, SealChecked: rep.SealChecked}
+	v := report.Verdict{Checked: true, OK: rep.OK, Sealed: rep.Sealed, SealChecked: rep.SealChecked, JournalTurns: rep.Turns, JournalUsage: rep.Usage}
 	if rep.Problem != nil {
 		v.Problem = rep.Problem.Code + ": " + rep.Problem.Message
 	}
