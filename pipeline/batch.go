@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,10 +107,14 @@ func LoadBatch(path string, vars map[string]string, matrix map[string][]string, 
 	if strings.HasSuffix(abs, ".jsonl") {
 		// A bare JSONL file: every task says all it needs.
 		raw.TasksFile = abs
-	} else if astFile, err = decodeChecked(data, path, compile(BatchSchema, "batch.schema.json"), "pipeline/batch.schema.json", &raw); err != nil {
-		return nil, nil, err
 	}
-	f := &File{Path: abs, Dir: filepath.Dir(abs), Defaults: raw.Defaults, Vars: map[string]string{}, ast: astFile, unit: "task"}
+	var mismatch *schemaMismatch
+	if astFile == nil && raw.TasksFile != abs {
+		if astFile, err = decodeChecked(data, path, compile(BatchSchema, "batch.schema.json"), "pipeline/batch.schema.json", &raw); err != nil && !errors.As(err, &mismatch) {
+			return nil, nil, err
+		}
+	}
+	f := &File{Path: abs, Dir: filepath.Dir(abs), Defaults: raw.Defaults, Vars: map[string]string{}, ast: astFile, unit: "task", mismatch: mismatch}
 	h := artifacts.NewHasher()
 	h.WriteField(string(artifacts.DigestBytes(data)))
 	for k, v := range raw.Vars {

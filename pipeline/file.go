@@ -52,6 +52,8 @@ type File struct {
 	unit string
 
 	ast *ast.File // for the line of a problem
+	// mismatch is what the schema refused, told with check's problems.
+	mismatch *schemaMismatch
 }
 
 // Phase is one phase as the file declares it.
@@ -117,8 +119,21 @@ func readBounded(path string) ([]byte, error) {
 	return artifacts.ReadRegular(path, maxFile)
 }
 
+// schemaMismatch is a file the schema refuses: its problems, each with its
+// line, told together with what the file's other checks find.
+type schemaMismatch struct {
+	schemaFile string
+	problems   []string
+}
+
+func (e *schemaMismatch) Error() string {
+	return "does not match the schema (" + e.schemaFile + ")"
+}
+
 // decodeChecked decodes YAML, validates it against a schema (naming the
-// line of each problem) and decodes it into v.
+// line of each problem) and decodes it into v. A document the schema
+// refuses is still decoded as far as it can be, with a *schemaMismatch,
+// so that the file's other problems are found in the same pass.
 func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile string, v any) (*ast.File, error) {
 	astFile, err := parser.ParseBytes(data, 0)
 	if err != nil {
@@ -129,12 +144,13 @@ func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile 
 		return nil, outcome.Usage("pipeline_file_invalid", "%s: invalid YAML: %s", name, yamlMessage(err))
 	}
 	doc = jsonCompatible(doc)
+	var mismatch *schemaMismatch
 	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
 			return nil, outcome.Usage("pipeline_file_invalid", "%s: %v", name, err)
 		}
-		return nil, outcome.Usage("pipeline_file_invalid", "%s does not match the schema (%s):\n%s", name, schemaFile, strings.Join(schemaProblems(ve, astFile, name), "\n"))
+		mismatch = &schemaMismatch{schemaFile: schemaFile, problems: schemaProblems(ve, astFile, name)}
 	}
 	// The document the schema accepted is the one decoded, through
 	// encoding/json: the same reading as a JSONL task, and embedded
@@ -143,10 +159,31 @@ func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile 
 	if err == nil {
 		err = json.Unmarshal(js, v)
 	}
-	if err != nil {
+	switch {
+	case err != nil && mismatch != nil:
+		return nil, mismatch.usage(name, nil)
+	case err != nil:
 		return nil, outcome.Usage("pipeline_file_invalid", "%s: %v", name, err)
+	case mismatch != nil:
+		return astFile, mismatch
 	}
 	return astFile, nil
+}
+
+// usage is the one refusal of a file: the schema's problems and the
+// others, each with its line, in line order.
+func (e *schemaMismatch) usage(name string, more []string) error {
+	lines := append(slices.Clone(e.problems), more...)
+	slices.SortStableFunc(lines, func(a, b string) int { return lineNumber(a) - lineNumber(b) })
+	lines = slices.Compact(lines)
+	return outcome.Usage("pipeline_file_invalid", "%s does not match the schema (%s):\n%s", name, e.schemaFile, strings.Join(lines, "\n"))
+}
+
+// lineNumber is the line a problem line names ("  file:12: ..."), 0 if none.
+func lineNumber(problem string) int {
+	_, rest, _ := strings.Cut(strings.TrimSpace(problem), ":")
+	n, _ := strconv.Atoi(strings.SplitN(rest, ":", 2)[0])
+	return n
 }
 
 // parse decodes a pipeline file into File.
@@ -157,7 +194,8 @@ func parse(data []byte, name string) (*File, error) {
 		Phases   []Phase        `json:"phases"`
 	}
 	astFile, err := decodeChecked(data, name, compile(Schema, "pipeline.schema.json"), "pipeline/pipeline.schema.json", &raw)
-	if err != nil {
+	var mismatch *schemaMismatch
+	if err != nil && !errors.As(err, &mismatch) {
 		return nil, err
 	}
 	f := &File{Defaults: raw.Defaults, Vars: map[string]string{}, Phases: raw.Phases, ast: astFile, unit: "phase"}
@@ -168,6 +206,7 @@ func parse(data []byte, name string) (*File, error) {
 		f.Phases[i].line = lineOf(astFile, []string{"phases", strconv.Itoa(i)})
 		f.Phases[i].index = i
 	}
+	f.mismatch = mismatch
 	return f, nil
 }
 
@@ -304,6 +343,15 @@ func (f *File) check(name string) error {
 	at := func(p *Phase, field string) int {
 		return lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), field})
 	}
+	// A batch's tasks share a template: its problems are told for the
+	// first tasks, and counted for the rest.
+	const maxTemplateProblems = 20
+	templateProblems := 0
+	addTemplate := func(line int, msg string) {
+		if templateProblems++; templateProblems <= maxTemplateProblems {
+			add(line, "%s", msg)
+		}
+	}
 	for _, p := range settingProblems(f.Defaults) {
 		add(lineOf(f.ast, []string{"defaults", p.key}), "defaults.%s: %s", p.key, p.msg)
 	}
@@ -341,6 +389,21 @@ func (f *File) check(name string) error {
 		}
 		p.prompt = t
 		p.readsPhases = strings.Contains(text, ".phases")
+		if err == nil {
+			for _, msg := range f.templateProblems(t, p, strings.Fields(source)[0]) {
+				addTemplate(at(p, strings.Fields(source)[0]), msg)
+			}
+		}
+		for i, a := range p.Attach {
+			at, err := template.New("attach").Option("missingkey=error").Parse(a)
+			if err != nil {
+				add(lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach", strconv.Itoa(i)}), "%s %q: attach %q is not a valid template: %v", f.unit, p.Name, a, err)
+				continue
+			}
+			for _, msg := range f.templateProblems(at, p, fmt.Sprintf("attach %q", a)) {
+				addTemplate(lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach"}), msg)
+			}
+		}
 		if p.Timeout != "" {
 			if _, err := time.ParseDuration(p.Timeout); err != nil {
 				add(at(p, "timeout"), "%s %q: timeout %q: %v", f.unit, p.Name, p.Timeout, err)
@@ -350,17 +413,23 @@ func (f *File) check(name string) error {
 			add(at(p, "allow-network"), "%s %q: allow-network: %v", f.unit, p.Name, err)
 		}
 	}
+	if templateProblems > maxTemplateProblems {
+		add(1, "... and %d more template problems like those above", templateProblems-maxTemplateProblems)
+	}
 	if len(probs) == 0 {
 		if cyc := cycle(f.Phases); cyc != nil {
 			add(f.phase(cyc[0]).line, "the needs form a cycle: %s", strings.Join(cyc, " -> "))
 		}
 	}
+	slices.SortStableFunc(probs, func(a, b problem) int { return a.line - b.line })
+	lines := make([]string, len(probs))
+	for i, p := range probs {
+		lines[i] = p.msg
+	}
+	if f.mismatch != nil {
+		return f.mismatch.usage(name, lines)
+	}
 	if len(probs) > 0 {
-		slices.SortStableFunc(probs, func(a, b problem) int { return a.line - b.line })
-		lines := make([]string, len(probs))
-		for i, p := range probs {
-			lines[i] = p.msg
-		}
 		return outcome.Usage("pipeline_file_invalid", "%s has problems:\n%s", name, strings.Join(lines, "\n"))
 	}
 	return nil

@@ -38,11 +38,18 @@ func TestOrderAndCycles(t *testing.T) {
 }
 
 // A phase's prompt sees .vars and the phases it needs, nothing else: a
-// reference to any other phase fails to render instead of reading it.
+// reference to any other phase is a problem of the file, found when it is
+// loaded; and should one get through, it fails to render instead of
+// reading the phase.
 func TestTemplateSeesOnlyNeeds(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "p.yaml")
-	os.WriteFile(file, []byte("vars: {x: one}\nphases:\n  - name: a\n    prompt: A\n  - name: b\n    prompt: B\n  - name: c\n    needs: [a]\n    prompt: \"{{ .vars.x }} {{ .phases.a.answer }} {{ .phases.b.answer }}\"\n"), 0o644)
+	prompt := "\"{{ .vars.x }} {{ .phases.a.answer }} {{ .phases.b.answer }}\""
+	os.WriteFile(file, []byte("vars: {x: one}\nphases:\n  - name: a\n    prompt: A\n  - name: b\n    prompt: B\n  - name: c\n    needs: [a]\n    prompt: "+prompt+"\n"), 0o644)
+	if _, err := Load(file, nil); err == nil || !strings.Contains(err.Error(), `phase "c": prompt reads .phases.b, which is not in its needs (needs: a)`) {
+		t.Fatalf("Load = %v, want the reference to b refused", err)
+	}
+	os.WriteFile(file, []byte("vars: {x: one}\nphases:\n  - name: a\n    prompt: A\n  - name: b\n    prompt: B\n  - name: c\n    needs: [a, b]\n    prompt: "+prompt+"\n"), 0o644)
 	f, err := Load(file, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +58,42 @@ func TestTemplateSeesOnlyNeeds(t *testing.T) {
 	p.done["a"] = &phaseDone{}
 	p.done["b"] = &phaseDone{}
 	c := f.phase("c")
+	c.Needs = []string{"a"}
 	if _, err := p.options(c, p.templateData(c)); err == nil || !strings.Contains(err.Error(), `map has no entry for key "b"`) {
 		t.Errorf("err = %v, want a refusal naming phase b", err)
 	}
 	if !c.readsPhases {
 		t.Error("a prompt reading .phases was not marked")
+	}
+}
+
+func TestTemplateProblems(t *testing.T) {
+	tests := []struct {
+		name, prompt string
+		want         string // "" = none
+	}{
+		{"a phase it needs", "{{ .phases.a.answer }}", ""},
+		{"a field a phase lacks", "{{ .phases.a.answr }}", `reads .phases.a.answr: a phase has answer, answerFile, runDir, status, structuredOutput`},
+		{"an undefined var", "{{ .vars.featur }}", `reads .vars.featur, which is not defined (vars: feature): define it under vars: or pass --var featur=VALUE`},
+		{"a task field", "{{ .task.name }}", `reads .task.name: a template has only .task.id`},
+		{"an unknown top", "{{ .phase.a }}", `reads .phase: a template reads .vars, .phases and .task`},
+		{"$ inside range", "{{ range .vars.feature }}{{ $.vars.nope }}{{ end }}", `reads .vars.nope`},
+		{"dot inside with is not the top", "{{ with .phases.a }}{{ .answer }}{{ end }}", ""},
+		{"if keeps the top", "{{ if .vars.feature }}{{ .phases.z.status }}{{ end }}", `reads .phases.z, which is not in its needs (needs: a)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "p.yaml")
+			os.WriteFile(file, []byte("vars: {feature: csv}\nphases:\n  - name: a\n    prompt: A\n  - name: b\n    needs: [a]\n    prompt: '"+tt.prompt+"'\n"), 0o644)
+			_, err := Load(file, nil)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Load: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Load = %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
 

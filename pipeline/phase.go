@@ -108,7 +108,8 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 			status = "refused"
 		}
 		d.outcome.Status, d.outcome.Reason, d.outcome.ExitCode, d.outcome.Message = status, e.Code, e.Exit, e.Error()
-		fmt.Fprintf(stderr, "harness: %s %s refused: %s\n", p.layout.unit, ph.Name, e.Error())
+		// Messages about a unit already name it: say it once.
+		fmt.Fprintf(stderr, "harness: %s %s refused: %s\n", p.layout.unit, ph.Name, strings.TrimPrefix(e.Error(), p.layout.unit+" "+ph.Name+": "))
 		return d
 	}
 	r := res.Record

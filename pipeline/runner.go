@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -401,7 +402,8 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 			if res.ExitCode == 0 {
 				res.ExitCode = outcome.ExitFailed
 			}
-			res.Message = fmt.Sprintf("%s %s: %s", p.layout.unit, n, o.Message)
+			prefix := p.layout.unit + " " + n + ": "
+			res.Message = prefix + strings.TrimPrefix(o.Message, prefix)
 		}
 	}
 	if p.layout.kind == "batch" {
