@@ -29,6 +29,7 @@ const (
 	CodeSkillFileBinary       = "skill-file-binary"
 	CodeSkillFileTooLarge     = "skill-file-too-large"
 	CodeSkillFileUnreadable   = "skill-file-unreadable"
+	CodeSkillFileName         = "skill-file-name"
 	CodeSkillShadowed         = "skill-shadowed"
 	CodeDuplicateSkillName    = "duplicate-skill-name"
 	CodeNestedSkillIgnored    = "nested-skill-ignored"

@@ -132,6 +132,9 @@ func TestScanDiagnostics(t *testing.T) {
 			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", "")})
 			testenv.Must(t, syscall.Mkfifo(filepath.Join(root, "a", "pipe"), 0o644))
 		}, Limits{}, CodeResourceNotRegular, SeverityWarning, []string{"a"}},
+		{"a lower-case skill.md is named, not loaded", func(t *testing.T, root, _ string) {
+			testenv.WriteTree(t, root, map[string]string{"a/SKILL.md": skillMD("a", "d", ""), "b/skill.md": skillMD("b", "d", "")})
+		}, Limits{}, CodeSkillFileName, SeverityWarning, []string{"a"}},
 		{"discovery depth limit", func(t *testing.T, root, _ string) {
 			testenv.WriteTree(t, root, map[string]string{"1/2/3/deep/SKILL.md": skillMD("deep", "d", "")})
 		}, Limits{DiscoveryDepth: 2}, CodeScanLimitReached, SeverityWarning, nil},

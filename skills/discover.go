@@ -87,6 +87,12 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		queue = slices.Grow(queue, len(entries))
 		for _, e := range entries {
 			name := e.Name()
+			if len(name) == len("SKILL.md") && strings.EqualFold(name, "SKILL.md") {
+				// Not SKILL.md (that directory would be a skill): the
+				// same name in another case, which no client loads.
+				sc.diag(SeverityWarning, CodeSkillFileName, filepath.Join(it.dir, name), "%s is not a skill: its file is named %s, and clients look for SKILL.md exactly; rename it to SKILL.md", it.dir, name)
+				continue
+			}
 			if strings.HasPrefix(name, ".") || name == "node_modules" {
 				continue
 			}

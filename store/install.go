@@ -48,6 +48,9 @@ type Installed struct {
 	Digest       artifacts.Digest
 	Findings     []record.Finding
 	InstallHints []string
+	// Version is the store's version of it, Parent the version it
+	// replaced ("" for a first install).
+	Version, Parent artifacts.Digest
 }
 
 // SkillsLock is skills.lock.json at a skills root: what was installed,
@@ -175,11 +178,12 @@ func Install(ctx context.Context, o InstallOptions) (*Installed, error) {
 	if assessed.PermissionsError != "" {
 		return nil, outcome.Failed("install_invalid", "%s: %s; nothing was installed", o.Source, assessed.PermissionsError)
 	}
-	if _, err := o.Store.Put(ctx, PutRequest{Name: name, Dir: dir, Root: root, Actor: record.Actor{Kind: "operator", Command: "harness skills install"},
-		Risk: assessed.Risk, Findings: findings, Source: src, Event: record.SkillInstalled}); err != nil {
+	v, err := o.Store.Put(ctx, PutRequest{Name: name, Dir: dir, Root: root, Actor: record.Actor{Kind: "operator", Command: "harness skills install"},
+		Risk: assessed.Risk, Findings: findings, Source: src, Event: record.SkillInstalled})
+	if err != nil {
 		return nil, err
 	}
-	in := &Installed{Name: name, Dir: dest, Digest: s.TreeDigest, Findings: findings, InstallHints: s.InstallHints}
+	in := &Installed{Name: name, Dir: dest, Digest: s.TreeDigest, Findings: findings, InstallHints: s.InstallHints, Version: v.Version, Parent: v.Parent}
 	if in.Findings == nil {
 		in.Findings = []record.Finding{}
 	}

@@ -357,6 +357,15 @@ func (s *Store) Rollback(ctx context.Context, name, version string, actor record
 		return record.SkillVersion{}, err
 	}
 	defer unlock()
+	if version == "" && h.Current == "" {
+		// Removed: rolling back brings back what was live when it was
+		// removed, as remove promises.
+		for i := len(h.Versions) - 1; i >= 0 && version == ""; i-- {
+			if h.Versions[i].State == record.VersionRemoved {
+				version = string(h.Versions[i].Version)
+			}
+		}
+	}
 	if version == "" {
 		cur := slices.IndexFunc(h.Versions, func(v record.SkillVersion) bool { return v.Version == h.Current && v.State == record.VersionLive })
 		if cur < 0 || h.Versions[cur].Parent == "" {

@@ -54,6 +54,12 @@ func skillsInstallCommand() *cli.Command {
 			}
 			w := cmd.Root().Writer
 			fmt.Fprintf(w, "installed %s at %s (%s)\n", in.Name, in.Dir, in.Digest)
+			switch {
+			case in.Parent != "" && in.Parent != in.Version:
+				fmt.Fprintf(w, "  version %s, replacing %s (harness skills rollback %s goes back)\n", shortDigest(in.Version), shortDigest(in.Parent), in.Name)
+			case in.Version != "":
+				fmt.Fprintf(w, "  version %s\n", shortDigest(in.Version))
+			}
 			for _, f := range in.Findings {
 				fmt.Fprintf(w, "  finding: %s %s (%s:%d): %s\n", f.Severity, f.Rule, f.Path, f.Line, f.Match)
 			}
