@@ -222,8 +222,19 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 		if err != nil {
 			return scripts.Spec{}, nil, err
 		}
-		// The staged file itself: what was verified is what runs.
-		argv[0], path = filepath.Base(rel), filepath.Join(dir, filepath.Dir(filepath.FromSlash(rel)))
+		res, _ := s.Resource(rel)
+		switch res.Runtime {
+		case scripts.RuntimeBash, scripts.RuntimeSh, scripts.RuntimePython, scripts.RuntimeNode, scripts.RuntimeDeno:
+			// A script: its runtime runs the verified copy, as
+			// run_skill_script runs one (the shebang's interpreter path
+			// is not trusted to exist in the sandbox).
+			if argv, err = scripts.Command(res.Runtime, res.Shebang, skillDir+"/"+rel, argv[1:]); err != nil {
+				return scripts.Spec{}, nil, err
+			}
+		default:
+			// The staged file itself: what was verified is what runs.
+			argv[0], path = filepath.Base(rel), filepath.Join(dir, filepath.Dir(filepath.FromSlash(rel)))
+		}
 	}
 	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: h.cfg.Backend})
 	if err != nil {
