@@ -106,13 +106,13 @@ func WriteSummary(path string, res *record.PipelineResult) error {
 		}
 	}
 	fmt.Fprintf(&b, "%d tasks: %s; %d tokens; %.1f s.\n\n", len(res.Tasks), strings.Join(counts, ", "), res.Usage.TotalTokens, float64(res.DurationMs)/1000)
-	b.WriteString("| task | status | exit | tokens | message |\n| --- | --- | --- | --- | --- |\n")
+	b.WriteString("| task | status | exit | tokens | answer | message |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, t := range res.Tasks {
 		msg := t.Message
 		if line := pendingLine(t); line != "" {
 			msg = line
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCell(msg))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCellN(answerOf(t), 120), mdCell(msg))
 	}
 	return artifacts.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -147,12 +147,15 @@ func clean(s string) string {
 	}, s)
 }
 
-func mdCell(s string) string {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", "\\|")
-	if len(s) > 200 {
-		s = s[:200] + "..."
+func mdCell(s string) string { return mdCellN(s, 200) }
+
+// mdCellN is s as one Markdown table cell of at most n characters.
+func mdCellN(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n]) + "..."
 	}
-	return s
+	return strings.ReplaceAll(s, "|", "\\|")
 }
 
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
