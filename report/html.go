@@ -36,6 +36,8 @@ type Page struct {
 	// is then "does not verify" (verdict.go).
 	Banner []string
 	Status string
+	// Up links a task's page back to its batch's index.
+	Up string
 }
 
 // RunPage is one run with what the report adds to `harness show`: tool
@@ -75,7 +77,10 @@ type SetPage struct {
 type UnitRow struct {
 	record.PhaseOutcome
 	Anchor string
-	Needs  []string
+	// Href is where the unit's run is shown: its section (#Anchor), or
+	// its own page (a batch's).
+	Href  string
+	Needs []string
 }
 
 // RunReport reads a run directory into a page.
@@ -179,6 +184,7 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 		row := UnitRow{PhaseOutcome: u, Needs: needs[u.Name]}
 		if u.RunDir != "" {
 			row.Anchor = fmt.Sprintf("unit-%d", i+1)
+			row.Href = "#" + row.Anchor
 			if rp, err := runPage(u.RunDir, row.Anchor, 1); err == nil {
 				sp.Runs = append(sp.Runs, rp)
 			} else {
@@ -199,6 +205,46 @@ func Report(dir string, now time.Time) (*Page, error) {
 		return RunReport(dir, now)
 	}
 	return SetReport(dir, now)
+}
+
+// PageFile is one file of a report: a name relative to the report's files
+// directory, and its page.
+type PageFile struct {
+	Name string
+	Page *Page
+}
+
+// SplitBatch makes a batch's report an index of its tasks and a page per
+// task in the directory files (relative to the index), so that a batch of
+// thousands opens at once; each task page links back to index. A run that
+// does not verify carries its banner line on its own page as well.
+func (p *Page) SplitBatch(files, index string) []PageFile {
+	if p.Set == nil || p.Kind != "batch" {
+		return nil
+	}
+	byAnchor := map[string]*RunPage{}
+	for _, rp := range p.Set.Runs {
+		byAnchor[rp.Anchor] = rp
+	}
+	var out []PageFile
+	for i := range p.Set.Units {
+		u := &p.Set.Units[i]
+		rp := byAnchor[u.Anchor]
+		if rp == nil {
+			continue
+		}
+		name := u.Anchor + ".html"
+		u.Href = files + "/" + name
+		tp := &Page{Title: p.Title + ": task " + u.Name, Generated: p.Generated, Kind: "run", Run: rp, Up: "../" + index}
+		for _, b := range p.Banner {
+			if strings.HasPrefix(b, "run "+rp.RunID+" ") {
+				tp.Banner, tp.Status = append(tp.Banner, b), p.Status
+			}
+		}
+		out = append(out, PageFile{Name: name, Page: tp})
+	}
+	p.Set.Runs = nil
+	return out
 }
 
 // WriteHTML renders a page as one self-contained HTML file: styles inline,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -23,7 +24,8 @@ func reportCommand() *cli.Command {
 		Description: "DIR is a run directory, a pipeline directory or a batch directory. The report is one HTML\n" +
 			"file with its styles inline and no script, so it opens from a CI artifact or file:// with\n" +
 			"no network. By default it is written beside DIR, as DIR.report.html (never inside a\n" +
-			"directory a tool could write); every text from the model or a tool is escaped.\n" +
+			"directory a tool could write); every text from the model or a tool is escaped. A batch's\n" +
+			"report is an index of its tasks, each linking to its own page in DIR.report.files/.\n" +
 			"Every run shown is verified first, as `harness verify` does: one that does not verify is\n" +
 			"still shown, under a banner naming what does not verify, and the exit code is 5 unless\n" +
 			"--allow-unverified.",
@@ -48,10 +50,6 @@ func reportCommand() *cli.Command {
 				return usagef(err.Error())
 			}
 			verified := page.Judge(judgeFor(dir))
-			var b bytes.Buffer
-			if err := report.WriteHTML(&b, page); err != nil {
-				return err
-			}
 			out := cmd.String("output")
 			if out == "" {
 				out = filepath.Clean(dir) + ".report.html"
@@ -59,7 +57,20 @@ func reportCommand() *cli.Command {
 			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 				return err
 			}
-			if err := artifacts.WriteFile(out, b.Bytes(), 0o644); err != nil {
+			// A batch is an index and a page per task beside it, in
+			// <report>.files/: one page of a thousand runs would not open.
+			files := strings.TrimSuffix(filepath.Base(out), ".html") + ".files"
+			if parts := page.SplitBatch(files, filepath.Base(out)); len(parts) > 0 {
+				if err := os.MkdirAll(filepath.Join(filepath.Dir(out), files), 0o755); err != nil {
+					return err
+				}
+				for _, pf := range parts {
+					if err := writePage(filepath.Join(filepath.Dir(out), files, pf.Name), pf.Page); err != nil {
+						return err
+					}
+				}
+			}
+			if err := writePage(out, page); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.Root().Writer, out)
@@ -71,4 +82,13 @@ func reportCommand() *cli.Command {
 			return unverified(cmd, verified, page.Banner)
 		},
 	}
+}
+
+// writePage renders one report page to path, atomically.
+func writePage(path string, p *report.Page) error {
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, p); err != nil {
+		return err
+	}
+	return artifacts.WriteFile(path, b.Bytes(), 0o644)
 }

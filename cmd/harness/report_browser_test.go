@@ -290,3 +290,54 @@ func TestPipelineReportInBrowser(t *testing.T) {
 	}
 	p.close()
 }
+
+// A batch's report is an index of its tasks whose links open each task's
+// own page, which links back; a task whose run does not verify is
+// bannered on its page and on the index.
+func TestBatchReportInBrowser(t *testing.T) {
+	srv := looptest.New([]looptest.Reply{{Content: "answer one"}, {Content: "answer two"}, {Content: "answer three"}})
+	defer srv.Close()
+	work := t.TempDir()
+	os.MkdirAll(filepath.Join(work, "ws"), 0o755)
+	os.WriteFile(filepath.Join(work, "ws", "a.txt"), []byte("a"), 0o644)
+	file := filepath.Join(work, "batch.yaml")
+	os.WriteFile(file, []byte("defaults: {model: m, workspace: ws}\ntask: {prompt: \"Do {{ .task.id }}.\"}\ntasks:\n  - id: one\n  - id: two\n  - id: three\n"), 0o644)
+	t.Setenv("HARNESS_API_KEY", "sk-test")
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"harness", "batch", "run", file, "--base-url", srv.URL, "--artifacts-dir", filepath.Join(work, "batches"), "--id", "b", "--quiet"},
+		strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("batch exited %d: %s", code, stderr.String())
+	}
+	dir := filepath.Join(work, "batches", "b")
+	journal := filepath.Join(dir, "batch", "two", "journal.jsonl")
+	b, _ := os.ReadFile(journal)
+	os.WriteFile(journal, bytes.Replace(b, []byte("answer two"), []byte("forged two"), 1), 0o644)
+
+	p := openReport(t, dir, "--allow-unverified")
+	body := p.text()
+	for _, want := range []string{"Tasks", "one", "two", "three", "run two does not verify"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the index does not show %q", want)
+		}
+	}
+	if strings.Contains(body, "answer one") {
+		t.Error("the index holds a task's run: it should link to the task's page")
+	}
+	links := do(p, "read the task links", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#units a")].map(a => a.href)`))
+	if len(links) != 3 {
+		t.Fatalf("%d task links, want 3", len(links))
+	}
+	p.step("open task one", chromedp.Navigate(links[0]))
+	p.step("wait for its header", chromedp.WaitVisible(chromedp.CSS("h1")))
+	if page := p.text(); !strings.Contains(page, "answer one") || !strings.Contains(page, "all tasks") || strings.Contains(page, "does not verify") {
+		t.Errorf("task one's page: %.300s", page)
+	}
+	p.step("go back to the index", chromedp.Click(chromedp.CSS(`a[href$=".html"]`)))
+	p.step("wait for the task table", chromedp.WaitVisible(chromedp.CSS("#units")))
+	p.step("open task two", chromedp.Navigate(links[1]))
+	p.step("wait for its header", chromedp.WaitVisible(chromedp.CSS("h1")))
+	if page := p.text(); !strings.Contains(page, "does not verify") {
+		t.Errorf("task two's page does not say its run does not verify: %.300s", page)
+	}
+	p.close()
+}

@@ -60,3 +60,22 @@ for round in 1 2 3; do
     printf "round %d: 1,000 tasks, --jobs %d: %.2f s wall, %.0f tasks/s, %.1f ms CPU per task; 200 tasks, --jobs 1: %.1f ms per task\n",
       r, c, w, 1000 / w, (u + s) * 1000 / 1000, w1 * 1000 / 200 }'
 done
+
+# The report of the last 1,000-task batch: generating it, the index's
+# size, and the index opened in headless Chromium (a page that loads
+# nothing else), against Chromium opening an empty page.
+thousand=$(ls -dt "$work"/runs/*/ | while read -r d; do [ "$(ls "$d/batch" | wc -l)" = 1000 ] && echo "$d" && break; done)
+chrome=$(command -v chromium || command -v chromium-browser || true)
+if [ -n "$thousand" ]; then
+  /usr/bin/time -f "%e" -o "$work/trep" "$h" report "$thousand" -o "$work/report/index.html" >/dev/null
+  printf '<!doctype html><title>empty</title>' >"$work/report/empty.html"
+  size=$(stat -c %s "$work/report/index.html")
+  pages=$(ls "$work/report/index.files" | wc -l)
+  echo "report of 1,000 tasks: $(cat "$work/trep") s to write; index $((size / 1024)) KiB, $pages task pages"
+  if [ -n "$chrome" ]; then
+    load() { /usr/bin/time -f "%e" -o "$work/tload" "$chrome" --headless --no-sandbox --disable-gpu --dump-dom "file://$1" >/dev/null 2>&1; cat "$work/tload"; }
+    for round in 1 2 3; do
+      echo "round $round: Chromium opens the index in $(load "$work/report/index.html") s, an empty page in $(load "$work/report/empty.html") s"
+    done
+  fi
+fi
