@@ -51,6 +51,16 @@ type RunResumed struct {
 	Limits         Limits `json:"limits"`
 }
 
+// RunContinued is the data of the run.continued event: a follow-up
+// instruction the operator gave a run that had succeeded (harness
+// continue), as the model reads it, with the prompt role it carries.
+type RunContinued struct {
+	Segment      int              `json:"segment"`
+	Message      string           `json:"message"`
+	PromptDigest artifacts.Digest `json:"promptDigest"`
+	Role         string           `json:"role"`
+}
+
 // RunFinished is the data of the run.finished event.
 type RunFinished struct {
 	Segment   int             `json:"segment"`

@@ -43,6 +43,7 @@ const (
 	EventRunCreated          = "run.created"
 	EventRunStarted          = "run.started"
 	EventRunResumed          = "run.resumed"
+	EventRunContinued        = "run.continued"
 	EventRunFinished         = "run.finished"
 	EventRegistrySnapshotted = "registry.snapshotted"
 	EventCatalogTruncated    = "catalog.truncated"

@@ -22,7 +22,7 @@ func (r *runner) newGate(history []loop.Message) *gate.Gate {
 	role, _ := cfc.ParseRole(r.opts.PromptRole)
 	cfg := gate.Config{
 		Policy:   cfc.Policy{Mode: mode, PromptRole: role, AllowedTools: nonNil(r.opts.AllowTools)},
-		Operator: r.opts.Prompt, OperatorValues: operatorValues(r.opts), AllowTools: r.opts.AllowTools,
+		Operator: r.operatorText(), OperatorValues: operatorValues(r.opts), AllowTools: r.opts.AllowTools,
 		AllowUnmediated: r.opts.AllowUnmediated, FailOnDenial: r.opts.FailOnDenial,
 		Host: gateHost{r},
 	}
@@ -33,6 +33,15 @@ func (r *runner) newGate(history []loop.Message) *gate.Gate {
 		cfg.Resumed = r.resumed.Decisions
 	}
 	return gate.New(cfg, history)
+}
+
+// operatorText is everything the operator said: the task and each
+// follow-up instruction.
+func (r *runner) operatorText() string {
+	if r.resumed == nil || len(r.resumed.FollowUps) == 0 {
+		return r.opts.Prompt
+	}
+	return r.opts.Prompt + "\n" + strings.Join(r.resumed.FollowUps, "\n")
 }
 
 // operatorValues are the values the operator gave one by one that a tool

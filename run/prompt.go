@@ -32,6 +32,12 @@ func attachmentBlock(token string, a record.Attachment) string {
 		tools.AttachmentMarker, token, filepath.Base(a.Path), a.Digest, a.Content, token)
 }
 
+// followUpMessage frames a follow-up instruction (harness continue) like
+// the task: the operator's words, after the run's answer.
+func followUpMessage(prompt string) string {
+	return "Follow-up from the operator:\n" + prompt
+}
+
 // taskMessage frames the operator's prompt as the direct command.
 func taskMessage(prompt, cwd string) string {
 	wd := workspace.DefaultSandbox

@@ -50,6 +50,9 @@ type ResumeOptions struct {
 	// refused.
 	ExpectWorkspace  string
 	ExpectPromptRole string
+	// FollowUp, for a run that succeeded, is a new instruction from the
+	// operator (harness continue): a new segment of the same run.
+	FollowUp string
 	// Outputs override, for this resume, where the run delivers its
 	// result and answer (recorded when it started); "" keeps the run's.
 	Outputs record.Outputs
@@ -95,8 +98,11 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if m, err = record.ReadManifest(dir); err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
 	}
-	if m.Status == outcome.StatusSucceeded {
-		return nil, outcome.Usage("run_succeeded", "run %s already succeeded; there is nothing to resume", m.RunID)
+	switch {
+	case ro.FollowUp != "" && m.Status != outcome.StatusSucceeded:
+		return nil, outcome.Usage("run_not_succeeded", "run %s has not succeeded (%s): a follow-up goes to a run that finished its task; finish this one with `harness resume %s`", m.RunID, m.Status, dir)
+	case ro.FollowUp == "" && m.Status == outcome.StatusSucceeded:
+		return nil, outcome.Usage("run_succeeded", "run %s already succeeded; there is nothing to resume (give it a follow-up with `harness continue %s --prompt TEXT`)", m.RunID, dir)
 	}
 	if ro.Replay == "" && ro.APIKey == "" && ro.model == nil && ro.BaseURL == "" && m.Inputs.BaseURL == "" {
 		return nil, outcome.Usage("api_key_missing", "no API key: set HARNESS_API_KEY (or OPENAI_API_KEY) to call the model, or pass --replay FILE to continue offline from a cassette")
@@ -183,6 +189,17 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	if st.TornBytes > 0 {
 		r.progress("journal: dropped a torn last line (%d bytes) left by a crash", st.TornBytes)
+	}
+	if ro.FollowUp != "" {
+		// The follow-up is journaled before the loop sees it: a resume of
+		// this segment rebuilds it from the journal like the task.
+		msg := r.redact.String(followUpMessage(ro.FollowUp))
+		if _, err := r.journal.Append(record.EventRunContinued, record.RunContinued{Segment: r.segment, Message: msg,
+			PromptDigest: artifacts.DigestString(ro.FollowUp), Role: r.opts.PromptRole}); err != nil {
+			return nil, err
+		}
+		st.Messages = append(st.Messages, loop.Message{Role: loop.RoleUser, Content: msg})
+		st.FollowUps = append(st.FollowUps, msg)
 	}
 	r.manifest.Status, r.manifest.Error, r.manifest.FinishedAt = outcome.StatusRunning, nil, nil
 	return r.execute(ctx)

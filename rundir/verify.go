@@ -55,6 +55,9 @@ type State struct {
 	ApprovalsRequested map[string]record.ApprovalRequested
 	ApprovalsDecided   map[string]record.ApprovalDecided
 	ApprovalOrder      []string
+	// FollowUps are the operator's follow-up instructions (run.continued),
+	// as the model read them.
+	FollowUps []string
 	// finishedEvent is the last run.finished.
 	FinishedEvent *record.RunFinished
 }
@@ -179,6 +182,13 @@ func (st *State) apply(dir string, line int, ev artifacts.Event) error {
 			return bad(err)
 		}
 		st.Started, st.Token, st.Messages, st.Sealed = true, d.Token, d.Messages, d.Sealed
+	case record.EventRunContinued:
+		var d record.RunContinued
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		st.Messages = append(st.Messages, loop.Message{Role: loop.RoleUser, Content: d.Message})
+		st.FollowUps = append(st.FollowUps, d.Message)
 	case record.EventRunResumed:
 		st.Resumes++
 		if !st.Started {

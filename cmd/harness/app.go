@@ -86,6 +86,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 		Commands: []*cli.Command{
 			runCommand(),
 			resumeCommand(),
+			continueCommand(),
 			verifyCommand(),
 			runsCommand(),
 			approvalsCommand(),

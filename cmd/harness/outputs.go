@@ -88,13 +88,13 @@ func writeDelivery(rec *record.Result, outs record.Outputs) error {
 // action runs, Main delivers them (see deliverUnparsed).
 const deliveredKey = "harness.delivered"
 
-// deliverUnparsed delivers the outputs of a `run` or `resume` command line
+// deliverUnparsed delivers the outputs of a `run`, `resume` or `continue` command line
 // that failed before its action ran (an unknown flag, a bad value): the
 // targets are read from the arguments as the command's own flags would
 // parse them, then from HARNESS_RESULT_FILE and HARNESS_OUTPUT_LAST_MESSAGE
 // for run.
 func deliverUnparsed(args []string, err error) error {
-	if len(args) < 2 || (args[1] != "run" && args[1] != "resume") {
+	if len(args) < 2 || (args[1] != "run" && args[1] != "resume" && args[1] != "continue") {
 		return nil
 	}
 	var sub *cli.Command

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -15,8 +17,9 @@ import (
 // with its recorded inputs, so they are refused with a reason.
 var frozenFlags = []string{"skill", "skills-root", "external-skills-root", "cwd", "prompt", "prompt-file", "allow-tool", "allow-skill-script", "sandbox", "run-id", "artifacts-dir", "config"}
 
-func resumeCommand() *cli.Command {
-	flags := []cli.Flag{
+// runResumeFlags are what resume and continue both take.
+func runResumeFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.BoolFlag{Name: "allow-drift", Usage: "continue even if skills or the harness changed since the run started (tools still check the run-start snapshot)"},
 		&cli.StringFlag{Name: "max-turns", Usage: "turn limit for the whole run: `N`, or +N more than already used"},
 		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit `DUR` for this resume"},
@@ -43,9 +46,21 @@ func resumeCommand() *cli.Command {
 		&cli.StringFlag{Name: "result-file", Usage: "copy result.json to `FILE` (default: the run's own --result-file, recorded when it started)"},
 		&cli.StringFlag{Name: "output-last-message", Usage: "write the final answer to `FILE` (default: the run's own --output-last-message)"},
 	}
+}
+
+// frozen are frozenFlags as hidden flags, but for those a command takes.
+func frozen(takes ...string) []cli.Flag {
+	var out []cli.Flag
 	for _, f := range frozenFlags {
-		flags = append(flags, &cli.StringSliceFlag{Name: f, Hidden: true})
+		if !slices.Contains(takes, f) {
+			out = append(out, &cli.StringSliceFlag{Name: f, Hidden: true})
+		}
 	}
+	return out
+}
+
+func resumeCommand() *cli.Command {
+	flags := append(runResumeFlags(), frozen()...)
 	return &cli.Command{
 		Name:      "resume",
 		Usage:     "continue a stopped run from its journal, if nothing it depends on changed",
@@ -60,35 +75,72 @@ func resumeCommand() *cli.Command {
 			"Exit codes as for `harness run`; resuming a run that succeeded is exit 2.",
 		Flags: flags,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			for _, f := range frozenFlags {
-				if cmd.IsSet(f) {
-					if f == "skill" {
-						return usagef("--skill preloading is not supported with resume: the run keeps the skills it started with")
-					}
-					return usagef(fmt.Sprintf("--%s cannot change on resume: the run continues with its recorded inputs (start a new run to change it)", f))
-				}
-			}
-			outs, err := outputTargets(cmd.String("result-file"), cmd.String("output-last-message"))
-			if err != nil {
-				return err
-			}
-			res, err := resume(ctx, cmd, outs)
-			if res != nil {
-				// The run's recorded targets, or these flags over them.
-				outs = res.Outputs
-			}
-			if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
-				return werr
-			}
-			return err
+			return resumeAction(ctx, cmd, "")
 		},
 	}
 }
 
+func continueCommand() *cli.Command {
+	flags := append(runResumeFlags(),
+		&cli.StringFlag{Name: "prompt", Usage: "the follow-up instruction `TEXT`"},
+		&cli.StringFlag{Name: "prompt-file", Usage: "read the follow-up from `FILE` (- for standard input), at most 16 MiB"},
+	)
+	flags = append(flags, frozen("prompt", "prompt-file")...)
+	return &cli.Command{
+		Name:      "continue",
+		Usage:     "give a run that succeeded a follow-up instruction, as a new segment of the same run",
+		UsageText: "harness continue RUN_DIR --prompt TEXT [--max-turns N|+N] [--result-file FILE] ...",
+		Description: "Verifies RUN_DIR first, as resume does, and refuses a run that did not succeed (resume\n" +
+			"finishes those). The follow-up is journaled (run.continued, with the run's prompt role) and\n" +
+			"the conversation goes on from the run's answer: same run id, identity, journal chain, skills\n" +
+			"and policy; an argument the follow-up names is the operator's, as the task's are. Drift is\n" +
+			"checked as for resume. Exit codes as for `harness run`.",
+		Flags: flags,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			// Flags only: a HARNESS_PROMPT or config file meant for runs is
+			// not a follow-up.
+			ro := &resolvedOptions{values: map[string]any{"prompt": cmd.String("prompt"), "prompt-file": cmd.String("prompt-file")}, sources: map[string]string{"prompt": "flag"}}
+			text, _, err := readPrompt(cmd.Root().Reader, ro, cmd)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(text) == "" {
+				return usagef("harness continue needs the follow-up: pass --prompt TEXT or --prompt-file FILE")
+			}
+			return resumeAction(ctx, cmd, text)
+		},
+	}
+}
+
+// resumeAction resumes the run cmd names, with a follow-up for continue.
+func resumeAction(ctx context.Context, cmd *cli.Command, followUp string) error {
+	for _, f := range frozenFlags {
+		if cmd.IsSet(f) && (followUp == "" || f != "prompt" && f != "prompt-file") {
+			if f == "skill" {
+				return usagef("--skill preloading is not supported with " + cmd.Name + ": the run keeps the skills it started with")
+			}
+			return usagef(fmt.Sprintf("--%s cannot change on %s: the run continues with its recorded inputs (start a new run to change it)", f, cmd.Name))
+		}
+	}
+	outs, err := outputTargets(cmd.String("result-file"), cmd.String("output-last-message"))
+	if err != nil {
+		return err
+	}
+	res, err := resume(ctx, cmd, outs, followUp)
+	if res != nil {
+		// The run's recorded targets, or these flags over them.
+		outs = res.Outputs
+	}
+	if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
+		return werr
+	}
+	return err
+}
+
 // resume continues the run directory cmd names.
-func resume(ctx context.Context, cmd *cli.Command, outs record.Outputs) (*run.Result, error) {
+func resume(ctx context.Context, cmd *cli.Command, outs record.Outputs, followUp string) (*run.Result, error) {
 	if cmd.NArg() != 1 {
-		return nil, usagef("harness resume takes exactly one RUN_DIR (a directory under .harness/runs)")
+		return nil, usagef("harness " + cmd.Name + " takes exactly one RUN_DIR (a directory under .harness/runs)")
 	}
 	key := os.Getenv("HARNESS_API_KEY")
 	if key == "" {
@@ -126,6 +178,7 @@ func resume(ctx context.Context, cmd *cli.Command, outs record.Outputs) (*run.Re
 		DenyReason:       cmd.String("reason"),
 		Actor:            cmd.String("actor"),
 		Outputs:          outs,
+		FollowUp:         followUp,
 	})
 	ev.Close()
 	reportResult(stdout, stderr, res, err, jsonOut, quiet)
