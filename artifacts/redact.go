@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/url"
 	"regexp"
 )
 
@@ -130,4 +131,15 @@ func (l *lineRedactor) flush() error {
 	_, err := l.w.Write(l.r.Bytes(l.pending))
 	l.pending = nil
 	return err
+}
+
+// WithoutUserinfo is a URL without the credentials written into it, as a
+// record or a message may show it: a base URL's password is a secret.
+func WithoutUserinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
 }

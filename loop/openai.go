@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/harness-dev/harness/artifacts"
 )
 
 // DefaultBaseURL is used when OpenAIConfig.BaseURL is empty.
@@ -78,7 +79,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	}
 	return &OpenAI{
 		base:   base,
-		shown:  withoutUserinfo(base),
+		shown:  artifacts.WithoutUserinfo(base),
 		stream: cfg.Stream,
 		// The service constructor, unlike NewClient, applies no
 		// environment defaults.
@@ -327,14 +328,4 @@ func providerError(err error, attempts int, retryable bool) *ProviderError {
 		return &ProviderError{Status: api.StatusCode, Code: api.Code, Message: api.Message, Attempts: attempts, Retryable: retryable}
 	}
 	return &ProviderError{Message: err.Error(), Attempts: attempts, Retryable: retryable}
-}
-
-// withoutUserinfo is a URL as a message may show it.
-func withoutUserinfo(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = nil
-	return u.String()
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,7 +183,7 @@ func start(ctx context.Context, f *File, l layout, o Options, shape func(*record
 		Envelope:   artifacts.NewEnvelope(l.manifestType, record.PipelineVersion),
 		PipelineID: id, CreatedAt: now().UTC(), HarnessVersion: o.Version,
 		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: jobs,
-		Workspace: absOrEmpty(o.Workspace), BaseURL: withoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
+		Workspace: absOrEmpty(o.Workspace), BaseURL: artifacts.WithoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
 	}
 	p := newPipe(f, dir, l, o.Common)
 	if len(keysOf(o.Settings.Settings)) > 0 {
@@ -420,17 +419,6 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 		res.ResumeCommand = "harness " + p.layout.kind + " resume " + p.dir
 	}
 	return res
-}
-
-// withoutUserinfo drops credentials written into a URL: pipeline.json is
-// shared, the URL's password is not.
-func withoutUserinfo(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = nil
-	return u.String()
 }
 
 func orDiscard(w io.Writer) io.Writer {

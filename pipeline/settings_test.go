@@ -11,23 +11,10 @@ import (
 	"github.com/harness-dev/harness/record"
 )
 
-// settingKeys are the JSON keys of record.Settings, from the type itself.
-func settingKeys(t *testing.T) []string {
-	t.Helper()
-	var keys []string
-	rt := reflect.TypeOf(record.Settings{})
-	for i := range rt.NumField() {
-		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-		keys = append(keys, name)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // The Go type, the pipeline schema and the batch schema describe the same
 // settings: a key one of them lacks would be refused or dropped silently.
 func TestSettingsSchemasMatchTheType(t *testing.T) {
-	want := settingKeys(t)
+	want := record.SettingKeys()
 	for name, schema := range map[string][]byte{"pipeline": Schema, "batch": BatchSchema} {
 		var doc struct {
 			Defs struct {

@@ -115,18 +115,20 @@ func walkFields(n tparse.Node, atTop bool, check func([]string)) {
 	case *tparse.ChainNode:
 		walkFields(n.Node, atTop, check)
 	case *tparse.IfNode:
-		walkFields(n.Pipe, atTop, check)
-		walkFields(n.List, atTop, check)
-		walkFields(n.ElseList, atTop, check)
+		walkBranch(&n.BranchNode, atTop, atTop, check)
 	case *tparse.RangeNode:
-		walkFields(n.Pipe, atTop, check)
-		walkFields(n.List, false, check)
-		walkFields(n.ElseList, atTop, check)
+		walkBranch(&n.BranchNode, atTop, false, check)
 	case *tparse.WithNode:
-		walkFields(n.Pipe, atTop, check)
-		walkFields(n.List, false, check)
-		walkFields(n.ElseList, atTop, check)
+		walkBranch(&n.BranchNode, atTop, false, check)
 	case *tparse.TemplateNode:
 		walkFields(n.Pipe, atTop, check)
 	}
+}
+
+// walkBranch walks an if, range or with: its body at bodyTop (range and
+// with move the dot), the rest where the branch stands.
+func walkBranch(b *tparse.BranchNode, atTop, bodyTop bool, check func([]string)) {
+	walkFields(b.Pipe, atTop, check)
+	walkFields(b.List, bodyTop, check)
+	walkFields(b.ElseList, atTop, check)
 }

@@ -1,5 +1,11 @@
 package record
 
+import (
+	"reflect"
+	"slices"
+	"strings"
+)
+
 // Settings are the `harness run` settings a pipeline phase or a batch task
 // takes from outside its own fields: a file's `defaults`, or the command
 // line that starts the pipeline or batch. Each key is the flag's name, so a
@@ -65,4 +71,17 @@ type Settings struct {
 	CFCAllowUnmediated *bool    `json:"cfc-allow-unmediated,omitempty"`
 	HonorAllowedTools  *bool    `json:"honor-allowed-tools,omitempty"`
 	TrustSkill         []string `json:"trust-skill,omitempty"`
+}
+
+// SettingKeys are the keys of Settings, sorted: what a file's defaults
+// may hold, each a flag of harness run.
+func SettingKeys() []string {
+	var keys []string
+	rt := reflect.TypeFor[Settings]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/harness-dev/harness/record"
@@ -23,13 +21,7 @@ func TestUnitSettingsAreTheFileSettings(t *testing.T) {
 			t.Errorf("resume setting %q is not a unit setting", n)
 		}
 	}
-	var keys []string
-	rt := reflect.TypeOf(record.Settings{})
-	for i := range rt.NumField() {
-		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-		keys = append(keys, name)
-	}
-	slices.Sort(keys)
+	keys := record.SettingKeys()
 	want := append(slices.Clone(unitSettings), "workspace", "base-url")
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
