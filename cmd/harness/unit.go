@@ -51,9 +51,29 @@ func unitFlags(names []string) []cli.Flag {
 	for _, n := range names {
 		o := runOption(n)
 		o.usage = unitFields.Replace(o.usage)
-		out = append(out, o.cliFlag())
+		out = append(out, withCategory(o.cliFlag(), unitCategory))
 	}
 	return out
+}
+
+// unitCategory heads the unit settings in --help, apart from the
+// command's own flags.
+const unitCategory = "Run settings of every unit (its own field > flag > HARNESS_* > the file's defaults > built-in)"
+
+func withCategory(f cli.Flag, category string) cli.Flag {
+	switch x := f.(type) {
+	case *cli.StringFlag:
+		x.Category = category
+	case *cli.StringSliceFlag:
+		x.Category = category
+	case *cli.IntFlag:
+		x.Category = category
+	case *cli.DurationFlag:
+		x.Category = category
+	case *cli.BoolFlag:
+		x.Category = category
+	}
+	return f
 }
 
 var unitFields = strings.NewReplacer("--output-schema", "an output-schema field", "--skill ", "a skills field ", "--allow-tool", "an allow-tools field")
