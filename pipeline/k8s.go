@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"text/template"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/harness-dev/harness/outcome"
 )
@@ -36,7 +39,26 @@ type K8sOptions struct {
 	// Args are more flags of every pod's `harness batch run` (the run
 	// settings the operator gave, as given).
 	Args []string
+	// CPU and Memory are each pod's requests, and its limits unless
+	// CPULimit and MemoryLimit are both given (Kubernetes quantities).
+	CPU, Memory, CPULimit, MemoryLimit string
+	// Deadline bounds the whole Job (activeDeadlineSeconds, 0: none); TTL
+	// is how long a finished Job is kept (ttlSecondsAfterFinished).
+	Deadline, TTL time.Duration
+	// SandboxProfile is the pod's seccomp profile: RuntimeDefault (the
+	// restricted level), or Unconfined where a cluster allows it so that
+	// bwrap can make its user namespace.
+	SandboxProfile string
+	// WritableWorkspace copies the image's workspace onto an emptyDir
+	// first: the root file system is read-only.
+	WritableWorkspace bool
 }
+
+// The user the shipped Dockerfile creates: the pod runs as it.
+const imageUID = 10001
+
+// DefaultK8sTTL keeps a finished Job a day.
+const DefaultK8sTTL = 24 * time.Hour
 
 // Compiled on first use: a bounded repetition compiles to one
 // instruction per repeat, which every start would otherwise pay for.
@@ -58,6 +80,9 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 	case o.RunsClaim != "" && !k8sName().MatchString(o.RunsClaim):
 		return nil, outcome.Usage("k8s_name_invalid", "--runs-claim %q is not a valid Kubernetes name", o.RunsClaim)
 	}
+	if err := o.checkResources(); err != nil {
+		return nil, err
+	}
 	if o.Parallelism <= 0 || o.Parallelism > o.Shards {
 		o.Parallelism = o.Shards
 	}
@@ -71,8 +96,43 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1)), "--or-resume"}
 	args = append(args, o.Args...)
 	var b bytes.Buffer
-	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": args})
+	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": args, "uid": imageUID,
+		"deadline": int64(o.Deadline.Seconds()), "ttl": int64(o.TTL.Seconds())})
 	return b.Bytes(), err
+}
+
+// checkResources refuses what a cluster would refuse later, and fills in
+// the defaults of the resource and lifetime settings.
+func (o *K8sOptions) checkResources() error {
+	for flag, q := range map[string]string{"--cpu": o.CPU, "--memory": o.Memory, "--cpu-limit": o.CPULimit, "--memory-limit": o.MemoryLimit} {
+		if q == "" {
+			continue
+		}
+		if _, err := resource.ParseQuantity(q); err != nil {
+			return outcome.Usage("k8s_quantity_invalid", "%s %q is not a Kubernetes quantity (such as 500m or 2 for CPU, 512Mi or 2Gi for memory)", flag, q)
+		}
+	}
+	if (o.CPULimit == "") != (o.MemoryLimit == "") {
+		return outcome.Usage("k8s_limits_partial", "give both --cpu-limit and --memory-limit, or neither (the limits are then the requests)")
+	}
+	if o.CPULimit == "" {
+		o.CPULimit, o.MemoryLimit = o.CPU, o.Memory
+	}
+	if o.Deadline < 0 || o.TTL < 0 {
+		return outcome.Usage("k8s_duration_invalid", "--deadline and --ttl cannot be negative")
+	}
+	if o.TTL == 0 {
+		o.TTL = DefaultK8sTTL
+	}
+	switch o.SandboxProfile {
+	case "", "runtime-default":
+		o.SandboxProfile = "RuntimeDefault"
+	case "unconfined":
+		o.SandboxProfile = "Unconfined"
+	default:
+		return outcome.Usage("k8s_sandbox_profile_invalid", "--sandbox-profile %q: give runtime-default or unconfined", o.SandboxProfile)
+	}
+	return nil
 }
 
 // quote writes s as a YAML double-quoted scalar (JSON string syntax is a
@@ -100,6 +160,10 @@ spec:
   completions: {{.o.Shards}}
   parallelism: {{.o.Parallelism}}
   backoffLimitPerIndex: {{.o.BackoffLimitPerIndex}}
+  ttlSecondsAfterFinished: {{.ttl}}
+{{- if .deadline}}
+  activeDeadlineSeconds: {{.deadline}}
+{{- end}}
   # harness's exit contract decides what a retry can help: an outage (4)
   # or an interrupt (130) resumes in a retried pod (--or-resume); a
   # failed task (1), a usage error (2), a policy refusal (5) or a call
@@ -121,10 +185,46 @@ spec:
         app.kubernetes.io/instance: {{q .o.ID}}
     spec:
       restartPolicy: Never
+      # The restricted Pod Security level: the image's own unprivileged
+      # user, no way to gain privileges, a read-only root file system.
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: {{.uid}}
+        runAsGroup: {{.uid}}
+        fsGroup: {{.uid}}
+        seccompProfile:
+          # RuntimeDefault refuses the user namespace bwrap needs, so
+          # harness's sandbox falls back to Landlock; Unconfined
+          # (--sandbox-profile unconfined) lets bwrap start, and is not
+          # the restricted level.
+          type: {{.o.SandboxProfile}}
+{{- if .o.WritableWorkspace}}
+      initContainers:
+        # The root file system is read-only: the workspace the tasks
+        # write is a copy of the image's, on an emptyDir.
+        - name: workspace
+          image: {{q .o.Image}}
+          command: ["cp", "-a", {{q (printf "%s/." .o.WorkDir)}}, "/workspace-copy/"]
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities:
+              drop: ["ALL"]
+{{- template "resources" .o}}
+          volumeMounts:
+            - name: workspace
+              mountPath: /workspace-copy
+{{- end}}
       containers:
         - name: harness
           image: {{q .o.Image}}
           workingDir: {{q .o.WorkDir}}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities:
+              drop: ["ALL"]
+{{- template "resources" .o}}
           command:
 {{- range .args}}
             - {{q .}}
@@ -139,10 +239,24 @@ spec:
             - name: HARNESS_BASE_URL
               value: {{q .o.BaseURL}}
 {{- end}}
+            - name: XDG_CACHE_HOME
+              value: /tmp/cache
           volumeMounts:
             - name: runs
               mountPath: /runs
+            - name: tmp
+              mountPath: /tmp
+{{- if .o.WritableWorkspace}}
+            - name: workspace
+              mountPath: {{q .o.WorkDir}}
+{{- end}}
       volumes:
+        - name: tmp
+          emptyDir: {}
+{{- if .o.WritableWorkspace}}
+        - name: workspace
+          emptyDir: {}
+{{- end}}
         - name: runs
 {{- if .o.RunsClaim}}
           persistentVolumeClaim:
@@ -150,6 +264,29 @@ spec:
 {{- else}}
           # No --runs-claim: run directories vanish with the pod.
           emptyDir: {}
+{{- end}}
+{{define "resources"}}
+{{- if or .CPU .Memory .CPULimit}}
+          resources:
+{{- if or .CPU .Memory}}
+            requests:
+{{- if .CPU}}
+              cpu: {{q .CPU}}
+{{- end}}
+{{- if .Memory}}
+              memory: {{q .Memory}}
+{{- end}}
+{{- end}}
+{{- if or .CPULimit .MemoryLimit}}
+            limits:
+{{- if .CPULimit}}
+              cpu: {{q .CPULimit}}
+{{- end}}
+{{- if .MemoryLimit}}
+              memory: {{q .MemoryLimit}}
+{{- end}}
+{{- end}}
+{{- end}}
 {{- end}}
 `))
 })

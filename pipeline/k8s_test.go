@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 )
 
@@ -51,8 +55,14 @@ func TestK8sManifestDecodesStrictly(t *testing.T) {
 	if key.Name != "HARNESS_API_KEY" || key.Value != "" || key.ValueFrom == nil || key.ValueFrom.SecretKeyRef.Name != "model-key" || key.ValueFrom.SecretKeyRef.Key != "api-key" {
 		t.Errorf("the key is not taken from the Secret by reference: %+v", key)
 	}
-	if v := s.Template.Spec.Volumes[0]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "harness-runs" {
-		t.Errorf("volume = %+v", v)
+	var runs *corev1.Volume
+	for i, v := range s.Template.Spec.Volumes {
+		if v.Name == "runs" {
+			runs = &s.Template.Spec.Volumes[i]
+		}
+	}
+	if runs == nil || runs.PersistentVolumeClaim == nil || runs.PersistentVolumeClaim.ClaimName != "harness-runs" {
+		t.Errorf("the runs volume = %+v", runs)
 	}
 	if s.Template.Spec.RestartPolicy != "Never" {
 		t.Errorf("restartPolicy = %s (Indexed Jobs with backoffLimitPerIndex need Never)", s.Template.Spec.RestartPolicy)
@@ -95,4 +105,67 @@ func TestK8sManifestRefusals(t *testing.T) {
 	if err := json.Unmarshal(js, &job); err != nil || job.Kind != "Job" || job.Spec.Template.Spec.Containers[0].Image != o.Image {
 		t.Errorf("quoted image broke the manifest: %v %+v", err, job.Kind)
 	}
+}
+
+// Every pod template harness prints passes the restricted Pod Security
+// level, as the admission controller a platform team runs would judge
+// it; --sandbox-profile unconfined is what it says, and fails it.
+func TestK8sPodIsRestricted(t *testing.T) {
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restricted := psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}
+	for _, tc := range []struct {
+		name    string
+		o       K8sOptions
+		allowed bool
+	}{
+		{"defaults", K8sOptions{}, true},
+		{"resources, deadline and a writable workspace", K8sOptions{CPU: "500m", Memory: "2Gi", CPULimit: "2", MemoryLimit: "4Gi", Deadline: 2 * time.Hour, WritableWorkspace: true}, true},
+		{"an unconfined sandbox profile", K8sOptions{SandboxProfile: "unconfined"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			o.File, o.Image, o.Shards, o.ID, o.Secret = "b.yaml", "img", 2, "b", "key"
+			job := decodeJob(t, o)
+			res := policy.AggregateCheckResults(eval.EvaluatePod(restricted, &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec))
+			if res.Allowed != tc.allowed {
+				t.Errorf("restricted level allows it: %v, want %v (%s: %s)", res.Allowed, tc.allowed, strings.Join(res.ForbiddenReasons, "; "), strings.Join(res.ForbiddenDetails, "; "))
+			}
+			if tc.allowed && (job.Spec.TTLSecondsAfterFinished == nil || *job.Spec.TTLSecondsAfterFinished != 86400) {
+				t.Errorf("ttlSecondsAfterFinished = %v, want a day by default", job.Spec.TTLSecondsAfterFinished)
+			}
+		})
+	}
+	job := decodeJob(t, K8sOptions{File: "b.yaml", Image: "img", Shards: 2, ID: "b", Secret: "key", CPU: "500m", Memory: "2Gi", Deadline: 2 * time.Hour, WritableWorkspace: true})
+	c := job.Spec.Template.Spec.Containers[0]
+	if got := c.Resources.Limits.Memory().String(); got != "2Gi" || c.Resources.Requests.Cpu().String() != "500m" {
+		t.Errorf("resources = %+v: the requests are the limits when no limits are given", c.Resources)
+	}
+	if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d != 7200 {
+		t.Errorf("activeDeadlineSeconds = %v", d)
+	}
+	if ic := job.Spec.Template.Spec.InitContainers; len(ic) != 1 || strings.Join(ic[0].Command, " ") != "cp -a /work/. /workspace-copy/" {
+		t.Errorf("the workspace copy: %+v", ic)
+	}
+}
+
+func decodeJob(t *testing.T, o K8sOptions) batchv1.Job {
+	t.Helper()
+	b, err := K8sManifest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatalf("not YAML: %v\n%s", err, b)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	var job batchv1.Job
+	if err := dec.Decode(&job); err != nil {
+		t.Fatalf("not a batch/v1 Job: %v\n%s", err, b)
+	}
+	return job
 }
