@@ -51,12 +51,16 @@ type ScriptExecutions struct {
 
 // ScriptExecution is one attempt to run a skill script.
 type ScriptExecution struct {
-	Type            string    `json:"type"`
-	OutputID        string    `json:"outputId"`
-	RunID           string    `json:"runId"`
-	SkillName       string    `json:"skillName"`
-	Path            string    `json:"path"`
-	Status          string    `json:"status"` // executed | error | timeout | memory_limit
+	Type      string `json:"type"`
+	OutputID  string `json:"outputId"`
+	RunID     string `json:"runId"`
+	SkillName string `json:"skillName"`
+	Path      string `json:"path"`
+	Status    string `json:"status"` // executed | error | timeout | memory_limit
+	// TimeoutMs is the limit the call ran under; TimeoutBy is "skill"
+	// when the skill's own metadata.harness.limits.timeout set it.
+	TimeoutMs       int       `json:"timeoutMs,omitempty"`
+	TimeoutBy       string    `json:"timeoutBy,omitempty"`
 	ExecutedAt      time.Time `json:"executedAt"`
 	DurationMs      int64     `json:"durationMs"`
 	ExecutionTarget string    `json:"executionTarget,omitempty"` // sandbox | host

@@ -11,6 +11,7 @@ import (
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/tools"
 )
 
@@ -123,6 +124,18 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) Op
 	}
 	if o.MaxTurns == 0 {
 		o.MaxTurns = 50
+	}
+	// A skill the child runs with may narrow its turns and tokens, never
+	// widen them.
+	for _, name := range p.Skills {
+		if r.registry == nil {
+			break
+		}
+		if s, ok := r.registry.Lookup(name); ok {
+			if l, _ := skills.LimitsOf(s.Frontmatter); l != nil {
+				o.MaxTurns, o.MaxTokens = skills.Narrower(o.MaxTurns, l.MaxTurns), skills.Narrower(o.MaxTokens, l.MaxTokens)
+			}
+		}
 	}
 	if p.MaxDepth > 0 {
 		o.Profiles, o.profilesFile, o.maxDepth = po.Profiles, po.profilesFile, po.depth+1+p.MaxDepth

@@ -254,3 +254,30 @@ func TestChildSpendsParentsRemainingTokens(t *testing.T) {
 		t.Errorf("the child's token limit is %d, want the parent's remainder 40", m.Inputs.Limits.MaxTokens)
 	}
 }
+
+// A skill the child runs with narrows its turns and tokens
+// (metadata.harness.limits), never widens them.
+func TestChildTakesItsSkillsLimits(t *testing.T) {
+	ws := subagentWorkspace(t)
+	testenv.WriteTree(t, ws, map[string]string{
+		"skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes. Use for notes.\nmetadata:\n  harness:\n    limits: {max-turns: 20, max-tokens: 30}\n---\nKeep notes.\n",
+		"profiles.yaml":         strings.Replace(profilesYAML, "maxTurns: 1", "maxTurns: 4", 1),
+	})
+	srv := looptest.New([]looptest.Reply{
+		{ToolCalls: []looptest.Call{{ID: "d1", Name: "delegate_task", Arguments: `{"profile":"reader","task":"read"}`}}},
+		{Content: "child done"},
+		{Content: "parent done"},
+	})
+	defer srv.Close()
+	o := baseOptions(ws)
+	subagentOptions(ws)(&o)
+	o.Skills, o.BaseURL, o.APIKey, o.RunID, o.MaxTokens = nil, srv.URL, "k", "p", 1000
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var m record.Manifest
+	testenv.Must(t, artifacts.ReadJSON(filepath.Join(ws, ".harness/runs/p/children/d1", record.FileManifest), record.TypeManifest, record.Version, &m))
+	if l := m.Inputs.Limits; l.MaxTurns != 4 || l.MaxTokens != 30 {
+		t.Errorf("the child's limits are %d turns, %d tokens; want the profile's 4 turns (the skill's 20 cannot widen it) and the skill's 30 tokens", l.MaxTurns, l.MaxTokens)
+	}
+}

@@ -26,6 +26,7 @@ const (
 	CodeMCPFileMissing        = "mcp-file-missing"
 	CodeUnexpectedFields      = "unexpected-fields"
 	CodeMetadataNotMapping    = "metadata-not-mapping"
+	CodeLimitsInvalid         = "limits-invalid"
 	CodeSkillFileBinary       = "skill-file-binary"
 	CodeSkillFileTooLarge     = "skill-file-too-large"
 	CodeSkillFileUnreadable   = "skill-file-unreadable"

@@ -79,6 +79,11 @@ func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool
 	if s, ok := fm["compatibility"].(string); ok && utf8.RuneCountInString(s) > maxCompatibilityLen {
 		add(CodeFieldTooLong, "Compatibility exceeds %d character limit (%d chars)", maxCompatibilityLen, utf8.RuneCountInString(s))
 	}
+	if _, err := LimitsOf(fm); err != nil {
+		// Whatever the mode: a limit harness cannot read is not enforced,
+		// so the skill does not load.
+		ds = append(ds, Diagnostic{Severity: SeverityError, Code: CodeLimitsInvalid, Detail: err.Error(), Path: skillPath})
+	}
 	if !strict {
 		return ds
 	}

@@ -93,6 +93,8 @@ type mcpConn struct {
 	key, name string
 	conn      *mcp.Conn
 	rec       int // index into rec.Servers
+	// timeout is the skill's own limit on one call (0: none).
+	timeout time.Duration
 }
 
 // NewMCPHub makes the hub; Close stops every server.
@@ -339,7 +341,13 @@ func (h *MCPHub) startDue(ctx context.Context) {
 		h.mu.Lock()
 		h.rec.Servers = append(h.rec.Servers, rec)
 		if conn != nil {
-			h.conns = append(h.conns, &mcpConn{key: d.key, name: d.name, conn: conn, rec: len(h.rec.Servers) - 1})
+			c := &mcpConn{key: d.key, name: d.name, conn: conn, rec: len(h.rec.Servers) - 1}
+			if d.skill != nil {
+				if l, _ := skills.LimitsOf(d.skill.Frontmatter); l != nil {
+					c.timeout = l.Timeout
+				}
+			}
+			h.conns = append(h.conns, c)
 		}
 		werr := h.write()
 		h.mu.Unlock()

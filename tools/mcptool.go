@@ -45,7 +45,13 @@ func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMess
 		ArgsDigest: artifacts.DigestBytes(raw), CalledAt: t.hub.cfg.Now().UTC()}
 	before := t.c.conn.Restarts()
 	t0 := time.Now()
-	res, err := t.c.conn.Call(ctx, t.tool.Name, raw)
+	callCtx := ctx
+	if t.c.timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, t.c.timeout)
+		defer cancel()
+	}
+	res, err := t.c.conn.Call(callCtx, t.tool.Name, raw)
 	rec.DurationMs = time.Since(t0).Milliseconds()
 	rec.Restarted = t.c.conn.Restarts() > before
 	if rec.Restarted {
@@ -55,6 +61,11 @@ func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMess
 		if ctx.Err() != nil {
 			rec.Status, rec.Error = "error", &outcome.Record{Code: "interrupted", Message: "the run was interrupted during the call"}
 			return loop.ErrorResult("interrupted", rec.Error.Message, rec), nil
+		}
+		if callCtx.Err() != nil {
+			msg := fmt.Sprintf("the call took longer than the skill's limit (metadata.harness.limits.timeout %s)", t.c.timeout)
+			rec.Status, rec.Error = "timeout", &outcome.Record{Code: "mcp_call_timeout", Message: msg}
+			return loop.ErrorResult("mcp_call_timeout", msg, rec), nil
 		}
 		code := "mcp_call_failed"
 		if errors.Is(err, mcp.ErrCrashed) {

@@ -200,6 +200,11 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	if timeout < 1 || timeout > maxScriptTimeout {
 		return fail("timeout_invalid", fmt.Sprintf("timeoutMs must be between 1 and %d", maxScriptTimeout))
 	}
+	// The skill's own limit narrows, never widens, what the call asks.
+	if l, _ := skills.LimitsOf(s.Frontmatter); l != nil && l.Timeout > 0 && int(l.Timeout.Milliseconds()) < timeout {
+		timeout, rec.TimeoutBy = int(max(l.Timeout.Milliseconds(), 1)), "skill"
+	}
+	rec.TimeoutMs = timeout
 	isWasm := res.Runtime == scripts.RuntimeWasm
 	if cfg.Probe != nil && !isWasm {
 		return fail("sandbox_unavailable", fmt.Sprintf("no sandbox can run scripts on this machine (%v); nothing was run. Install bubblewrap, or pass --sandbox none to run on the host", cfg.Probe))

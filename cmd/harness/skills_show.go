@@ -43,6 +43,9 @@ func oneSkillCommand(verb, usage string, eligibility bool) *cli.Command {
 			if eligibility {
 				printEligibility(w, s)
 				printAssessment(w, audit.Assess(s))
+				if l, err := skills.LimitsOf(s.Frontmatter); err == nil {
+					fmt.Fprintf(w, "limits (metadata.harness.limits; they narrow the operator's, never widen them): %s\n", l)
+				}
 			}
 			return nil
 		},
