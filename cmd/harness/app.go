@@ -95,6 +95,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			skillsCommand(),
 			pipelineCommand(),
 			batchCommand(),
+			scheduleCommand(),
 		},
 	}
 	strictUsage(app)

@@ -49,7 +49,7 @@ func skillsValidateCommand() *cli.Command {
 				if _, err := os.Stat(p); err != nil {
 					return usagef(fmt.Sprintf("validate %s: no such file or directory", p))
 				}
-				v, err := skills.Validate(ctx, p, skills.ValidateOptions{Strict: cmd.Bool("strict"), Check: checkMCPConfig})
+				v, err := skills.Validate(ctx, p, skills.ValidateOptions{Strict: cmd.Bool("strict"), Check: checkSkill})
 				if err != nil {
 					return usagef(fmt.Sprintf("validate %s: %v", p, err))
 				}
@@ -156,4 +156,10 @@ func namesFile(a string) bool {
 		return false
 	}
 	return strings.Contains(a, "/") || path.Ext(a) != ""
+}
+
+// checkSkill is what `skills validate` checks beyond the specification:
+// the skill's MCP servers and its schedule.
+func checkSkill(s *skills.Skill) []skills.Diagnostic {
+	return append(checkMCPConfig(s), checkSchedule(s)...)
 }

@@ -194,8 +194,13 @@ func resumeLayer(cmd *cli.Command, kind string) (pipeline.Layer, error) {
 // image's), whether they came from a flag or a HARNESS_* variable, since
 // the pods do not share the operator's environment.
 func unitArgs(cmd *cli.Command) ([]string, error) {
+	return unitArgsOf(cmd, unitSettings)
+}
+
+// unitArgsOf is unitArgs for the settings names.
+func unitArgsOf(cmd *cli.Command, names []string) ([]string, error) {
 	var out []string
-	for _, name := range unitSettings {
+	for _, name := range names {
 		v, _, ok, err := fromCommandLine(cmd, runOption(name))
 		if err != nil {
 			return nil, err

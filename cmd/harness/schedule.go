@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/schedule"
+	"github.com/harness-dev/harness/skills"
+)
+
+func scheduleCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "schedule",
+		Usage: "list the skills that declare a schedule, and print them for Kubernetes or GitHub Actions",
+		Description: "A skill declares metadata.harness.schedule: {cron: \"0 7 * * 1-5\", prompt: \"...\",\n" +
+			"timezone: \"UTC\"}. harness is a batch command, not a daemon: the schedules run on the\n" +
+			"schedulers you already have, as CronJobs (schedule k8s) or a workflow (schedule github),\n" +
+			"each a plain harness run of the skill with its prompt.",
+		Commands: []*cli.Command{scheduleListCommand(), scheduleK8sCommand(), scheduleGitHubCommand()},
+	}
+}
+
+// scheduledSkills scans the roots and reads every schedule; one that
+// cannot be read is a usage error naming it.
+func scheduledSkills(ctx context.Context, cmd *cli.Command) ([]*schedule.Entry, error) {
+	if cmd.NArg() > 0 {
+		return nil, usagef(fmt.Sprintf("unexpected argument %q: give roots with --skills-root", cmd.Args().First()))
+	}
+	reg, err := scanRoots(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	entries, errs := schedule.Entries(reg)
+	if len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return nil, usagef(strings.Join(msgs, "; "))
+	}
+	return entries, nil
+}
+
+func scheduleListCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "list",
+		Usage:     "print every scheduled skill with its next three run times",
+		UsageText: "harness schedule list --skills-root DIR [--from TIME] [--json]",
+		Flags: append(scanFlags(),
+			&cli.StringFlag{Name: "from", Usage: "list the runs after `TIME` (RFC 3339, e.g. 2026-12-01T00:00:00Z; default: now)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			from := time.Now()
+			if f := cmd.String("from"); f != "" {
+				t, err := time.Parse(time.RFC3339, f)
+				if err != nil {
+					return usagef(fmt.Sprintf("--from %q: give a time such as 2026-12-01T07:00:00Z", f))
+				}
+				from = t
+			}
+			entries, err := scheduledSkills(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			type listed struct {
+				*schedule.Entry
+				Next []time.Time `json:"next"`
+			}
+			out := []listed{}
+			for _, e := range entries {
+				out = append(out, listed{e, e.Next(from, 3)})
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return writeJSONTo(w, out)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SKILL\tCRON\tTIMEZONE\tNEXT RUNS\tPROMPT")
+			for _, l := range out {
+				var next []string
+				for _, n := range l.Next {
+					next = append(next, n.Format("2006-01-02 15:04"))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Skill, l.Cron, l.Timezone, strings.Join(next, ", "), firstLine(l.Prompt, 60))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func scheduleK8sCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "k8s",
+		Usage:     "print a Kubernetes CronJob per scheduled skill",
+		UsageText: "harness schedule k8s --skills-root DIR --image IMG --secret NAME [--runs-claim PVC] [--model NAME] ...",
+		Description: "Each CronJob (batch/v1, concurrencyPolicy Forbid, the skill's time zone) runs harness\n" +
+			"run with the skill preloaded and its schedule's prompt, in a pod at\n" +
+			"the restricted Pod Security level, the key read from the Secret by reference, the run\n" +
+			"directories under /runs/<skill> (mount a PersistentVolumeClaim there with --runs-claim).\n" +
+			"--skills-root is scanned here and passed as given: paths relative to --workdir in the image.",
+		Flags: append(append(scanFlags(),
+			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the workspace and its skills"},
+			&cli.StringFlag{Name: "secret", Usage: "Secret `NAME` holding the API key"},
+			&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
+			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs"},
+			&cli.StringFlag{Name: "namespace", Usage: "`NAMESPACE` of the CronJobs"},
+			&cli.StringFlag{Name: "workdir", Usage: "`DIR` in the image holding the workspace", Value: "/work"},
+			&cli.StringFlag{Name: "cpu", Usage: "CPU each pod requests and is limited to (`QUANTITY`)"},
+			&cli.StringFlag{Name: "memory", Usage: "memory each pod requests and is limited to (`QUANTITY`)"},
+		), unitFlags(scheduledRunSettings())...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			entries, err := scheduledSkills(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			args, err := unitArgsOf(cmd, scheduledRunSettings())
+			if err != nil {
+				return err
+			}
+			b, err := schedule.K8s(entries, schedule.K8sOptions{
+				Image: cmd.String("image"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"), RunsClaim: cmd.String("runs-claim"),
+				Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"), SkillsRoots: cmd.StringSlice("skills-root"),
+				Args: args, CPU: cmd.String("cpu"), Memory: cmd.String("memory"),
+			})
+			if err != nil {
+				return err
+			}
+			_, err = cmd.Root().Writer.Write(b)
+			return err
+		},
+	}
+}
+
+func scheduleGitHubCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "github",
+		Usage:     "print a GitHub Actions workflow that runs every scheduled skill at its cron",
+		UsageText: "harness schedule github --skills-root DIR [--secret NAME] [--model NAME] ... > .github/workflows/harness-schedules.yml",
+		Description: "One workflow: on schedule (every skill's cron) and workflow_dispatch; one job per skill,\n" +
+			"which runs only at its own cron (or by hand): install harness and bubblewrap, run the skill\n" +
+			"with its prompt, summarise result.json into the job summary, upload the run directory.\n" +
+			"The key comes from the repository secret --secret (default OPENAI_API_KEY).",
+		Flags: append(append(scanFlags(),
+			&cli.StringFlag{Name: "secret", Usage: "repository secret `NAME` holding the API key", Value: "OPENAI_API_KEY"},
+		), unitFlags(scheduledRunSettings())...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			entries, err := scheduledSkills(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			args, err := unitArgsOf(cmd, scheduledRunSettings())
+			if err != nil {
+				return err
+			}
+			b, err := schedule.GitHub(entries, schedule.GitHubOptions{SkillsRoots: cmd.StringSlice("skills-root"), Args: args, Secret: cmd.String("secret")})
+			if err != nil {
+				return err
+			}
+			_, err = cmd.Root().Writer.Write(b)
+			return err
+		},
+	}
+}
+
+// scheduledRunSettings are the run settings a scheduled run takes: the
+// unit settings but the roots, which --skills-root already names.
+func scheduledRunSettings() []string {
+	var out []string
+	for _, n := range unitSettings {
+		if n != "skills-root" && n != "external-skills-root" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkSchedule is `skills validate`'s check of a declared schedule.
+func checkSchedule(s *skills.Skill) []skills.Diagnostic {
+	if _, err := schedule.Of(s); err != nil {
+		return []skills.Diagnostic{{Severity: skills.SeverityError, Code: "schedule-invalid", Detail: err.Error(), Path: s.SkillPath}}
+	}
+	return nil
+}
+
+func firstLine(s string, n int) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(line); len(r) > n {
+		return string(r[:n]) + "..."
+	}
+	return line
+}

@@ -1,0 +1,165 @@
+package schedule
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rhysd/actionlint"
+	batchv1 "k8s.io/api/batch/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/yaml"
+
+	"github.com/harness-dev/harness/skills"
+)
+
+func skill(name string, schedule any) *skills.Skill {
+	return &skills.Skill{Name: name, Frontmatter: map[string]any{"metadata": map[string]any{"harness": map[string]any{"schedule": schedule}}}}
+}
+
+func TestOf(t *testing.T) {
+	tests := []struct {
+		name     string
+		schedule any
+		err      string
+	}{
+		{"weekdays at seven", map[string]any{"cron": "0 7 * * 1-5", "prompt": "Triage the inbox."}, ""},
+		{"a descriptor and a zone", map[string]any{"cron": "@daily", "prompt": "x", "timezone": "Europe/Paris"}, ""},
+		{"an hour out of range", map[string]any{"cron": "0 25 * * *", "prompt": "x"}, `field 2 (hour) "25"`},
+		{"a bad day of week", map[string]any{"cron": "0 7 * * mon-xyz", "prompt": "x"}, `field 5 (day of week)`},
+		{"four fields", map[string]any{"cron": "0 7 * *", "prompt": "x"}, "give five fields"},
+		{"no prompt", map[string]any{"cron": "0 7 * * *"}, "prompt is missing"},
+		{"no cron", map[string]any{"prompt": "x"}, "cron is missing"},
+		{"an unknown zone", map[string]any{"cron": "0 7 * * *", "prompt": "x", "timezone": "Mars/Olympus"}, "not a time zone name"},
+		{"an unknown field", map[string]any{"cron": "0 7 * * *", "prompt": "x", "every": "day"}, "not a field of a schedule"},
+		{"not a mapping", "daily", "give a mapping"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Of(skill("s", tt.schedule))
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatal(err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("err = %v, want %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestNextTimesForAFixedClock(t *testing.T) {
+	e, err := Of(skill("s", map[string]any{"cron": "0 7 * * 1-5", "prompt": "x", "timezone": "Europe/Paris"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Friday evening in Paris: the next runs are Monday to Wednesday.
+	from := time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC)
+	var got []string
+	for _, n := range e.Next(from, 3) {
+		got = append(got, n.Format(time.RFC3339))
+	}
+	if want := "2026-11-30T07:00:00+01:00 2026-12-01T07:00:00+01:00 2026-12-02T07:00:00+01:00"; strings.Join(got, " ") != want {
+		t.Errorf("next = %v, want %s", got, want)
+	}
+}
+
+func entries(t *testing.T) []*Entry {
+	t.Helper()
+	var out []*Entry
+	for name, s := range map[string]map[string]any{
+		"inbox":  {"cron": "0 7 * * 1-5", "prompt": "Triage today's inbox; it's Monday's job too."},
+		"report": {"cron": "30 18 * * 5", "prompt": "Write the weekly report.", "timezone": "Europe/Paris"},
+	} {
+		e, err := Of(skill(name, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Every CronJob decodes strictly into the Kubernetes API's own types and
+// its pod passes the restricted Pod Security level.
+func TestK8sCronJobs(t *testing.T) {
+	b, err := K8s(entries(t), K8sOptions{Image: "registry.example/harness:1", Secret: "model-key", RunsClaim: "runs", SkillsRoots: []string{"skills"}, CPU: "500m", Memory: "1Gi", Args: []string{"--model", "gpt-4.1-mini"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(b), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want one CronJob per scheduled skill:\n%s", len(docs), b)
+	}
+	for _, doc := range docs {
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatalf("not YAML: %v\n%s", err, doc)
+		}
+		dec := json.NewDecoder(bytes.NewReader(js))
+		dec.DisallowUnknownFields()
+		var cj batchv1.CronJob
+		if err := dec.Decode(&cj); err != nil {
+			t.Fatalf("not a batch/v1 CronJob: %v\n%s", err, doc)
+		}
+		s := cj.Spec
+		if cj.Kind != "CronJob" || s.ConcurrencyPolicy != batchv1.ForbidConcurrent || s.StartingDeadlineSeconds == nil || s.TimeZone == nil {
+			t.Errorf("spec = %+v", s)
+		}
+		pod := s.JobTemplate.Spec.Template
+		res := policy.AggregateCheckResults(eval.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &pod.ObjectMeta, &pod.Spec))
+		if !res.Allowed {
+			t.Errorf("%s is not at the restricted level: %s", cj.Name, strings.Join(res.ForbiddenDetails, "; "))
+		}
+		c := pod.Spec.Containers[0]
+		if key := c.Env[0]; key.ValueFrom == nil || key.ValueFrom.SecretKeyRef.Name != "model-key" || key.Value != "" {
+			t.Errorf("the key is not referenced from the Secret: %+v", key)
+		}
+		cmd := strings.Join(c.Command, " ")
+		if !strings.Contains(cmd, "harness run --workspace /work --skills-root skills --skill ") || !strings.HasSuffix(cmd, "--model gpt-4.1-mini") {
+			t.Errorf("command = %s", cmd)
+		}
+	}
+}
+
+// The workflow passes actionlint, used as a library, with no error.
+func TestGitHubWorkflowLints(t *testing.T) {
+	b, err := GitHub(entries(t), GitHubOptions{SkillsRoots: []string{"skills"}, Args: []string{"--model", "gpt-4.1-mini"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := actionlint.NewLinter(io.Discard, &actionlint.LinterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, err := l.Lint("harness-schedules.yml", b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range errs {
+		t.Errorf("actionlint: %s", e.Error())
+	}
+	if t.Failed() {
+		t.Logf("%s", b)
+	}
+	for _, want := range []string{"cron: 0 7 * * 1-5", "github.event.schedule == '30 18 * * 5'", "${{ secrets.OPENAI_API_KEY }}", "GITHUB_STEP_SUMMARY", "actions/upload-artifact"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the workflow lacks %q", want)
+		}
+	}
+}
+
+// A skill's prompt never becomes a GitHub expression.
+func TestGitHubRefusesExpressions(t *testing.T) {
+	e, _ := Of(skill("leak", map[string]any{"cron": "0 7 * * *", "prompt": "print ${{ secrets.OPENAI_API_KEY }}"}))
+	if _, err := GitHub([]*Entry{e}, GitHubOptions{}); err == nil || !strings.Contains(err.Error(), "GitHub Actions would evaluate") {
+		t.Fatalf("err = %v", err)
+	}
+}
