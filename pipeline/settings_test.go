@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"text/template"
 
 	"github.com/harness-dev/harness/record"
 )
@@ -79,4 +80,19 @@ func TestLayerCheckNamesTheFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Any template text a file holds is checked without a panic.
+func FuzzTemplateProblems(f *testing.F) {
+	for _, s := range []string{"{{ .phases.a.answer }}", "{{ range .vars.x }}{{ $.phases.b }}{{ end }}", "{{ with $x := .task.id }}{{ $x }}{{ end }}", "{{ template \"t\" .vars }}", "{{ .vars }}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		tmpl, err := template.New("p").Parse(text)
+		if err != nil {
+			return
+		}
+		file := &File{unit: "phase", Vars: map[string]string{"x": "1"}}
+		file.templateProblems(tmpl, &Phase{Name: "p", Needs: []string{"a"}}, "prompt")
+	})
 }

@@ -163,3 +163,24 @@ func TestGitHubRefusesExpressions(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Whatever a skill writes in its schedule, reading it never panics, and a
+// schedule that reads has run times that come after the clock.
+func FuzzOf(f *testing.F) {
+	for _, c := range []string{"0 7 * * 1-5", "@daily", "*/15 * * * *", "0 25 * * *", "0 0 31 2 *", "1-2-3 * * * *", ""} {
+		f.Add(c, "prompt", "UTC")
+	}
+	f.Add("0 7 * * *", "", "Europe/Paris")
+	f.Fuzz(func(t *testing.T, cron, prompt, tz string) {
+		e, err := Of(skill("s", map[string]any{"cron": cron, "prompt": prompt, "timezone": tz}))
+		if err != nil {
+			return
+		}
+		from := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		for _, n := range e.Next(from, 3) {
+			if !n.After(from) {
+				t.Fatalf("%q: next run %v is not after %v", cron, n, from)
+			}
+		}
+	})
+}

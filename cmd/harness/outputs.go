@@ -112,8 +112,26 @@ func deliverUnparsed(args []string, err error) error {
 		}
 		return false
 	}
+	found := targetsIn(args[2:], takesValue)
+	if args[1] == "run" {
+		for _, n := range []string{"result-file", "output-last-message"} {
+			if _, ok := found[n]; !ok {
+				found[n] = os.Getenv(envName(n))
+			}
+		}
+	}
+	outs, terr := outputTargets(found["result-file"], found["output-last-message"])
+	if terr != nil {
+		return terr
+	}
+	return deliverAttempt(err, outs)
+}
+
+// targetsIn reads --result-file and --output-last-message from a command
+// line as its flags would parse it: the value of a flag that takes one is
+// skipped, so a prompt that reads "--result-file" is not taken for it.
+func targetsIn(rest []string, takesValue func(string) bool) map[string]string {
 	found := map[string]string{}
-	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
@@ -131,18 +149,7 @@ func deliverUnparsed(args []string, err error) error {
 			found[name] = val
 		}
 	}
-	if args[1] == "run" {
-		for _, n := range []string{"result-file", "output-last-message"} {
-			if _, ok := found[n]; !ok {
-				found[n] = os.Getenv(envName(n))
-			}
-		}
-	}
-	outs, terr := outputTargets(found["result-file"], found["output-last-message"])
-	if terr != nil {
-		return terr
-	}
-	return deliverAttempt(err, outs)
+	return found
 }
 
 // deliverAttempt is deliver for an invocation that ran nothing.
