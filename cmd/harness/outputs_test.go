@@ -6,7 +6,9 @@ import (
 )
 
 func TestTargetsIn(t *testing.T) {
-	takes := func(n string) bool { return n == "prompt" || n == "result-file" || n == "output-last-message" || n == "model" }
+	takes := func(n string) bool {
+		return n == "prompt" || n == "result-file" || n == "output-last-message" || n == "model"
+	}
 	tests := []struct {
 		args []string
 		want map[string]string
