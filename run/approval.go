@@ -1,120 +1,34 @@
 package run
 
 import (
-	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"os/user"
-	"path"
 	"slices"
 	"strings"
 
+	"github.com/harness-dev/harness/gate"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/skills"
-	"github.com/harness-dev/harness/tools"
 )
-
-// Calls that wait for a person: the operator names tools with
-// --confirm-tool (globs such as KEY__*), and a skill may mark itself
-// metadata.harness.destructive. Such a call is not started: the run ends
-// awaiting approval (exit 6) with the call journaled (approval.requested)
-// and listed in result.json; `harness resume --approve CALL_ID` runs it,
-// `--deny CALL_ID` tells the model a person refused it. Both decisions are
-// journaled (approval.decided) with who made them.
-
-// approvalGate is the loop's Approver.
-type approvalGate struct {
-	r         *runner
-	requested map[string]record.ApprovalRequested
-	decided   map[string]record.ApprovalDecided
-}
-
-func (r *runner) newApprovals() *approvalGate {
-	a := &approvalGate{r: r, requested: map[string]record.ApprovalRequested{}, decided: map[string]record.ApprovalDecided{}}
-	if st := r.resumed; st != nil {
-		maps.Copy(a.requested, st.ApprovalsRequested)
-		maps.Copy(a.decided, st.ApprovalsDecided)
-	}
-	return a
-}
-
-func (a *approvalGate) Approve(turn int, call loop.ToolCall, effect loop.Effect) (loop.Approval, *loop.ToolResult) {
-	why, _ := a.why(call)
-	if why == "" {
-		return loop.Proceed, nil
-	}
-	d, ok := a.decided[call.ID]
-	switch {
-	case !ok:
-		return loop.Wait, nil
-	case d.Decision == record.DecisionApproved:
-		return loop.Proceed, nil
-	}
-	msg := fmt.Sprintf("%s refused this call of %s when asked to approve it", d.Actor, call.Name)
-	if d.Reason != "" {
-		msg += ": " + d.Reason
-	}
-	res := loop.ErrorResult("refused_by_person", msg+"; do not try it again another way without asking", nil)
-	return loop.Refuse, &res
-}
-
-// why says what makes call wait for a person ("" if nothing), and the
-// skill whose code it runs.
-func (a *approvalGate) why(call loop.ToolCall) (string, *skills.Skill) {
-	s := a.skillOf(call)
-	for _, p := range a.r.opts.ConfirmTools {
-		if ok, _ := path.Match(p, call.Name); ok {
-			return "--confirm-tool " + p, s
-		}
-	}
-	if s != nil && skills.Destructive(s.Frontmatter) {
-		return fmt.Sprintf("skill %s is marked destructive (metadata.harness.destructive)", s.Name), s
-	}
-	return "", s
-}
-
-// skillOf is the skill whose code a call runs: run_skill_script's skill
-// argument, or the skill an MCP tool KEY__TOOL belongs to.
-func (a *approvalGate) skillOf(call loop.ToolCall) *skills.Skill {
-	reg := a.r.registry
-	if reg == nil {
-		return nil
-	}
-	name := ""
-	switch {
-	case call.Name == "run_skill_script":
-		var args struct {
-			Skill string `json:"skill"`
-		}
-		json.Unmarshal([]byte(call.Arguments), &args)
-		name = args.Skill
-	case strings.Contains(call.Name, tools.MCPSeparator):
-		name, _, _ = strings.Cut(call.Name, tools.MCPSeparator)
-	}
-	if s, ok := reg.Lookup(name); ok {
-		return s
-	}
-	return nil
-}
 
 // requestApprovals journals each pending call not already waiting, and
 // keeps the list for result.json.
 func (r *runner) requestApprovals(pending []loop.ToolCall, turn int) error {
 	for _, c := range pending {
-		why, s := r.approvals.why(c)
+		why, s := r.approvals.Why(c)
 		req := record.ApprovalRequested{Turn: turn, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Why: why}
 		if s != nil {
 			req.Skill, req.SkillDigest = s.Name, string(s.Digest)
 		}
-		if _, waiting := r.approvals.requested[c.ID]; !waiting {
+		if !r.approvals.Requested(c.ID) {
 			if _, err := r.journal.Append(record.EventApprovalRequested, req); err != nil {
 				return err
 			}
-			r.approvals.requested[c.ID] = req
+			r.approvals.Request(req)
 		}
 		r.pendingApprovals = append(r.pendingApprovals, record.PendingApproval{CallID: c.ID, Tool: c.Name, Arguments: r.redact.String(c.Arguments), Skill: req.Skill, Why: why})
 		r.progress("awaiting approval: %s (%s): %s", c.ID, c.Name, why)
@@ -173,7 +87,7 @@ func (r *runner) decideApprovals(approve, deny []string, reason, actor string) e
 		if _, err := r.journal.Append(record.EventApprovalDecided, d); err != nil {
 			return err
 		}
-		r.approvals.decided[id] = d
+		r.approvals.Decide(d)
 		r.progress("%s %s (%s) by %s", decision, id, req.Tool, actor)
 		return nil
 	}
@@ -225,4 +139,15 @@ func checkDecisions(st *rundir.State, d decisions, runID string) error {
 		}
 	}
 	return nil
+}
+
+// newApprovals is the run's approver, continuing what a resumed run's
+// journal holds.
+func (r *runner) newApprovals() *gate.Approvals {
+	var requested map[string]record.ApprovalRequested
+	var decided map[string]record.ApprovalDecided
+	if st := r.resumed; st != nil {
+		requested, decided = st.ApprovalsRequested, st.ApprovalsDecided
+	}
+	return gate.NewApprovals(r.opts.ConfirmTools, func() *skills.Registry { return r.registry }, requested, decided)
 }

@@ -52,7 +52,7 @@ type runner struct {
 	loopStarted bool
 	// approvals decides which calls wait for a person; pendingApprovals
 	// are those waiting when the run stopped.
-	approvals        *approvalGate
+	approvals        *gate.Approvals
 	pendingApprovals []record.PendingApproval
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
 	mcp      *tools.MCPHub
