@@ -18,24 +18,11 @@ import (
 // The manifest is decoded strictly into the Kubernetes API's own types: a
 // misspelt or misplaced field fails here, not on a cluster.
 func TestK8sManifestDecodesStrictly(t *testing.T) {
-	b, err := K8sManifest(K8sOptions{
+	job := decodeJob(t, K8sOptions{
 		File: "batches/review.yaml", Image: "registry.example/harness:1", Shards: 4, Parallelism: 2, Jobs: 3,
 		ID: "review-batch", Namespace: "agents", RunsClaim: "harness-runs", Secret: "model-key", BaseURL: "https://llm.internal/v1",
 		BackoffLimitPerIndex: 2,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		t.Fatalf("not YAML: %v\n%s", err, b)
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	var job batchv1.Job
-	if err := dec.Decode(&job); err != nil {
-		t.Fatalf("not a batch/v1 Job: %v\n%s", err, b)
-	}
 	s := job.Spec
 	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Name != "review-batch" || job.Namespace != "agents" {
 		t.Errorf("object = %s %s %s/%s", job.APIVersion, job.Kind, job.Namespace, job.Name)

@@ -113,26 +113,13 @@ func scheduleK8sCommand() *cli.Command {
 			&cli.StringFlag{Name: "cpu", Usage: "CPU each pod requests and is limited to (`QUANTITY`)"},
 			&cli.StringFlag{Name: "memory", Usage: "memory each pod requests and is limited to (`QUANTITY`)"},
 		), unitFlags(scheduledRunSettings())...),
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			entries, err := scheduledSkills(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			args, err := unitArgsOf(cmd, scheduledRunSettings())
-			if err != nil {
-				return err
-			}
-			b, err := schedule.K8s(entries, schedule.K8sOptions{
+		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
+			return schedule.K8s(entries, schedule.K8sOptions{
 				Image: cmd.String("image"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"), RunsClaim: cmd.String("runs-claim"),
 				Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"), SkillsRoots: cmd.StringSlice("skills-root"),
 				Args: args, CPU: cmd.String("cpu"), Memory: cmd.String("memory"),
 			})
-			if err != nil {
-				return err
-			}
-			_, err = cmd.Root().Writer.Write(b)
-			return err
-		},
+		}),
 	}
 }
 
@@ -148,22 +135,30 @@ func scheduleGitHubCommand() *cli.Command {
 		Flags: append(append(scanFlags(),
 			&cli.StringFlag{Name: "secret", Usage: "repository secret `NAME` holding the API key", Value: "OPENAI_API_KEY"},
 		), unitFlags(scheduledRunSettings())...),
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			entries, err := scheduledSkills(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			args, err := unitArgsOf(cmd, scheduledRunSettings())
-			if err != nil {
-				return err
-			}
-			b, err := schedule.GitHub(entries, schedule.GitHubOptions{SkillsRoots: cmd.StringSlice("skills-root"), Args: args, Secret: cmd.String("secret")})
-			if err != nil {
-				return err
-			}
-			_, err = cmd.Root().Writer.Write(b)
+		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
+			return schedule.GitHub(entries, schedule.GitHubOptions{SkillsRoots: cmd.StringSlice("skills-root"), Args: args, Secret: cmd.String("secret")})
+		}),
+	}
+}
+
+// printSchedules is the action of a command that prints the scheduled
+// skills for a scheduler: render gets them and the run settings as flags.
+func printSchedules(render func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error)) cli.ActionFunc {
+	return func(ctx context.Context, cmd *cli.Command) error {
+		entries, err := scheduledSkills(ctx, cmd)
+		if err != nil {
 			return err
-		},
+		}
+		args, err := unitArgsOf(cmd, scheduledRunSettings())
+		if err != nil {
+			return err
+		}
+		b, err := render(entries, args, cmd)
+		if err != nil {
+			return err
+		}
+		_, err = cmd.Root().Writer.Write(b)
+		return err
 	}
 }
 
