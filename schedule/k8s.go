@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,12 @@ type K8sOptions struct {
 	// WorkDir; Args are more flags of every `harness run` (as given).
 	SkillsRoots []string
 	Args        []string
-	CPU, Memory string
+	// CPU and Memory are each pod's requests, and its limits unless
+	// CPULimit and MemoryLimit are both given.
+	CPU, Memory, CPULimit, MemoryLimit string
+	// Deadline bounds one scheduled run (activeDeadlineSeconds, 0: none);
+	// TTL is how long a finished run's Job is kept (default a day).
+	Deadline, TTL time.Duration
 }
 
 // imageUID is the user the shipped Dockerfile creates.
@@ -46,12 +52,24 @@ func K8s(entries []*Entry, o K8sOptions) ([]byte, error) {
 	if o.WorkDir == "" {
 		o.WorkDir = "/work"
 	}
-	for _, q := range []string{o.CPU, o.Memory} {
+	for _, q := range []string{o.CPU, o.Memory, o.CPULimit, o.MemoryLimit} {
 		if q != "" {
 			if _, err := resource.ParseQuantity(q); err != nil {
 				return nil, outcome.Usage("k8s_quantity_invalid", "%q is not a Kubernetes quantity (such as 500m, 2 or 2Gi)", q)
 			}
 		}
+	}
+	if (o.CPULimit == "") != (o.MemoryLimit == "") {
+		return nil, outcome.Usage("k8s_limits_partial", "give both --cpu-limit and --memory-limit, or neither (the limits are then the requests)")
+	}
+	if o.CPULimit == "" {
+		o.CPULimit, o.MemoryLimit = o.CPU, o.Memory
+	}
+	if o.Deadline < 0 || o.TTL < 0 {
+		return nil, outcome.Usage("k8s_duration_invalid", "--deadline and --ttl cannot be negative")
+	}
+	if o.TTL == 0 {
+		o.TTL = 24 * time.Hour
 	}
 	var b bytes.Buffer
 	for i, e := range entries {
@@ -76,7 +94,7 @@ func K8s(entries []*Entry, o K8sOptions) ([]byte, error) {
 func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 	yes, no := true, false
 	uid := int64(imageUID)
-	deadline := int64(300)
+	starting := int64(300)
 	keep := int32(3)
 	argv := []string{"harness", "run", "--workspace", o.WorkDir}
 	for _, r := range o.SkillsRoots {
@@ -101,13 +119,12 @@ func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}
-	if o.CPU != "" || o.Memory != "" {
-		c.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
-		for k, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: o.CPU, corev1.ResourceMemory: o.Memory} {
-			if v != "" {
-				c.Resources.Requests[k], c.Resources.Limits[k] = resource.MustParse(v), resource.MustParse(v)
-			}
-		}
+	c.Resources = corev1.ResourceRequirements{Requests: quantities(o.CPU, o.Memory), Limits: quantities(o.CPULimit, o.MemoryLimit)}
+	ttl := int32(o.TTL.Seconds())
+	var deadline *int64
+	if o.Deadline > 0 {
+		d := int64(o.Deadline.Seconds())
+		deadline = &d
 	}
 	return &batchv1.CronJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
@@ -116,12 +133,12 @@ func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 			Schedule: e.Cron, TimeZone: &e.Timezone,
 			// A run still going when the next is due is not doubled.
 			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
-			StartingDeadlineSeconds:    &deadline,
+			StartingDeadlineSeconds:    &starting,
 			SuccessfulJobsHistoryLimit: &keep, FailedJobsHistoryLimit: &keep,
 			JobTemplate: batchv1.JobTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: batchv1.JobSpec{
-					BackoffLimit: new(int32),
+					BackoffLimit: new(int32), ActiveDeadlineSeconds: deadline, TTLSecondsAfterFinished: &ttl,
 					Template: corev1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: labels},
 						Spec: corev1.PodSpec{
@@ -141,4 +158,19 @@ func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 			},
 		},
 	}
+}
+
+// quantities is a resource list of the CPU and memory given (nil: none).
+func quantities(cpu, memory string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	if cpu != "" {
+		l[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if memory != "" {
+		l[corev1.ResourceMemory] = resource.MustParse(memory)
+	}
+	if len(l) == 0 {
+		return nil
+	}
+	return l
 }

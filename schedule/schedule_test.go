@@ -86,7 +86,7 @@ func entries(t *testing.T) []*Entry {
 // Every CronJob decodes strictly into the Kubernetes API's own types and
 // its pod passes the restricted Pod Security level.
 func TestK8sCronJobs(t *testing.T) {
-	b, err := K8s(entries(t), K8sOptions{Image: "registry.example/harness:1", Secret: "model-key", RunsClaim: "runs", SkillsRoots: []string{"skills"}, CPU: "500m", Memory: "1Gi", Args: []string{"--model", "gpt-4.1-mini"}})
+	b, err := K8s(entries(t), K8sOptions{Image: "registry.example/harness:1", Secret: "model-key", RunsClaim: "runs", SkillsRoots: []string{"skills"}, CPU: "500m", Memory: "1Gi", Deadline: time.Hour, Args: []string{"--model", "gpt-4.1-mini"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +113,18 @@ func TestK8sCronJobs(t *testing.T) {
 		if cj.Kind != "CronJob" || s.ConcurrencyPolicy != batchv1.ForbidConcurrent || s.StartingDeadlineSeconds == nil || s.TimeZone == nil {
 			t.Errorf("spec = %+v", s)
 		}
+		if js := s.JobTemplate.Spec; js.TTLSecondsAfterFinished == nil || *js.TTLSecondsAfterFinished != 86400 || js.ActiveDeadlineSeconds == nil || *js.ActiveDeadlineSeconds != 3600 {
+			t.Errorf("the Job's lifetime: ttl %v, deadline %v", js.TTLSecondsAfterFinished, js.ActiveDeadlineSeconds)
+		}
 		pod := s.JobTemplate.Spec.Template
 		res := policy.AggregateCheckResults(eval.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &pod.ObjectMeta, &pod.Spec))
 		if !res.Allowed {
 			t.Errorf("%s is not at the restricted level: %s", cj.Name, strings.Join(res.ForbiddenDetails, "; "))
 		}
 		c := pod.Spec.Containers[0]
+		if c.Resources.Limits.Memory().String() != "1Gi" || c.Resources.Requests.Cpu().String() != "500m" {
+			t.Errorf("resources = %+v: the requests are the limits when no limits are given", c.Resources)
+		}
 		if key := c.Env[0]; key.ValueFrom == nil || key.ValueFrom.SecretKeyRef.Name != "model-key" || key.Value != "" {
 			t.Errorf("the key is not referenced from the Secret: %+v", key)
 		}

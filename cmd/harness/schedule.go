@@ -110,14 +110,19 @@ func scheduleK8sCommand() *cli.Command {
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs"},
 			&cli.StringFlag{Name: "namespace", Usage: "`NAMESPACE` of the CronJobs"},
 			&cli.StringFlag{Name: "workdir", Usage: "`DIR` in the image holding the workspace", Value: "/work"},
-			&cli.StringFlag{Name: "cpu", Usage: "CPU each pod requests and is limited to (`QUANTITY`)"},
-			&cli.StringFlag{Name: "memory", Usage: "memory each pod requests and is limited to (`QUANTITY`)"},
+			&cli.StringFlag{Name: "cpu", Usage: "CPU each pod requests (`QUANTITY`, e.g. 500m); also its limit unless --cpu-limit and --memory-limit are given"},
+			&cli.StringFlag{Name: "memory", Usage: "memory each pod requests (`QUANTITY`, e.g. 2Gi); also its limit unless --cpu-limit and --memory-limit are given"},
+			&cli.StringFlag{Name: "cpu-limit", Usage: "CPU limit of each pod (`QUANTITY`), with --memory-limit"},
+			&cli.StringFlag{Name: "memory-limit", Usage: "memory limit of each pod (`QUANTITY`), with --cpu-limit"},
+			&cli.DurationFlag{Name: "deadline", Usage: "end a scheduled run after `DUR` (activeDeadlineSeconds; default: none)"},
+			&cli.DurationFlag{Name: "ttl", Usage: "delete a finished run's Job after `DUR` (ttlSecondsAfterFinished; default 24h)"},
 		), unitFlags(scheduledRunSettings())...),
 		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
 			return schedule.K8s(entries, schedule.K8sOptions{
 				Image: cmd.String("image"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"), RunsClaim: cmd.String("runs-claim"),
 				Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"), SkillsRoots: cmd.StringSlice("skills-root"),
-				Args: args, CPU: cmd.String("cpu"), Memory: cmd.String("memory"),
+				Args: args, CPU: cmd.String("cpu"), Memory: cmd.String("memory"), CPULimit: cmd.String("cpu-limit"), MemoryLimit: cmd.String("memory-limit"),
+				Deadline: cmd.Duration("deadline"), TTL: cmd.Duration("ttl"),
 			})
 		}),
 	}
