@@ -8,10 +8,8 @@ import (
 	"strings"
 	"sync"
 	"text/template"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-
+	"github.com/harness-dev/harness/kube"
 	"github.com/harness-dev/harness/outcome"
 )
 
@@ -39,12 +37,8 @@ type K8sOptions struct {
 	// Args are more flags of every pod's `harness batch run` (the run
 	// settings the operator gave, as given).
 	Args []string
-	// CPU and Memory are each pod's requests, and its limits unless
-	// CPULimit and MemoryLimit are both given (Kubernetes quantities).
-	CPU, Memory, CPULimit, MemoryLimit string
-	// Deadline bounds the whole Job (activeDeadlineSeconds, 0: none); TTL
-	// is how long a finished Job is kept (ttlSecondsAfterFinished).
-	Deadline, TTL time.Duration
+	// Pod sizes each pod and bounds the whole Job.
+	kube.Pod
 	// SandboxProfile is the pod's seccomp profile: RuntimeDefault (the
 	// restricted level), or Unconfined where a cluster allows it so that
 	// bwrap can make its user namespace.
@@ -56,9 +50,6 @@ type K8sOptions struct {
 
 // The user the shipped Dockerfile creates: the pod runs as it.
 const imageUID = 10001
-
-// DefaultK8sTTL keeps a finished Job a day.
-const DefaultK8sTTL = 24 * time.Hour
 
 // Compiled on first use: a bounded repetition compiles to one
 // instruction per repeat, which every start would otherwise pay for.
@@ -102,27 +93,10 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 }
 
 // checkResources refuses what a cluster would refuse later, and fills in
-// the defaults of the resource and lifetime settings.
+// the defaults of the pod and sandbox settings.
 func (o *K8sOptions) checkResources() error {
-	for flag, q := range map[string]string{"--cpu": o.CPU, "--memory": o.Memory, "--cpu-limit": o.CPULimit, "--memory-limit": o.MemoryLimit} {
-		if q == "" {
-			continue
-		}
-		if _, err := resource.ParseQuantity(q); err != nil {
-			return outcome.Usage("k8s_quantity_invalid", "%s %q is not a Kubernetes quantity (such as 500m or 2 for CPU, 512Mi or 2Gi for memory)", flag, q)
-		}
-	}
-	if (o.CPULimit == "") != (o.MemoryLimit == "") {
-		return outcome.Usage("k8s_limits_partial", "give both --cpu-limit and --memory-limit, or neither (the limits are then the requests)")
-	}
-	if o.CPULimit == "" {
-		o.CPULimit, o.MemoryLimit = o.CPU, o.Memory
-	}
-	if o.Deadline < 0 || o.TTL < 0 {
-		return outcome.Usage("k8s_duration_invalid", "--deadline and --ttl cannot be negative")
-	}
-	if o.TTL == 0 {
-		o.TTL = DefaultK8sTTL
+	if err := o.Pod.Check(); err != nil {
+		return err
 	}
 	switch o.SandboxProfile {
 	case "", "runtime-default":

@@ -13,6 +13,8 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
+
+	"github.com/harness-dev/harness/kube"
 )
 
 // The manifest is decoded strictly into the Kubernetes API's own types: a
@@ -109,7 +111,7 @@ func TestK8sPodIsRestricted(t *testing.T) {
 		allowed bool
 	}{
 		{"defaults", K8sOptions{}, true},
-		{"resources, deadline and a writable workspace", K8sOptions{CPU: "500m", Memory: "2Gi", CPULimit: "2", MemoryLimit: "4Gi", Deadline: 2 * time.Hour, WritableWorkspace: true}, true},
+		{"resources, deadline and a writable workspace", K8sOptions{Pod: kube.Pod{CPU: "500m", Memory: "2Gi", CPULimit: "2", MemoryLimit: "4Gi", Deadline: 2 * time.Hour}, WritableWorkspace: true}, true},
 		{"an unconfined sandbox profile", K8sOptions{SandboxProfile: "unconfined"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,7 +127,7 @@ func TestK8sPodIsRestricted(t *testing.T) {
 			}
 		})
 	}
-	job := decodeJob(t, K8sOptions{File: "b.yaml", Image: "img", Shards: 2, ID: "b", Secret: "key", CPU: "500m", Memory: "2Gi", Deadline: 2 * time.Hour, WritableWorkspace: true})
+	job := decodeJob(t, K8sOptions{File: "b.yaml", Image: "img", Shards: 2, ID: "b", Secret: "key", Pod: kube.Pod{CPU: "500m", Memory: "2Gi", Deadline: 2 * time.Hour}, WritableWorkspace: true})
 	c := job.Spec.Template.Spec.Containers[0]
 	if got := c.Resources.Limits.Memory().String(); got != "2Gi" || c.Resources.Requests.Cpu().String() != "500m" {
 		t.Errorf("resources = %+v: the requests are the limits when no limits are given", c.Resources)

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/harness-dev/harness/kube"
 	"github.com/harness-dev/harness/outcome"
 )
 
@@ -22,12 +21,8 @@ type K8sOptions struct {
 	// WorkDir; Args are more flags of every `harness run` (as given).
 	SkillsRoots []string
 	Args        []string
-	// CPU and Memory are each pod's requests, and its limits unless
-	// CPULimit and MemoryLimit are both given.
-	CPU, Memory, CPULimit, MemoryLimit string
-	// Deadline bounds one scheduled run (activeDeadlineSeconds, 0: none);
-	// TTL is how long a finished run's Job is kept (default a day).
-	Deadline, TTL time.Duration
+	// Pod sizes each pod and bounds each scheduled run's Job.
+	kube.Pod
 }
 
 // imageUID is the user the shipped Dockerfile creates.
@@ -52,24 +47,8 @@ func K8s(entries []*Entry, o K8sOptions) ([]byte, error) {
 	if o.WorkDir == "" {
 		o.WorkDir = "/work"
 	}
-	for _, q := range []string{o.CPU, o.Memory, o.CPULimit, o.MemoryLimit} {
-		if q != "" {
-			if _, err := resource.ParseQuantity(q); err != nil {
-				return nil, outcome.Usage("k8s_quantity_invalid", "%q is not a Kubernetes quantity (such as 500m, 2 or 2Gi)", q)
-			}
-		}
-	}
-	if (o.CPULimit == "") != (o.MemoryLimit == "") {
-		return nil, outcome.Usage("k8s_limits_partial", "give both --cpu-limit and --memory-limit, or neither (the limits are then the requests)")
-	}
-	if o.CPULimit == "" {
-		o.CPULimit, o.MemoryLimit = o.CPU, o.Memory
-	}
-	if o.Deadline < 0 || o.TTL < 0 {
-		return nil, outcome.Usage("k8s_duration_invalid", "--deadline and --ttl cannot be negative")
-	}
-	if o.TTL == 0 {
-		o.TTL = 24 * time.Hour
+	if err := o.Pod.Check(); err != nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	for i, e := range entries {
@@ -119,7 +98,7 @@ func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}
-	c.Resources = corev1.ResourceRequirements{Requests: quantities(o.CPU, o.Memory), Limits: quantities(o.CPULimit, o.MemoryLimit)}
+	c.Resources = o.Resources()
 	ttl := int32(o.TTL.Seconds())
 	var deadline *int64
 	if o.Deadline > 0 {
@@ -158,19 +137,4 @@ func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 			},
 		},
 	}
-}
-
-// quantities is a resource list of the CPU and memory given (nil: none).
-func quantities(cpu, memory string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	if cpu != "" {
-		l[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if memory != "" {
-		l[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	if len(l) == 0 {
-		return nil
-	}
-	return l
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 
+	"github.com/harness-dev/harness/kube"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -86,7 +87,7 @@ func entries(t *testing.T) []*Entry {
 // Every CronJob decodes strictly into the Kubernetes API's own types and
 // its pod passes the restricted Pod Security level.
 func TestK8sCronJobs(t *testing.T) {
-	b, err := K8s(entries(t), K8sOptions{Image: "registry.example/harness:1", Secret: "model-key", RunsClaim: "runs", SkillsRoots: []string{"skills"}, CPU: "500m", Memory: "1Gi", Deadline: time.Hour, Args: []string{"--model", "gpt-4.1-mini"}})
+	b, err := K8s(entries(t), K8sOptions{Image: "registry.example/harness:1", Secret: "model-key", RunsClaim: "runs", SkillsRoots: []string{"skills"}, Pod: kube.Pod{CPU: "500m", Memory: "1Gi", Deadline: time.Hour}, Args: []string{"--model", "gpt-4.1-mini"}})
 	if err != nil {
 		t.Fatal(err)
 	}

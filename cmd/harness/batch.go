@@ -219,15 +219,9 @@ func batchK8sCommand() *cli.Command {
 			&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
 			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
-			&cli.StringFlag{Name: "cpu", Usage: "CPU each pod requests (`QUANTITY`, e.g. 500m or 2); also its limit unless --cpu-limit and --memory-limit are given"},
-			&cli.StringFlag{Name: "memory", Usage: "memory each pod requests (`QUANTITY`, e.g. 2Gi); also its limit unless --cpu-limit and --memory-limit are given"},
-			&cli.StringFlag{Name: "cpu-limit", Usage: "CPU limit of each pod (`QUANTITY`), with --memory-limit"},
-			&cli.StringFlag{Name: "memory-limit", Usage: "memory limit of each pod (`QUANTITY`), with --cpu-limit"},
-			&cli.DurationFlag{Name: "deadline", Usage: "end the whole Job after `DUR` (activeDeadlineSeconds; default: none)"},
-			&cli.DurationFlag{Name: "ttl", Usage: "delete the finished Job after `DUR` (ttlSecondsAfterFinished; default 24h)"},
 			&cli.StringFlag{Name: "sandbox-profile", Usage: "the pods' seccomp `PROFILE`: runtime-default (the restricted Pod Security level; harness's sandbox then uses Landlock, since the profile refuses bwrap's user namespace) or unconfined (lets bwrap start; not the restricted level)", Value: "runtime-default"},
 			&cli.BoolFlag{Name: "writable-workspace", Usage: "copy the image's workspace onto an emptyDir first, for tasks that write (the root file system is read-only)"},
-		}, unitFlags(unitSettings)...),
+		}, append(podFlags("the whole Job"), unitFlags(unitSettings)...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch k8s needs exactly one batch FILE (its path inside the image)")
@@ -241,8 +235,7 @@ func batchK8sCommand() *cli.Command {
 				Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"), Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"),
 				RunsClaim: cmd.String("runs-claim"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"),
 				BaseURL: cmd.String("base-url"), BackoffLimitPerIndex: int(cmd.Int("backoff-limit-per-index")), Args: args,
-				CPU: cmd.String("cpu"), Memory: cmd.String("memory"), CPULimit: cmd.String("cpu-limit"), MemoryLimit: cmd.String("memory-limit"),
-				Deadline: cmd.Duration("deadline"), TTL: cmd.Duration("ttl"), SandboxProfile: cmd.String("sandbox-profile"), WritableWorkspace: cmd.Bool("writable-workspace"),
+				Pod: podFrom(cmd), SandboxProfile: cmd.String("sandbox-profile"), WritableWorkspace: cmd.Bool("writable-workspace"),
 			})
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/kube"
 	"github.com/harness-dev/harness/schedule"
 	"github.com/harness-dev/harness/skills"
 )
@@ -110,19 +111,12 @@ func scheduleK8sCommand() *cli.Command {
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs"},
 			&cli.StringFlag{Name: "namespace", Usage: "`NAMESPACE` of the CronJobs"},
 			&cli.StringFlag{Name: "workdir", Usage: "`DIR` in the image holding the workspace", Value: "/work"},
-			&cli.StringFlag{Name: "cpu", Usage: "CPU each pod requests (`QUANTITY`, e.g. 500m); also its limit unless --cpu-limit and --memory-limit are given"},
-			&cli.StringFlag{Name: "memory", Usage: "memory each pod requests (`QUANTITY`, e.g. 2Gi); also its limit unless --cpu-limit and --memory-limit are given"},
-			&cli.StringFlag{Name: "cpu-limit", Usage: "CPU limit of each pod (`QUANTITY`), with --memory-limit"},
-			&cli.StringFlag{Name: "memory-limit", Usage: "memory limit of each pod (`QUANTITY`), with --cpu-limit"},
-			&cli.DurationFlag{Name: "deadline", Usage: "end a scheduled run after `DUR` (activeDeadlineSeconds; default: none)"},
-			&cli.DurationFlag{Name: "ttl", Usage: "delete a finished run's Job after `DUR` (ttlSecondsAfterFinished; default 24h)"},
-		), unitFlags(scheduledRunSettings())...),
+		), append(podFlags("a scheduled run's Job"), unitFlags(scheduledRunSettings())...)...),
 		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
 			return schedule.K8s(entries, schedule.K8sOptions{
 				Image: cmd.String("image"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"), RunsClaim: cmd.String("runs-claim"),
 				Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"), SkillsRoots: cmd.StringSlice("skills-root"),
-				Args: args, CPU: cmd.String("cpu"), Memory: cmd.String("memory"), CPULimit: cmd.String("cpu-limit"), MemoryLimit: cmd.String("memory-limit"),
-				Deadline: cmd.Duration("deadline"), TTL: cmd.Duration("ttl"),
+				Args: args, Pod: podFrom(cmd),
 			})
 		}),
 	}
@@ -193,4 +187,22 @@ func firstLine(s string, n int) string {
 		return string(r[:n]) + "..."
 	}
 	return line
+}
+
+// podFlags size and bound the pods of a printed manifest; job says which
+// Job --deadline ends.
+func podFlags(job string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cpu", Usage: "CPU each pod requests (`QUANTITY`, e.g. 500m or 2); also its limit unless --cpu-limit and --memory-limit are given"},
+		&cli.StringFlag{Name: "memory", Usage: "memory each pod requests (`QUANTITY`, e.g. 2Gi); also its limit unless --cpu-limit and --memory-limit are given"},
+		&cli.StringFlag{Name: "cpu-limit", Usage: "CPU limit of each pod (`QUANTITY`), with --memory-limit"},
+		&cli.StringFlag{Name: "memory-limit", Usage: "memory limit of each pod (`QUANTITY`), with --cpu-limit"},
+		&cli.DurationFlag{Name: "deadline", Usage: "end " + job + " after `DUR` (activeDeadlineSeconds; default: none)"},
+		&cli.DurationFlag{Name: "ttl", Usage: "delete a finished Job after `DUR` (ttlSecondsAfterFinished; default 24h)"},
+	}
+}
+
+func podFrom(cmd *cli.Command) kube.Pod {
+	return kube.Pod{CPU: cmd.String("cpu"), Memory: cmd.String("memory"), CPULimit: cmd.String("cpu-limit"), MemoryLimit: cmd.String("memory-limit"),
+		Deadline: cmd.Duration("deadline"), TTL: cmd.Duration("ttl")}
 }
