@@ -67,7 +67,6 @@ type Gate struct {
 // (chained) decisions, not from a policy-trace.json that may have been
 // edited since.
 func New(cfg Config, history []loop.Message) *Gate {
-	cfg.Policy.AllowedTools = nonNil(cfg.Policy.AllowedTools)
 	g := &Gate{cfg: cfg, untrusted: cfc.NewProvenance(),
 		trace: record.PolicyTrace{Envelope: artifacts.NewEnvelope(record.TypePolicyTrace, record.Version), Decisions: []record.TraceRecord{}, Totals: map[string]int{cfc.Allow: 0, cfc.Deny: 0, cfc.Warn: 0}}}
 	g.labels = []cfc.Label{{Role: cfc.RoleDirectCommand, Integrity: cfc.Trusted, Sources: []string{"harness"}}, cfc.Operator(cfg.Policy.PromptRole)}
@@ -247,11 +246,4 @@ func stringArgs(raw string) []string {
 	}
 	walk(v)
 	return out
-}
-
-func nonNil(xs []string) []string {
-	if xs == nil {
-		return []string{}
-	}
-	return xs
 }

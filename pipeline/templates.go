@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/template"
@@ -57,13 +58,7 @@ func (f *File) templateProblems(t *template.Template, u *Phase, what string) []s
 			if len(path) > 1 && !vars[path[1]] {
 				defined := "none"
 				if len(vars) > 0 {
-					defined = strings.Join(slices.Sorted(func(yield func(string) bool) {
-						for k := range vars {
-							if !yield(k) {
-								return
-							}
-						}
-					}), ", ")
+					defined = strings.Join(slices.Sorted(maps.Keys(vars)), ", ")
 				}
 				say("reads .vars.%s, which is not defined (vars: %s): define it under vars: or pass --var %s=VALUE", path[1], defined, path[1])
 			}

@@ -2,6 +2,7 @@ package skills
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -33,13 +34,7 @@ func LimitsOf(fm map[string]any) (*ExecLimits, error) {
 		return nil, fmt.Errorf("metadata.harness.limits must be a mapping of timeout, max-tokens and max-turns")
 	}
 	l := &ExecLimits{}
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		switch k {
 		case "timeout":
