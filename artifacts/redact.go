@@ -143,3 +143,19 @@ func WithoutUserinfo(raw string) string {
 	u.User = nil
 	return u.String()
 }
+
+// EndpointOf is a base URL as it may be written anywhere: without
+// credentials, query string or fragment, where some gateways carry keys.
+func EndpointOf(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	u.RawQuery = ""
+	u.Fragment = ""
+	return u.String()
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/workspace"
 )
@@ -168,10 +169,10 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	}
 	o := run.Options{
 		Workspace:         f.Dir,
-		MaxTurns:          run.DefaultMaxTurns,
-		SchemaRetries:     run.DefaultSchemaRetries,
-		CatalogBudget:     run.DefaultCatalogBudget,
-		MaxRetries:        ptr(run.DefaultMaxRetries),
+		MaxTurns:          runopts.DefaultMaxTurns,
+		SchemaRetries:     runopts.DefaultSchemaRetries,
+		CatalogBudget:     runopts.DefaultCatalogBudget,
+		MaxRetries:        ptr(runopts.DefaultMaxRetries),
 		Skills:            ph.Skills,
 		Prompt:            prompt,
 		PromptSource:      "pipeline:" + ph.Name,

@@ -16,7 +16,7 @@ import (
 	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -147,9 +147,9 @@ func start(ctx context.Context, f *File, l layout, o Options, shape func(*record
 	now := clock(o.Now)
 	id := o.ID
 	if id == "" {
-		id = run.NewRunID(now())
+		id = rundir.NewRunID(now())
 	}
-	if err := run.CheckRunID(id); err != nil {
+	if err := rundir.CheckRunID(id); err != nil {
 		return nil, outcome.Usage(l.kind+"_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}
 	base := o.ArtifactsDir

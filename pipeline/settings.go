@@ -16,6 +16,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/runopts"
 )
 
 // Defaults are what every unit of a file shares: run settings spelled as
@@ -83,7 +84,7 @@ func settingProblems(s record.Settings) []settingProblem {
 			out = append(out, settingProblem{key, fmt.Sprintf("%q is not a duration such as 90s or 10m", v)})
 		}
 	}
-	for key, least := range map[string]uint64{"script-memory-limit": run.MinScriptMemoryLimit, "wasm-memory-limit": run.MinWasmMemoryLimit} {
+	for key, least := range map[string]uint64{"script-memory-limit": runopts.MinScriptMemoryLimit, "wasm-memory-limit": runopts.MinWasmMemoryLimit} {
 		v := s.ScriptMemoryLimit
 		if key == "wasm-memory-limit" {
 			v = s.WasmMemoryLimit
@@ -91,7 +92,7 @@ func settingProblems(s record.Settings) []settingProblem {
 		if v == "" {
 			continue
 		}
-		if _, err := run.ParseMemoryLimit(v, least); err != nil {
+		if _, err := runopts.ParseMemoryLimit(v, least); err != nil {
 			out = append(out, settingProblem{key, err.Error()})
 		}
 	}
@@ -169,7 +170,7 @@ func apply(s record.Settings, o *run.Options) {
 		if v == "" {
 			return def
 		}
-		n, _ := run.ParseMemoryLimit(v, least)
+		n, _ := runopts.ParseMemoryLimit(v, least)
 		return n
 	}
 	set := func(dst *bool, v *bool) {
@@ -215,8 +216,8 @@ func apply(s record.Settings, o *run.Options) {
 	o.Profiles, o.ApproveCreated, o.ForgeRoot, o.SkillsStore = s.Profiles, s.ApproveCreated, s.ForgeRoot, s.Store
 	set(&o.ReloadCreated, s.ReloadCreated)
 	o.Sandbox = s.Sandbox
-	o.ScriptMemoryLimit = size(s.ScriptMemoryLimit, run.MinScriptMemoryLimit, run.DefaultScriptMemoryLimit)
-	o.WasmMemoryLimit = size(s.WasmMemoryLimit, run.MinWasmMemoryLimit, run.DefaultWasmMemoryLimit)
+	o.ScriptMemoryLimit = size(s.ScriptMemoryLimit, runopts.MinScriptMemoryLimit, runopts.DefaultScriptMemoryLimit)
+	o.WasmMemoryLimit = size(s.WasmMemoryLimit, runopts.MinWasmMemoryLimit, runopts.DefaultWasmMemoryLimit)
 	o.MCPConfig, o.PassEnv, o.MCPToolEffects = s.MCPConfig, s.PassEnv, s.MCPToolEffect
 	o.ReadOnly, o.AllowProtectedWrite = s.Protect, s.AllowProtectedWrite
 	o.CFCMode = s.CFCMode

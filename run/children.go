@@ -60,7 +60,8 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 					Summary: "not started: the run's token budget (--max-tokens) is spent", Usage: loop.Usage{}}, nil
 			}
 		}
-		res, err = Run(ctx, c.options(p, task, id, budget))
+		o, lin := c.options(p, task, id, budget)
+		res, err = start(ctx, o, lin)
 	}
 	out := record.ChildResult{Type: record.TypeSubagentResult, ChildRunID: id, Profile: p.Name, Status: "failed", ExitCode: outcome.ExitFailed, Usage: loop.Usage{}}
 	if res != nil {
@@ -97,7 +98,7 @@ func bounded(s string, n int) (string, bool) {
 
 // options builds a child run: the parent's workspace and roots, the
 // profile's skills, tools, scripts and limits, the parent's policy.
-func (c *children) options(p tools.Profile, task, id string, maxTokens int64) Options {
+func (c *children) options(p tools.Profile, task, id string, maxTokens int64) (Options, lineage) {
 	r := c.parent
 	po := r.opts
 	o := Options{
@@ -111,7 +112,6 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) Op
 		HonorAllowedTools: po.HonorAllowedTools, TrustSkills: po.TrustSkills, AllowDrift: po.AllowDrift,
 		NoSkillCatalog: true, CatalogBudget: po.CatalogBudget,
 		OnEvent: po.OnEvent, Stderr: r.stderr, Now: po.Now, Version: po.Version, RunKey: po.RunKey,
-		model: r.shared, depth: po.depth + 1, activationSource: record.SourceSubagent,
 	}
 	if p.Model != "" {
 		o.Model = p.Model
@@ -137,8 +137,9 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) Op
 			}
 		}
 	}
+	lin := lineage{model: r.shared, depth: r.lin.depth + 1, activationSource: record.SourceSubagent}
 	if p.MaxDepth > 0 {
-		o.Profiles, o.profilesFile, o.maxDepth = po.Profiles, po.profilesFile, po.depth+1+p.MaxDepth
+		o.Profiles, lin.profiles, lin.maxDepth = po.Profiles, r.lin.profiles, r.lin.depth+1+p.MaxDepth
 	}
-	return o
+	return o, lin
 }

@@ -1,5 +1,5 @@
 // Package run is one invocation of harness: it resolves the options
-// against the filesystem, records them (run.json), snapshots the skill
+// (runopts) against the filesystem, records them (run.json), snapshots the skill
 // registry, preloads skills, wires the tools to the prompt loop under the
 // CFC gate, and finishes the run directory. A resume walks the same stages
 // from a run directory instead of from options.

@@ -34,7 +34,7 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	if td, err := toolsDigest(toolset); err == nil {
 		add("toolsDigest", string(id.ToolsDigest), string(td))
 	}
-	add("policyDigest", string(id.PolicyDigest), string(policyDigest(r.opts)))
+	add("policyDigest", string(id.PolicyDigest), string(r.opts.PolicyDigest(r.lin.profiles)))
 	rep.Identity = append(rep.Identity, r.mcpDrift(ctx)...)
 	add("promptRole", id.PromptRole, r.opts.PromptRole)
 	add("model", id.Model, r.opts.Model)

@@ -2,13 +2,12 @@ package run
 
 import (
 	"path/filepath"
-	"slices"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/skills"
-	"github.com/harness-dev/harness/tools"
 	"github.com/harness-dev/harness/workspace"
 )
 
@@ -16,7 +15,7 @@ import (
 // host paths), for run.json. optionsOf below is its inverse: resume
 // restores a run from these alone, so the two are kept side by side and a
 // test round-trips every field of Options through them.
-func inputsOf(o Options, res resolved) record.Inputs {
+func inputsOf(o Options, lin lineage, res resolved) record.Inputs {
 	roots := make([]record.PathPair, len(res.skillsRoots))
 	for i, root := range res.skillsRoots {
 		roots[i] = record.PathPair{Host: root, Sandbox: sandboxPath(res.workspace, root)}
@@ -32,10 +31,10 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		ExternalSkillsRoots: external,
 		Protect:             o.Protect,
 		EmbeddingModel:      o.EmbeddingModel,
-		Forge:               forgeInputs(o),
+		Forge:               o.Forge(),
 		Skills:              nonNil(o.Skills),
 		Model:               o.Model,
-		BaseURL:             artifacts.NewRedactor(o.APIKey).String(redactURL(o.BaseURL)),
+		BaseURL:             artifacts.NewRedactor(o.APIKey).String(artifacts.EndpointOf(o.BaseURL)),
 		PromptSource:        o.PromptSource,
 		Prompt:              o.Prompt,
 		PromptDigest:        artifacts.DigestString(o.Prompt),
@@ -48,22 +47,22 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		SkipEligibility:     o.SkipEligibility,
 		CFC: record.CFCRecord{Mode: o.CFCMode, FailOnDenial: o.FailOnDenial, AllowUnmediated: o.AllowUnmediated,
 			HonorAllowedTools: o.HonorAllowedTools, TrustSkills: nonNil(o.TrustSkills)},
-		Profiles:            absOrEmpty(o.Profiles),
-		ProfilesDigest:      profilesDigest(o),
-		Depth:               o.depth,
-		MaxDepth:            o.maxDepth,
-		ActivationSource:    o.activationSource,
+		Profiles:            runopts.Abs(o.Profiles),
+		ProfilesDigest:      profilesDigest(o, lin),
+		Depth:               lin.depth,
+		MaxDepth:            lin.maxDepth,
+		ActivationSource:    lin.activationSource,
 		Sandbox:             &record.SandboxRecord{Requested: o.Sandbox},
 		ScriptMemoryLimit:   o.ScriptMemoryLimit,
 		WasmMemoryLimit:     o.WasmMemoryLimit,
-		MCPConfig:           absOrEmpty(o.MCPConfig),
-		MCPConfigDigest:     o.operator.recordedDigest(),
+		MCPConfig:           runopts.Abs(o.MCPConfig),
+		MCPConfigDigest:     o.MCPFileDigest(),
 		PassEnv:             o.PassEnv,
 		MCPToolEffects:      o.MCPToolEffects,
 		AllowNetwork:        o.AllowNetwork,
 		ConfirmTools:        o.ConfirmTools,
-		ReadOnly:            absAll(o.ReadOnly),
-		AllowProtectedWrite: absAll(o.AllowProtectedWrite),
+		ReadOnly:            runopts.AbsAll(o.ReadOnly),
+		AllowProtectedWrite: runopts.AbsAll(o.AllowProtectedWrite),
 		Params: loop.Params{Temperature: o.Temperature, TopP: o.TopP, Seed: o.Seed, MaxCompletionTokens: o.MaxCompletionTokens,
 			Stop: o.Stop, ReasoningEffort: o.ReasoningEffort, ExtraBody: o.ExtraBody},
 		OutputSchema:     o.OutputSchema,
@@ -71,17 +70,17 @@ func inputsOf(o Options, res resolved) record.Inputs {
 		AllowEmptyAnswer: o.AllowEmptyAnswer,
 		Attachments:      res.attachments,
 		Tools:            []string{},
-		Limits:           limitsOf(o),
+		Limits:           o.Limits(),
 		Record:           o.Record,
 		Replay:           o.Replay,
 		ArtifactsDir:     filepath.Dir(res.runDir),
 	}
 }
 
-// optionsOf is the inverse of inputsOf: the options a resume continues
-// with. What the operator gives on the resume itself (key, cassette,
-// limits, clock) is added by the caller.
-func optionsOf(in record.Inputs, sources record.Sources) Options {
+// optionsOf is the inverse of inputsOf: the options (and lineage) a
+// resume continues with. What the operator gives on the resume itself
+// (key, cassette, limits, clock) is added by the caller.
+func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 	roots := make([]string, len(in.SkillsRoots))
 	for i, p := range in.SkillsRoots {
 		roots[i] = p.Host
@@ -112,7 +111,7 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 		ForgeRoot:      forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Root }),
 		SkillsStore:    forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Store }),
 		ReloadCreated:  in.Forge != nil && in.Forge.ReloadCreated,
-		Profiles:       in.Profiles, depth: in.Depth, maxDepth: in.MaxDepth, activationSource: in.ActivationSource,
+		Profiles:       in.Profiles,
 	}
 	if in.Sandbox != nil {
 		o.Sandbox = in.Sandbox.Requested
@@ -120,15 +119,16 @@ func optionsOf(in record.Inputs, sources record.Sources) Options {
 	for _, a := range in.Attachments {
 		o.Attach = append(o.Attach, a.Path)
 	}
-	return o
+	return o, lineage{depth: in.Depth, maxDepth: in.MaxDepth, activationSource: in.ActivationSource}
 }
 
-func limitsOf(o Options) record.Limits {
-	l := record.Limits{MaxTurns: o.MaxTurns, MaxTokens: o.MaxTokens}
-	if o.Timeout > 0 {
-		l.Timeout = o.Timeout.String()
+// profilesDigest is the digest of the --profiles content this invocation
+// read ("" when there is no file).
+func profilesDigest(o Options, lin lineage) artifacts.Digest {
+	if o.Profiles == "" {
+		return ""
 	}
-	return l
+	return artifacts.DigestBytes(lin.profiles)
 }
 
 func nonNil(xs []string) []string {
@@ -138,45 +138,11 @@ func nonNil(xs []string) []string {
 	return xs
 }
 
-func absOrEmpty(p string) string {
-	if p == "" {
-		return ""
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return ""
-	}
-	return abs
-}
-
-// forgeInputs records the SkillForge settings when its tools are allowed
-// (they were resolved to absolute paths by check).
-func forgeInputs(o Options) *record.ForgeInputs {
-	if !forgeAllowed(o.AllowTools) {
-		return nil
-	}
-	return &record.ForgeInputs{ApproveCreated: o.ApproveCreated, Root: o.ForgeRoot, Store: o.SkillsStore, ReloadCreated: o.ReloadCreated}
-}
-
-// forgeAllowed reports whether a SkillForge tool is allowed.
-func forgeAllowed(allow []string) bool {
-	return slices.Contains(allow, tools.CreateSkillName) || slices.Contains(allow, tools.ComposeSkillsName)
-}
-
 func forgeField(f *record.ForgeInputs, get func(*record.ForgeInputs) string) string {
 	if f == nil {
 		return ""
 	}
 	return get(f)
-}
-
-// absAll makes operator paths absolute, as they are recorded.
-func absAll(ps []string) []string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, absOrEmpty(p))
-	}
-	return out
 }
 
 // outputsOf is what run.json and run.created record of o: nothing when the

@@ -26,15 +26,11 @@ var notRecorded = map[string]string{
 	"Stderr":         "rendering, not behaviour",
 	"Now":            "the clock",
 	"Version":        "the harness binary: compared as identity drift, not restored",
-	"model":          "a child's shared model, handed in again by its parent",
-	"afterSnapshot":  "a test hook",
-	"operator":       "the --mcp-config file as read: its digest is recorded, and a resume reads the file again",
-	"profilesFile":   "the --profiles file's content: its digest is recorded, and a resume reads the file again",
+	"mcpFile":        "the --mcp-config file as read: its digest is recorded, and a resume reads the file again",
 	"Previous":       "a cache of digests: the run's own snapshot is recorded",
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",
 	"SnapshotCache":  "a cache of digests by stat fingerprint: a resume uses its own",
-	"decisions":      "a resume's approvals: journaled as approval.decided events",
 	"Outputs":        "where the result is delivered, not what the run is: recorded beside the inputs (run.created outputs), and a resume may override it",
 }
 
@@ -67,7 +63,8 @@ func TestOptionsRoundTripThroughRunJSON(t *testing.T) {
 		res.attachments = append(res.attachments, record.Attachment{Path: p})
 	}
 
-	in := inputsOf(o, res)
+	lin := lineage{depth: 2, maxDepth: 4, activationSource: record.SourceSubagent}
+	in := inputsOf(o, lin, res)
 	m := record.Manifest{Inputs: in, Sources: record.Sources{ConfigFile: o.ConfigFile, Values: o.Sources}}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -77,7 +74,10 @@ func TestOptionsRoundTripThroughRunJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	got := optionsOf(back.Inputs, back.Sources)
+	got, gotLin := optionsOf(back.Inputs, back.Sources)
+	if gotLin.depth != lin.depth || gotLin.maxDepth != lin.maxDepth || gotLin.activationSource != lin.activationSource {
+		t.Errorf("lineage: wrote %+v, resume restores %+v", lin, gotLin)
+	}
 	gv := reflect.ValueOf(got)
 	for i := 0; i < typ.NumField(); i++ {
 		name := typ.Field(i).Name

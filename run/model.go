@@ -10,36 +10,12 @@ import (
 	"github.com/harness-dev/harness/store"
 )
 
-// fallback is the primary model until it fails with an outage after its
-// retries; from then on every request goes to the fallback model on the
-// same endpoint (a retry at once, then the rest of the run).
-type fallback struct {
-	primary  loop.Model
-	name     string
-	switched func(error)
-	using    bool
-}
-
-func (f *fallback) Complete(ctx context.Context, req loop.Request) (loop.Response, error) {
-	if !f.using {
-		resp, err := f.primary.Complete(ctx, req)
-		var pe *loop.ProviderError
-		if err == nil || !errors.As(err, &pe) || !pe.Retryable {
-			return resp, err
-		}
-		f.using = true
-		f.switched(err)
-	}
-	req.Model = f.name
-	return f.primary.Complete(ctx, req)
-}
-
 // model builds the model the loop talks to: a cassette player for
 // --replay, otherwise the OpenAI-compatible provider, wrapped in a recorder
 // for --record. A child run is handed its parent's model.
 func (r *runner) model() (loop.Model, func(), error) {
-	if r.opts.model != nil {
-		return r.opts.model, func() {}, nil
+	if r.lin.model != nil {
+		return r.lin.model, func() {}, nil
 	}
 	if r.opts.Replay != "" {
 		p, err := loop.OpenCassette(r.opts.Replay)
@@ -62,7 +38,7 @@ func (r *runner) model() (loop.Model, func(), error) {
 		},
 	})
 	if r.opts.FallbackModel != "" {
-		m = &fallback{primary: m, name: r.opts.FallbackModel, switched: func(err error) {
+		m = &loop.Fallback{Primary: m, Model: r.opts.FallbackModel, Switched: func(err error) {
 			r.fellBack = true
 			r.event(record.EventModelFallback, map[string]string{"from": r.opts.Model, "to": r.opts.FallbackModel, "error": err.Error()})
 			r.progress("model %s failed after its retries (%v); continuing with --fallback-model %s", r.opts.Model, err, r.opts.FallbackModel)
@@ -76,15 +52,6 @@ func (r *runner) model() (loop.Model, func(), error) {
 		return nil, nil, outcome.Usage("cassette_invalid", "--record %s: %v", r.opts.Record, err)
 	}
 	return rec, func() { rec.Close() }, nil
-}
-
-// Embed lets find_skills use a wrapped model's embeddings endpoint.
-func (f *fallback) Embed(ctx context.Context, model string, inputs []string) ([][]float64, error) {
-	e, ok := f.primary.(loop.Embedder)
-	if !ok {
-		return nil, errors.New("embeddings: the model cannot embed")
-	}
-	return e.Embed(ctx, model, inputs)
 }
 
 // embedder is find_skills' semantic stage: --embedding-model's vectors,

@@ -2,7 +2,6 @@ package run
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/harness-dev/harness/gate"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -22,7 +22,7 @@ func (r *runner) newGate(history []loop.Message) *gate.Gate {
 	role, _ := cfc.ParseRole(r.opts.PromptRole)
 	cfg := gate.Config{
 		Policy:   cfc.Policy{Mode: mode, PromptRole: role, AllowedTools: nonNil(r.opts.AllowTools)},
-		Operator: r.operatorText(), OperatorValues: operatorValues(r.opts), AllowTools: r.opts.AllowTools,
+		Operator: r.operatorText(), OperatorValues: r.opts.OperatorValues(), AllowTools: r.opts.AllowTools,
 		AllowUnmediated: r.opts.AllowUnmediated, FailOnDenial: r.opts.FailOnDenial,
 		Host: gateHost{r},
 	}
@@ -42,22 +42,6 @@ func (r *runner) operatorText() string {
 		return r.opts.Prompt
 	}
 	return r.opts.Prompt + "\n" + strings.Join(r.resumed.FollowUps, "\n")
-}
-
-// operatorValues are the values the operator gave one by one that a tool
-// call may carry as an argument: each --allow-skill-script entry, its
-// skill and its path (run_skill_script's arguments), and each --attach
-// file as given and by the name its frame shows the model.
-func operatorValues(o Options) []string {
-	var out []string
-	for _, e := range o.AllowSkillScripts {
-		skill, script, _ := strings.Cut(e, ":")
-		out = append(out, e, skill, script)
-	}
-	for _, a := range o.Attach {
-		out = append(out, a, filepath.Base(a))
-	}
-	return out
 }
 
 // gateHost is the run as its gate sees it.
@@ -132,8 +116,8 @@ func (r *runner) writePolicySnapshot() error {
 		}
 		ps.LoadedSkills = append(ps.LoadedSkills, p)
 	}
-	if mcpWanted(r.opts) || r.opts.MCPConfig != "" {
-		ps.MCP = &record.PolicyMCP{ConfigFile: absOrEmpty(r.opts.MCPConfig), ConfigDigest: r.opts.operator.recordedDigest(),
+	if r.opts.MCPWanted() || r.opts.MCPConfig != "" {
+		ps.MCP = &record.PolicyMCP{ConfigFile: runopts.Abs(r.opts.MCPConfig), ConfigDigest: r.opts.MCPFileDigest(),
 			PassEnv: nonNil(r.opts.PassEnv), ToolEffects: nonNil(r.opts.MCPToolEffects)}
 	}
 	b, err := json.Marshal(ps)

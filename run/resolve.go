@@ -1,19 +1,14 @@
 package run
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -39,10 +34,6 @@ type resolved struct {
 
 // maxAttachment bounds one --attach file: it goes whole into the context.
 const maxAttachment = 1 << 20
-
-// maxOperatorFile bounds the configuration files an operator names
-// (--mcp-config, --profiles), which are read whole.
-const maxOperatorFile = 1 << 20
 
 // readAttachments reads each --attach file once, for the run to keep.
 func readAttachments(paths []string) ([]record.Attachment, error) {
@@ -249,68 +240,4 @@ func sandboxPath(ws, host string) string {
 		return workspace.DefaultSandbox
 	}
 	return path.Join(workspace.DefaultSandbox, filepath.ToSlash(rel))
-}
-
-// Compiled on first use: a bounded repetition compiles to one
-// instruction per repeat, which every start would otherwise pay for.
-var runIDPattern = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-})
-
-// newRunID returns a time-sortable unique id: UTC time to the second, then
-// random bits so that runs started in the same second do not collide.
-// NewRunID is a new time-sortable id, for a run or for anything that
-// holds runs (a pipeline).
-func NewRunID(now time.Time) string { return newRunID(now) }
-
-func newRunID(now time.Time) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// CheckRunID refuses an id that cannot name a directory safely.
-func CheckRunID(id string) error { return checkRunID(id) }
-
-func checkRunID(id string) error {
-	if !runIDPattern().MatchString(id) || strings.Contains(id, "..") {
-		return outcome.Usage("run_id_invalid", "--run-id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
-	}
-	return nil
-}
-
-// createRunDir makes the run's directory. An existing directory is never
-// reused: it belongs to another run, which `harness resume` continues.
-//
-// An artifacts directory that is the workspace or contains it is refused:
-// the run directory would then be the workspace's own ancestor or sibling
-// in reach of every tool (`--artifacts-dir .` with the workspace `.`).
-func createRunDir(artifactsDir, runID, ws string) (string, error) {
-	if artifactsDir == "" {
-		artifactsDir = filepath.Join(".harness", "runs")
-	}
-	abs, err := filepath.Abs(artifactsDir)
-	if err != nil {
-		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	if workspace.Within(abs, ws) {
-		return "", outcome.Usage("artifacts_dir_contains_workspace", "--artifacts-dir %s is the workspace or contains it (%s): tools could reach the run records; put run directories elsewhere, e.g. the default .harness/runs", artifactsDir, ws)
-	}
-	dir := filepath.Join(abs, runID)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return "", outcome.Usage("run_exists", "run directory %s already exists: choose another --run-id, or continue it with `harness resume %s`", dir, dir)
-		}
-		return "", fmt.Errorf("create run directory: %w", err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, record.DirToolOutputs), 0o755); err != nil {
-		return "", fmt.Errorf("create run directory: %w", err)
-	}
-	return dir, nil
 }

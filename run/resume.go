@@ -18,6 +18,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/rundir"
+	"github.com/harness-dev/harness/runopts"
 )
 
 // ResumeOptions are what `harness resume` may set. Everything else is
@@ -91,10 +92,10 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	// One process at a time, and what is read below is what no other
 	// process is changing: the lock comes before the directory is read
 	// as input (run.json is read again under it).
-	if r.lock, err = lockRunDir(dir, r.now()); err != nil {
+	if r.lock, err = rundir.TakeLock(dir, r.now()); err != nil {
 		return nil, err
 	}
-	defer r.lock.release()
+	defer r.lock.Release()
 	if m, err = record.ReadManifest(dir); err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
 	}
@@ -111,7 +112,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		return nil, outcome.Usage("cassette_conflict", "--record and --replay cannot be used together")
 	}
 	if ro.BaseURL != "" {
-		if err := checkBaseURL(ro.BaseURL); err != nil {
+		if err := runopts.CheckBaseURL(ro.BaseURL); err != nil {
 			return nil, err
 		}
 	}
@@ -126,7 +127,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		return nil, err
 	}
 	r.manifest = m
-	r.opts = optionsOf(st.Created.Inputs, st.Created.Sources)
+	r.opts, r.lin = optionsOf(st.Created.Inputs, st.Created.Sources)
 	if o := st.Created.Outputs; o != nil {
 		r.opts.Outputs = *o
 	}
@@ -134,8 +135,8 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.opts.Outputs.LastMessage = cmp.Or(ro.Outputs.LastMessage, r.opts.Outputs.LastMessage)
 	// A file that is now unusable is refused when the servers would
 	// start; an edited one is policy drift.
-	r.opts.operator = loadOperatorConfig(r.opts.MCPConfig)
-	r.opts.decisions = decisions{approve: ro.Approve, deny: ro.Deny, reason: ro.DenyReason, actor: ro.Actor}
+	r.opts.ReadMCPFile()
+	r.decisions = decisions{approve: ro.Approve, deny: ro.Deny, reason: ro.DenyReason, actor: ro.Actor}
 	r.opts.RunKey = ro.RunKey
 	if ro.BaseURL != "" {
 		r.opts.BaseURL = ro.BaseURL
@@ -147,7 +148,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		r.opts.Model, r.acceptModelChange = ro.Model, true
 	}
 	r.opts.FallbackModel, r.opts.Stream = ro.FallbackModel, ro.Stream
-	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.opts.model = ro.APIKey, ro.Record, ro.Replay, ro.model
+	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.lin.model = ro.APIKey, ro.Record, ro.Replay, ro.model
 	r.redact = artifacts.NewRedactor(ro.APIKey, string(ro.RunKey))
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version
 	r.opts.RequestTimeout, r.opts.MaxRetries, r.opts.RetryMaxWait = ro.RequestTimeout, ro.MaxRetries, ro.RetryMaxWait
@@ -156,7 +157,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := r.loadProfiles(); err != nil {
 		return nil, err
 	}
-	if err := checkDecisions(st, r.opts.decisions, m.RunID); err != nil {
+	if err := checkDecisions(st, r.decisions, m.RunID); err != nil {
 		return nil, err
 	}
 	if st.TornBytes > 0 {

@@ -44,11 +44,10 @@ func converse(t *testing.T, ws string, replies []looptest.Reply, mutate func(o *
 	o := baseOptions(ws)
 	o.Skills = nil
 	o.BaseURL, o.APIKey, o.RunID, o.MaxTurns = srv.URL, "sk-test", "conv", 50
-	o.afterSnapshot = afterSnapshot
 	if mutate != nil {
 		mutate(&o)
 	}
-	res, err := Run(context.Background(), o)
+	res, err := start(context.Background(), o, lineage{afterSnapshot: afterSnapshot})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -45,8 +45,8 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	if err := r.registryStage(ctx); err != nil {
 		return nil, err
 	}
-	if r.opts.afterSnapshot != nil {
-		r.opts.afterSnapshot()
+	if r.lin.afterSnapshot != nil {
+		r.lin.afterSnapshot()
 	}
 	history, err := r.activationStage()
 	if err != nil {
@@ -65,7 +65,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	}
 	r.gate = r.newGate(history)
 	r.approvals = r.newApprovals()
-	if d := r.opts.decisions; r.resumed != nil && len(d.approve)+len(d.deny) > 0 {
+	if d := r.decisions; r.resumed != nil && len(d.approve)+len(d.deny) > 0 {
 		if err := r.decideApprovals(d.approve, d.deny, d.reason, d.actor); err != nil {
 			return nil, err
 		}
@@ -81,7 +81,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	cfg := loop.Config{
 		Model:            model,
 		ModelName:        r.opts.Model,
-		Params:           r.params(),
+		Params:           r.opts.Params(),
 		Tools:            toolset,
 		Limits:           r.limits,
 		Journal:          r.journal,
@@ -207,7 +207,7 @@ func (r *runner) preload() ([]loop.Message, error) {
 		}
 		chosen = append(chosen, s)
 	}
-	if len(missing) > 0 && r.opts.depth > 0 {
+	if len(missing) > 0 && r.lin.depth > 0 {
 		// A profile's skills are a wish list: what the registry lacks is
 		// skipped and said, not fatal.
 		for _, name := range missing {
@@ -254,7 +254,7 @@ func (r *runner) preload() ([]loop.Message, error) {
 	} else if len(r.res.attachments) > 0 {
 		r.token = tools.BoundaryToken(r.opts.Prompt, texts)
 	}
-	source := r.opts.activationSource
+	source := r.lin.activationSource
 	if source == "" {
 		source = record.SourceCLIPreload
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/grant"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/scripts"
 	"github.com/harness-dev/harness/store"
 	"github.com/harness-dev/harness/tools"
@@ -26,11 +27,11 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	// A resumed run directory may have moved since (a CI artifact): its
 	// actual parent is protected as well as the recorded one.
 	ws, err := workspace.Open(r.res.workspace, workspace.DefaultSandbox, r.res.cwd,
-		append([]string{r.manifest.Inputs.ArtifactsDir, filepath.Dir(r.res.runDir), absOrEmpty(r.opts.Record)}, r.opts.Protect...))
+		append([]string{r.manifest.Inputs.ArtifactsDir, filepath.Dir(r.res.runDir), runopts.Abs(r.opts.Record)}, r.opts.Protect...))
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ws.KeepReadOnly(grant.ReadOnlyPaths(r.res.workspace, r.res.allRoots(), absAll(r.opts.ReadOnly), absAll(r.opts.AllowProtectedWrite))...); err != nil {
+	if err := ws.KeepReadOnly(grant.ReadOnlyPaths(r.res.workspace, r.res.allRoots(), runopts.AbsAll(r.opts.ReadOnly), runopts.AbsAll(r.opts.AllowProtectedWrite))...); err != nil {
 		ws.Close()
 		return nil, nil, err
 	}
@@ -42,14 +43,14 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		Embed: r.embed, AnyName: r.opts.ReloadCreated, Roots: r.res.allRoots(), Workspace: r.res.workspace, SandboxWorkspace: workspace.DefaultSandbox,
 	})...)
 	closers := []func(){func() { ws.Close() }}
-	if slices.Contains(r.opts.AllowTools, tools.DelegateToolName) && len(r.profiles) > 0 && r.opts.depth < r.opts.maxDepth {
+	if slices.Contains(r.opts.AllowTools, tools.DelegateToolName) && len(r.profiles) > 0 && r.lin.depth < r.lin.maxDepth {
 		toolset = append(toolset, &tools.Delegate{Profiles: r.profiles, Runner: &children{parent: r}})
 	}
 	var backend scripts.Backend
 	var probe error
 	self, _ := os.Executable()
 	helper := scripts.Helper(self)
-	if slices.Contains(r.opts.AllowTools, "run_skill_script") || forgeAllowed(r.opts.AllowTools) {
+	if slices.Contains(r.opts.AllowTools, "run_skill_script") || runopts.ForgeAllowed(r.opts.AllowTools) {
 		want := scripts.Backend(r.opts.Sandbox)
 		backend, probe = scripts.Probe(ctx, want, helper)
 		r.manifest.Inputs.Sandbox = &record.SandboxRecord{Requested: string(want), Backend: string(backend)}
@@ -57,7 +58,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			r.manifest.Inputs.Sandbox.Error = probe.Error()
 		}
 	}
-	if forgeAllowed(r.opts.AllowTools) {
+	if runopts.ForgeAllowed(r.opts.AllowTools) {
 		st, err := store.Open(r.opts.SkillsStore, r.opts.RunKey)
 		if err != nil {
 			return nil, nil, err
@@ -91,17 +92,15 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	}
 	network := &tools.Network{Allowed: allowed, RunDir: r.res.runDir, Redact: r.redact}
 	closers = append(closers, network.Close)
-	if mcpWanted(r.opts) {
+	if r.opts.MCPWanted() {
 		if backend == "" && probe == nil {
 			backend, probe = scripts.Probe(ctx, scripts.Backend(r.opts.Sandbox), helper)
 		}
-		var op *tools.OperatorServers
-		if c := r.opts.operator; c != nil {
-			if c.err != nil {
-				return nil, nil, c.err
-			}
-			op = c.servers
-		} else if r.opts.MCPConfig != "" {
+		op, err := r.opts.MCPServers()
+		if err != nil {
+			return nil, nil, err
+		}
+		if op == nil && r.opts.MCPConfig != "" {
 			return nil, nil, fmt.Errorf("internal: --mcp-config %s was never read", r.opts.MCPConfig)
 		}
 		effects, err := tools.ParseToolEffects(r.opts.MCPToolEffects)

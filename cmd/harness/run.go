@@ -13,6 +13,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/runopts"
 )
 
 var runOptions = []option{
@@ -30,7 +31,7 @@ var runOptions = []option{
 	{name: "model", usage: "model `NAME`", def: ""},
 	{name: "base-url", usage: "OpenAI-compatible API base `URL`", def: "", envFallbacks: []string{"OPENAI_BASE_URL"}},
 	{name: "no-skill-catalog", kind: kindBool, usage: "do not offer the load_skill catalog: only --skill preloads reach the model"},
-	{name: "catalog-budget", kind: kindInt, usage: "size of the load_skill catalog in `CHARS`; over it descriptions are shortened, then skills left out (recorded)", def: run.DefaultCatalogBudget},
+	{name: "catalog-budget", kind: kindInt, usage: "size of the load_skill catalog in `CHARS`; over it descriptions are shortened, then skills left out (recorded)", def: runopts.DefaultCatalogBudget},
 	{name: "cfc-mode", usage: "contextual flow control: disabled, observe, enforce-explicit or enforce-strict. Under enforce-explicit (the default) a file or skill with injected instructions can make the model write anything the tools you allowed can write; enforce-strict also denies write and side-effect calls whose arguments were copied from what the model read. Use enforce-strict when the workspace or skills are not yours", def: "enforce-explicit"},
 	{name: "prompt-role", usage: "role of the prompt: direct-command (may authorize write and side-effect tools), context or quote", def: "direct-command"},
 	{name: "fail-on-denial", kind: kindBool, usage: "end the run (exit 5) at the first tool call the policy denies"},
@@ -57,7 +58,7 @@ var runOptions = []option{
 	{name: "allow-protected-write", kind: kindStrings, usage: "let skill code and write_file write `PATH` although it is protected (.git, .harness, a skill root or a --protect path): git runs hooks and configured commands from .git on the host, outside every sandbox"},
 	{name: "wasm-memory-limit", usage: "linear-memory cap `SIZE` of one WebAssembly skill script (scripts/*.wasm, run under wazero with no host access but the workspace and the skill, read-only); growing past it fails inside the module and is status memory_limit", def: "64MiB"},
 	{name: "output-schema", usage: "JSON Schema `FILE` the final answer must match; sent as the structured-output format, checked always; the parsed answer is result.json's structuredOutput", def: ""},
-	{name: "schema-retries", kind: kindInt, usage: "times the model may answer again after being told how its answer fails --output-schema (`N`)", def: run.DefaultSchemaRetries},
+	{name: "schema-retries", kind: kindInt, usage: "times the model may answer again after being told how its answer fails --output-schema (`N`)", def: runopts.DefaultSchemaRetries},
 	{name: "allow-empty-answer", kind: kindBool, usage: "accept a final answer with no text (otherwise exit 1, reason empty_answer)"},
 	{name: "attach", kind: kindStrings, usage: "hand `FILE` (regular UTF-8 text, at most 1 MiB) to the model as labelled context (data, not a command); recorded with its digest"},
 	{name: "output-last-message", usage: "write the final answer to `FILE` (also when the run fails with an answer)", def: ""},
@@ -72,9 +73,9 @@ var runOptions = []option{
 	{name: "reasoning-effort", usage: "reasoning effort `LEVEL` for reasoning models (minimal, low, medium, high)", def: ""},
 	{name: "extra-body", usage: "JSON `OBJECT` merged into every request body, for server-specific knobs such as vLLM's top_k", def: ""},
 	{name: "request-timeout", kind: kindDuration, usage: "bound on one model request `DUR` (default 5m): a server that never answers fails the attempt, which is retried"},
-	{name: "max-retries", kind: kindInt, usage: "retries of a transient provider failure (`N`: timeouts, 408, 409, 429, 5xx, broken connections), with exponential backoff and jitter that honours Retry-After", def: run.DefaultMaxRetries},
+	{name: "max-retries", kind: kindInt, usage: "retries of a transient provider failure (`N`: timeouts, 408, 409, 429, 5xx, broken connections), with exponential backoff and jitter that honours Retry-After", def: runopts.DefaultMaxRetries},
 	{name: "retry-max-wait", kind: kindDuration, usage: "longest wait `DUR` between retries (default 30s)"},
-	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: run.DefaultMaxTurns},
+	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: runopts.DefaultMaxTurns},
 	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DUR` for the run, e.g. 10m (exit 3, resumable)"},
 	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
 	{name: "artifacts-dir", usage: "`DIR` that holds run directories", def: ".harness/runs"},
@@ -145,7 +146,7 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 	if err != nil {
 		return nil, err
 	}
-	wasmMemory, err := parseSizeMin("--wasm-memory-limit", ro.str("wasm-memory-limit"), run.MinWasmMemoryLimit)
+	wasmMemory, err := parseSizeMin("--wasm-memory-limit", ro.str("wasm-memory-limit"), runopts.MinWasmMemoryLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -281,11 +282,11 @@ func parseFloat(flag, s string) (*float64, error) {
 
 // parseSize reads a script memory cap such as 512MiB, 1GiB or 1000000 (bytes).
 func parseSize(flag, s string) (uint64, error) {
-	return parseSizeMin(flag, s, run.MinScriptMemoryLimit)
+	return parseSizeMin(flag, s, runopts.MinScriptMemoryLimit)
 }
 
 func parseSizeMin(flag, s string, least uint64) (uint64, error) {
-	n, err := run.ParseMemoryLimit(s, least)
+	n, err := runopts.ParseMemoryLimit(s, least)
 	if err != nil {
 		return 0, usagef(fmt.Sprintf("%s %v", flag, err))
 	}

@@ -1,4 +1,4 @@
-package run
+package rundir
 
 import (
 	"errors"
@@ -11,19 +11,19 @@ import (
 
 func TestRunDirectoryLock(t *testing.T) {
 	dir := t.TempDir()
-	first, err := lockRunDir(dir, time.Now())
+	first, err := TakeLock(dir, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = lockRunDir(dir, time.Now())
+	_, err = TakeLock(dir, time.Now())
 	var e *outcome.Error
 	if !errors.As(err, &e) || e.Exit != outcome.ExitPolicy || e.Code != "run_locked" || !strings.Contains(e.Msg, "harness pid") {
 		t.Fatalf("second lock: %v", err)
 	}
-	first.release()
-	again, err := lockRunDir(dir, time.Now())
+	first.Release()
+	again, err := TakeLock(dir, time.Now())
 	if err != nil {
 		t.Fatalf("lock after release: %v", err)
 	}
-	again.release()
+	again.Release()
 }

@@ -1,4 +1,4 @@
-package run
+package rundir
 
 import (
 	"fmt"
@@ -12,12 +12,14 @@ import (
 	"github.com/harness-dev/harness/record"
 )
 
-// runLock keeps a second run or resume off a run directory while this
+// Lock keeps a second run or resume off a run directory while this
 // process works in it. The kernel drops the lock when the process dies,
 // so a crash never leaves a directory locked.
-type runLock struct{ f *os.File }
+type Lock struct{ f *os.File }
 
-func lockRunDir(dir string, now time.Time) (*runLock, error) {
+// TakeLock locks dir for this process, or says who holds it (a policy
+// refusal: one run or resume at a time).
+func TakeLock(dir string, now time.Time) (*Lock, error) {
 	p := filepath.Join(dir, record.FileLock)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -36,10 +38,11 @@ func lockRunDir(dir string, now time.Time) (*runLock, error) {
 	f.Truncate(0)
 	fmt.Fprintf(f, "harness pid %d on %s since %s\n", os.Getpid(), host, now.UTC().Format(time.RFC3339))
 	f.Sync()
-	return &runLock{f: f}, nil
+	return &Lock{f: f}, nil
 }
 
-func (l *runLock) release() {
+// Release unlocks the directory; a nil lock is none.
+func (l *Lock) Release() {
 	if l == nil {
 		return
 	}

@@ -1,4 +1,12 @@
-package run
+// Package runopts is what one run is asked to do: the options a caller
+// fills in, their defaults, the check of what is wrong with them alone
+// (before anything touches the disk), and the policy they amount to, as
+// digested into the run's identity.
+//
+// run resolves these options against the filesystem and records them; a
+// resume restores them from run.json. runopts knows nothing of a run
+// directory.
+package runopts
 
 import (
 	"fmt"
@@ -8,7 +16,6 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/harness-dev/harness/audit"
-	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
 )
@@ -162,9 +169,6 @@ type Options struct {
 	// metadata.harness.destructive wait too.
 	ConfirmTools []string
 
-	// decisions are what the operator decided on resume (--approve,
-	// --deny); they are journaled, not recorded in run.json.
-	decisions      decisions
 	MCPToolEffects []string
 	// AllowNetwork are host[:port] entries a skill's scripts and servers
 	// may reach through harness's egress proxy, when the skill declares
@@ -265,24 +269,7 @@ type Options struct {
 	// Version is the harness version, part of the run identity.
 	Version string
 
-	// Set for child runs (subagents): the parent's model, so one cassette
-	// serves both; the nesting depth and its bound; and the activation
-	// source recorded for preloads. A child (depth > 0) skips skills its
-	// profile names but the registry lacks instead of refusing.
-	model            loop.Model
-	depth, maxDepth  int
-	activationSource string
-
-	// profilesFile is the --profiles file's content as read once for a
-	// whole tree of runs: the top-level run (or its resume) reads it, and
-	// children that may delegate further are handed the same bytes.
-	profilesFile []byte
-
-	// operator is the --mcp-config file as read at the start of this
-	// invocation (by Run's option check, or by Resume).
-	operator *operatorConfig
-
-	// afterSnapshot lets in-package tests change the workspace between the
-	// snapshot and the preload, the window the preload digest check guards.
-	afterSnapshot func()
+	// mcpFile is the --mcp-config file as read at the start of this
+	// invocation (by Check, or by ReadMCPFile on resume).
+	mcpFile *MCPFile
 }

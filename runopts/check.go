@@ -1,0 +1,226 @@
+package runopts
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/egress"
+	"github.com/harness-dev/harness/forge"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/mcp"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/store"
+	"github.com/harness-dev/harness/tools"
+)
+
+// Check refuses what is wrong with the options alone, before anything
+// touches the disk, and settles their defaults (the sandbox, the CFC mode
+// and role, duplicates dropped, JSON compacted, the --mcp-config file
+// read once). modelGiven says the caller hands the run a model, so that
+// no key or endpoint is needed.
+func Check(o *Options, modelGiven bool) error {
+	if strings.TrimSpace(o.Prompt) == "" {
+		return outcome.Usage("prompt_empty", "the prompt is empty: pass --prompt TEXT or --prompt-file FILE (- reads standard input)")
+	}
+	if len(o.Skills) > 0 && len(o.SkillsRoots)+len(o.ExternalSkillsRoots) == 0 {
+		return outcome.Usage("skill_requires_root", "--skill requires --skills-root DIR: say where the skills live")
+	}
+	if o.Model == "" {
+		return outcome.Usage("model_missing", "no model: pass --model NAME (or set HARNESS_MODEL)")
+	}
+	if o.Record != "" && o.Replay != "" {
+		return outcome.Usage("cassette_conflict", "--record and --replay cannot be used together: record against a live model, replay offline")
+	}
+	// A keyless endpoint (a local vLLM, llama.cpp, Ollama) is named with
+	// --base-url; only the default, OpenAI's, needs a key to be useful.
+	if o.Replay == "" && o.APIKey == "" && !modelGiven && o.BaseURL == "" {
+		return outcome.Usage("api_key_missing", "no API key: set HARNESS_API_KEY (or OPENAI_API_KEY) to call the model, pass --base-url URL for an endpoint that needs none, or pass --replay FILE to run offline from a recorded cassette")
+	}
+	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {
+		return outcome.Usage("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")
+	}
+	o.AllowSkillScripts = dedupe(o.AllowSkillScripts)
+	if len(o.AllowSkillScripts) > 0 && len(o.SkillsRoots)+len(o.ExternalSkillsRoots) == 0 {
+		return outcome.Usage("script_allow_requires_root", "--allow-skill-script requires --skills-root DIR")
+	}
+	for _, e := range o.AllowSkillScripts {
+		if _, _, err := tools.ParseScriptAllow(e); err != nil {
+			return err
+		}
+	}
+	switch o.Sandbox {
+	case "":
+		o.Sandbox = "auto"
+	case "auto", "bwrap", "landlock", "none":
+	default:
+		return outcome.Usage("sandbox_invalid", "--sandbox %q: use auto, bwrap, landlock or none", o.Sandbox)
+	}
+	if o.CFCMode == "" {
+		o.CFCMode = string(cfc.ModeEnforceExplicit)
+	}
+	if _, ok := cfc.ParseMode(o.CFCMode); !ok {
+		return outcome.Usage("cfc_mode_invalid", "--cfc-mode %q: use disabled, observe, enforce-explicit or enforce-strict", o.CFCMode)
+	}
+	if o.PromptRole == "" {
+		o.PromptRole = string(cfc.RoleDirectCommand)
+	}
+	if _, ok := cfc.ParseRole(o.PromptRole); !ok {
+		return outcome.Usage("prompt_role_invalid", "--prompt-role %q: use direct-command, context or quote", o.PromptRole)
+	}
+	o.TrustSkills = dedupe(o.TrustSkills)
+	if err := checkForge(o); err != nil {
+		return err
+	}
+	if slices.Contains(o.AllowTools, tools.DelegateToolName) && o.Profiles == "" {
+		return outcome.Usage("profiles_missing", "--allow-tool delegate_task needs --profiles FILE with the subagent profiles")
+	}
+	if err := checkParams(o); err != nil {
+		return err
+	}
+	if o.BaseURL != "" {
+		if err := CheckBaseURL(o.BaseURL); err != nil {
+			return err
+		}
+	}
+	o.Skills = dedupe(o.Skills)
+	if err := checkTools(o); err != nil {
+		return err
+	}
+	o.AllowNetwork = dedupe(o.AllowNetwork)
+	if _, err := egress.ParseRules(o.AllowNetwork); err != nil {
+		return outcome.Usage("allow_network_invalid", "--allow-network: %v; give host or host:port (a name as the skill declares it, or an IP address)", err)
+	}
+	return o.ReadMCPFile()
+}
+
+// checkParams checks the generation parameters and the answer's schema,
+// compacting the JSON ones so that their digests do not depend on spacing.
+func checkParams(o *Options) error {
+	if o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 2) {
+		return outcome.Usage("temperature_invalid", "--temperature %v must be between 0 and 2", *o.Temperature)
+	}
+	if o.TopP != nil && (*o.TopP <= 0 || *o.TopP > 1) {
+		return outcome.Usage("top_p_invalid", "--top-p %v must be more than 0 and at most 1", *o.TopP)
+	}
+	if o.MaxCompletionTokens < 0 {
+		return outcome.Usage("max_completion_tokens_invalid", "--max-completion-tokens must not be negative")
+	}
+	if len(o.ExtraBody) == 0 {
+		o.ExtraBody = nil
+	}
+	if len(o.ExtraBody) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(o.ExtraBody, &obj); err != nil {
+			return outcome.Usage("extra_body_invalid", "--extra-body must be a JSON object, e.g. '{\"top_k\": 20}': %v", err)
+		}
+		var buf bytes.Buffer
+		json.Compact(&buf, o.ExtraBody)
+		o.ExtraBody = buf.Bytes()
+	}
+	if o.SchemaRetries < 0 {
+		return outcome.Usage("schema_retries_invalid", "--schema-retries must not be negative")
+	}
+	if len(o.OutputSchema) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, o.OutputSchema); err != nil {
+			return outcome.Usage("output_schema_invalid", "--output-schema is not JSON: %v", err)
+		}
+		o.OutputSchema = buf.Bytes()
+		if _, err := loop.NewSchemaCheck(o.OutputSchema); err != nil {
+			return outcome.Usage("output_schema_invalid", "--output-schema: %v", err)
+		}
+	}
+	if o.CatalogBudget < 0 {
+		return outcome.Usage("catalog_budget_invalid", "--catalog-budget must be a positive number of characters")
+	}
+	return nil
+}
+
+// checkTools checks the tool names the operator allowed and what MCP
+// servers may be given.
+func checkTools(o *Options) error {
+	o.AllowTools = dedupe(o.AllowTools)
+	for _, t := range o.AllowTools {
+		if strings.Contains(t, tools.MCPSeparator) {
+			continue // an MCP server's tool: known once the server lists it
+		}
+		if !slices.Contains(tools.Names, t) {
+			return outcome.Usage("tool_unknown", "--allow-tool %s: unknown tool; known tools: %s, and MCP tools as KEY__TOOL or KEY__*", t, strings.Join(tools.Names, ", "))
+		}
+	}
+	if _, err := tools.ParseToolEffects(o.MCPToolEffects); err != nil {
+		return err
+	}
+	for _, n := range o.PassEnv {
+		if !mcp.IsEnvName(n) {
+			return outcome.Usage("pass_env_invalid", "--pass-env %q: give an environment variable name", n)
+		}
+		if n == "HARNESS_API_KEY" || n == "OPENAI_API_KEY" || n == "HARNESS_RUN_KEY" {
+			return outcome.Usage("pass_env_refused", "--pass-env %s: harness's own secrets are never passed to a server", n)
+		}
+	}
+	return nil
+}
+
+// CheckBaseURL refuses an endpoint that is not an http(s) URL.
+func CheckBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return outcome.Usage("base_url_invalid", "--base-url %q must be an http(s) URL such as https://api.openai.com/v1", raw)
+	}
+	return nil
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// checkForge settles the SkillForge options when its tools are allowed:
+// the approval tier, and absolute paths for the forge root and store.
+func checkForge(o *Options) error {
+	if !ForgeAllowed(o.AllowTools) {
+		if o.ReloadCreated {
+			return outcome.Usage("reload_created_unused", "--reload-created needs --allow-tool create_skill or compose_skills")
+		}
+		return nil
+	}
+	if o.ApproveCreated == "" {
+		o.ApproveCreated = "low"
+	}
+	if _, err := forge.ParseApproval(o.ApproveCreated); err != nil {
+		return err
+	}
+	if o.ForgeRoot == "" && len(o.SkillsRoots) == 0 {
+		return outcome.Usage("forge_root_missing", "--allow-tool create_skill needs a root for the skills it promotes: give --skills-root or --forge-root")
+	}
+	if o.SkillsStore == "" {
+		o.SkillsStore = store.DefaultStoreDir
+	}
+	for _, p := range []*string{&o.ForgeRoot, &o.SkillsStore} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return outcome.Usage("forge_path_invalid", "%s: %v", *p, err)
+		}
+		*p = abs
+	}
+	return nil
+}
+
+// ForgeAllowed reports whether a SkillForge tool is allowed.
+func ForgeAllowed(allow []string) bool {
+	return slices.Contains(allow, tools.CreateSkillName) || slices.Contains(allow, tools.ComposeSkillsName)
+}
