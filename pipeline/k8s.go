@@ -48,9 +48,6 @@ type K8sOptions struct {
 	WritableWorkspace bool
 }
 
-// The user the shipped Dockerfile creates: the pod runs as it.
-const imageUID = 10001
-
 // Compiled on first use: a bounded repetition compiles to one
 // instruction per repeat, which every start would otherwise pay for.
 var k8sName = sync.OnceValue(func() *regexp.Regexp {
@@ -87,7 +84,7 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1)), "--or-resume"}
 	args = append(args, o.Args...)
 	var b bytes.Buffer
-	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": args, "uid": imageUID,
+	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": args, "uid": kube.ImageUID,
 		"deadline": int64(o.Deadline.Seconds()), "ttl": int64(o.TTL.Seconds())})
 	return b.Bytes(), err
 }
@@ -98,15 +95,9 @@ func (o *K8sOptions) checkResources() error {
 	if err := o.Pod.Check(); err != nil {
 		return err
 	}
-	switch o.SandboxProfile {
-	case "", "runtime-default":
-		o.SandboxProfile = "RuntimeDefault"
-	case "unconfined":
-		o.SandboxProfile = "Unconfined"
-	default:
-		return outcome.Usage("k8s_sandbox_profile_invalid", "--sandbox-profile %q: give runtime-default or unconfined", o.SandboxProfile)
-	}
-	return nil
+	seccomp, err := kube.Seccomp(o.SandboxProfile)
+	o.SandboxProfile = string(seccomp)
+	return err
 }
 
 // quote writes s as a YAML double-quoted scalar (JSON string syntax is a

@@ -37,3 +37,4 @@ func (l layout) unitStarted() string  { return l.unit + ".started" }
 func (l layout) unitFinished() string { return l.unit + ".finished" }
 func (l layout) unitSkipped() string  { return l.unit + ".skipped" }
 func (l layout) unitReused() string   { return l.unit + ".reused" }
+func (l layout) unitRefused() string  { return l.unit + ".refused" }

@@ -41,6 +41,11 @@ type Options struct {
 	// or replays from <dir>/<phase>.jsonl.
 	Record string
 	Replay string
+	// Phase runs only this phase, in the pipeline directory ID names
+	// (made by whichever phase comes first), once the phases it needs
+	// have succeeded there: how a scheduler with a pod per phase runs a
+	// pipeline.
+	Phase string
 	Common
 }
 
@@ -135,38 +140,19 @@ func Run(ctx context.Context, o Options) (*record.PipelineResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Phase != "" {
+		return runAlone(ctx, f, o)
+	}
 	return start(ctx, f, pipelineLayout, o, nil)
 }
 
 // start creates the directory of a pipeline or a batch, records what it
 // was asked and executes it. shape, when set, adds to the manifest.
 func start(ctx context.Context, f *File, l layout, o Options, shape func(*record.PipelineManifest)) (*record.PipelineResult, error) {
-	if err := o.Settings.check(); err != nil {
+	dir, err := newDir(l, o)
+	if err != nil {
 		return nil, err
 	}
-	now := clock(o.Now)
-	id := o.ID
-	if id == "" {
-		id = rundir.NewRunID(now())
-	}
-	if err := rundir.CheckRunID(id); err != nil {
-		return nil, outcome.Usage(l.kind+"_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
-	}
-	base := o.ArtifactsDir
-	if base == "" {
-		base = DefaultArtifactsDir
-		if l.kind == "batch" {
-			base = DefaultBatchDir
-		}
-	}
-	base, err := filepath.Abs(base)
-	if err != nil {
-		return nil, outcome.Usage("artifacts_dir_invalid", "--artifacts-dir: %v", err)
-	}
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return nil, outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", base, err)
-	}
-	dir := filepath.Join(base, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, outcome.Usage(l.kind+"_exists", "%s directory %s already exists: resume it with `harness %s resume %s`, or pass another --id", l.kind, dir, l.kind, dir)
@@ -178,11 +164,52 @@ func start(ctx context.Context, f *File, l layout, o Options, shape func(*record
 		return nil, err
 	}
 	defer unlock()
-	jobs := max(o.Jobs, 1)
+	p, err := initDir(f, dir, l, o, shape)
+	if err != nil {
+		return nil, err
+	}
+	defer p.journal.Close()
+	return p.execute(ctx)
+}
+
+// newDir checks the settings and the id and names the directory a new
+// pipeline or batch goes into, making its parent.
+func newDir(l layout, o Options) (string, error) {
+	if err := o.Settings.check(); err != nil {
+		return "", err
+	}
+	id := o.ID
+	if id == "" {
+		id = rundir.NewRunID(clock(o.Now)())
+	}
+	if err := rundir.CheckRunID(id); err != nil {
+		return "", outcome.Usage(l.kind+"_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	base := o.ArtifactsDir
+	if base == "" {
+		base = DefaultArtifactsDir
+		if l.kind == "batch" {
+			base = DefaultBatchDir
+		}
+	}
+	base, err := filepath.Abs(base)
+	if err != nil {
+		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir: %v", err)
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", base, err)
+	}
+	return filepath.Join(base, id), nil
+}
+
+// initDir records, in the empty directory dir (locked by the caller),
+// what the pipeline or batch was asked, and opens its journal with the
+// started event.
+func initDir(f *File, dir string, l layout, o Options, shape func(*record.PipelineManifest)) (*pipe, error) {
 	m := record.PipelineManifest{
 		Envelope:   artifacts.NewEnvelope(l.manifestType, record.PipelineVersion),
-		PipelineID: id, CreatedAt: now().UTC(), HarnessVersion: o.Version,
-		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: jobs,
+		PipelineID: filepath.Base(dir), CreatedAt: clock(o.Now)().UTC(), HarnessVersion: o.Version,
+		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: max(o.Jobs, 1),
 		Workspace: absOrEmpty(o.Workspace), BaseURL: artifacts.WithoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
 	}
 	p := newPipe(f, dir, l, o.Common)
@@ -200,11 +227,11 @@ func start(ctx context.Context, f *File, l layout, o Options, shape func(*record
 	if err := p.openJournal(1, ""); err != nil {
 		return nil, err
 	}
-	defer p.journal.Close()
-	if err := p.event(p.layout.started(), map[string]any{"id": id, "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
+	if err := p.event(p.layout.started(), map[string]any{"id": m.PipelineID, "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
+		p.journal.Close()
 		return nil, err
 	}
-	return p.execute(ctx)
+	return p, nil
 }
 
 func newPipe(f *File, dir string, l layout, c Common) *pipe {

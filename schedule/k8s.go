@@ -25,9 +25,6 @@ type K8sOptions struct {
 	kube.Pod
 }
 
-// imageUID is the user the shipped Dockerfile creates.
-const imageUID = 10001
-
 var k8sName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$`)
 
 // K8s prints one batch/v1 CronJob per scheduled skill, each pod at the
@@ -71,8 +68,6 @@ func K8s(entries []*Entry, o K8sOptions) ([]byte, error) {
 }
 
 func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
-	yes, no := true, false
-	uid := int64(imageUID)
 	starting := int64(300)
 	keep := int32(3)
 	argv := []string{"harness", "run", "--workspace", o.WorkDir}
@@ -82,23 +77,12 @@ func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 	argv = append(argv, "--skill", e.Skill, "--prompt", e.Prompt, "--artifacts-dir", "/runs/"+e.Skill, "--result-file", "/runs/"+e.Skill+"/last-result.json")
 	argv = append(argv, o.Args...)
 	labels := map[string]string{"app.kubernetes.io/name": "harness-schedule", "app.kubernetes.io/instance": name}
-	runs := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
-	if o.RunsClaim != "" {
-		runs = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: o.RunsClaim}}
-	}
+	volumes, mounts := kube.Volumes(o.RunsClaim)
 	c := corev1.Container{
 		Name: "harness", Image: o.Image, WorkingDir: o.WorkDir, Command: argv,
-		Env: []corev1.EnvVar{
-			{Name: "HARNESS_API_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: o.Secret}, Key: o.SecretKey}}},
-			{Name: "XDG_CACHE_HOME", Value: "/tmp/cache"},
-		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "runs", MountPath: "/runs"}, {Name: "tmp", MountPath: "/tmp"}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		Env: kube.Env(o.Secret, o.SecretKey, ""), VolumeMounts: mounts, SecurityContext: kube.ContainerSecurity(),
+		Resources: o.Resources(),
 	}
-	c.Resources = o.Resources()
 	ttl := int32(o.TTL.Seconds())
 	var deadline *int64
 	if o.Deadline > 0 {
@@ -121,16 +105,10 @@ func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 					Template: corev1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: labels},
 						Spec: corev1.PodSpec{
-							RestartPolicy: corev1.RestartPolicyNever,
-							SecurityContext: &corev1.PodSecurityContext{
-								RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
-								SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-							},
-							Containers: []corev1.Container{c},
-							Volumes: []corev1.Volume{
-								{Name: "runs", VolumeSource: runs},
-								{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-							},
+							RestartPolicy:   corev1.RestartPolicyNever,
+							SecurityContext: kube.PodSecurity(corev1.SeccompProfileTypeRuntimeDefault),
+							Containers:      []corev1.Container{c},
+							Volumes:         volumes,
 						},
 					},
 				},

@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if code, ok := HelperDispatch(os.Args); ok {
 		os.Exit(code)
 	}
+	if os.Getenv("HARNESS_TEST_POD_CHILD") != "" {
+		os.Exit(podChild())
+	}
 	os.Exit(m.Run())
 }
 

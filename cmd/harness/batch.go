@@ -219,7 +219,7 @@ func batchK8sCommand() *cli.Command {
 			&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
 			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
-			&cli.StringFlag{Name: "sandbox-profile", Usage: "the pods' seccomp `PROFILE`: runtime-default (the restricted Pod Security level; harness's sandbox then uses Landlock, since the profile refuses bwrap's user namespace) or unconfined (lets bwrap start; not the restricted level)", Value: "runtime-default"},
+			sandboxProfileFlag(),
 			&cli.BoolFlag{Name: "writable-workspace", Usage: "copy the image's workspace onto an emptyDir first, for tasks that write (the root file system is read-only)"},
 		}, append(podFlags("the whole Job"), unitFlags(unitSettings)...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {

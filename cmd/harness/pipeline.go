@@ -25,7 +25,7 @@ func pipelineCommand() *cli.Command {
 			"over .vars and the phases it needs: {{ .phases.spec.answer }},\n" +
 			"{{ .phases.spec.structuredOutput.field }}, {{ .phases.spec.answerFile }} (for attach).\n" +
 			"A phase gets only the skills, tools and scripts it names.",
-		Commands: []*cli.Command{pipelineRunCommand(), pipelineResumeCommand(), pipelineCheckCommand()},
+		Commands: []*cli.Command{pipelineRunCommand(), pipelineResumeCommand(), pipelineCheckCommand(), pipelineK8sCommand()},
 	}
 }
 
@@ -49,7 +49,7 @@ func pipelineRunCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run a pipeline file from the start",
-		UsageText: "harness pipeline run FILE [--var NAME=VALUE]... [--jobs N] [--replay DIR | --record DIR]",
+		UsageText: "harness pipeline run FILE [--var NAME=VALUE]... [--jobs N] [--replay DIR | --record DIR]\n   harness pipeline run FILE --id ID --phase NAME [...]",
 		Description: "Creates a pipeline directory (default .harness/pipelines/<id>) holding pipeline.json,\n" +
 			"pipeline-journal.jsonl, pipeline-result.json, answers/<phase>.md and phases/<phase>/,\n" +
 			"each phase's run directory (with its result.json). Exit code: 0 when every phase\n" +
@@ -60,6 +60,7 @@ func pipelineRunCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "var", Usage: "set `NAME=VALUE` for {{ .vars.NAME }} (repeatable; over the file's vars)"},
 			&cli.IntFlag{Name: "jobs", Usage: "independent phases run at once (`N`)", Value: 1},
 			&cli.StringFlag{Name: "id", Usage: "pipeline `ID` (default: a new time-sortable id)"},
+			&cli.StringFlag{Name: "phase", Usage: "run only phase `NAME` in the pipeline directory --id names (made by whichever phase runs first), once the phases it needs have succeeded there; a phase that succeeded is not run again and one that stopped resumes: how a scheduler with a pod per phase runs a pipeline (harness pipeline k8s)"},
 			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` that holds pipeline directories", Value: pipeline.DefaultArtifactsDir},
 			&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` of every phase, over the file's defaults.workspace"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL`, over the file's defaults", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
@@ -89,7 +90,7 @@ func pipelineRunCommand() *cli.Command {
 				Settings: settings,
 				File:     cmd.Args().First(), Vars: vars, Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"),
 				ArtifactsDir: cmd.String("artifacts-dir"), Workspace: cmd.String("workspace"), BaseURL: cmd.String("base-url"),
-				Record: cmd.String("record"), Replay: cmd.String("replay"),
+				Record: cmd.String("record"), Replay: cmd.String("replay"), Phase: cmd.String("phase"),
 				Common: out.common(),
 			})
 			out.report(res)
@@ -239,4 +240,55 @@ func unitWord(kind string) string {
 		return "task"
 	}
 	return "phase"
+}
+
+func pipelineK8sCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "k8s",
+		Usage:     "print an Argo Workflow that runs a pipeline with a pod per phase, in the order of its needs",
+		UsageText: "harness pipeline k8s FILE --image IMG --secret NAME --runs-claim PVC [--id ID] [--retries N] [--model NAME] ...",
+		Description: "The Workflow's DAG mirrors the pipeline's needs: one task per phase, each running\n" +
+			"`harness pipeline run FILE --id ID --phase NAME`, so that the phases share one pipeline\n" +
+			"directory (/runs/pipelines/ID) and one workspace (/runs/workspaces/ID, the image's --workdir\n" +
+			"copied there once) on the claim. A phase runs once the phases it needs succeeded there,\n" +
+			"and Argo retries one whose run stopped on an outage or an interrupt (exit 4 or 130): the\n" +
+			"retry resumes that run. FILE is read here and passed as given: its path relative to\n" +
+			"--workdir in the image. Without --id each submission gets its own directory, named as\n" +
+			"Argo names the Workflow.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the workspace and FILE"},
+			&cli.StringFlag{Name: "secret", Usage: "Secret `NAME` holding the API key"},
+			&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
+			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs in every phase's pod (ReadWriteMany when phases run at once)"},
+			&cli.StringFlag{Name: "id", Usage: "pipeline `ID`, also the Workflow's name (default: a new one per submission)"},
+			&cli.StringFlag{Name: "namespace", Usage: "`NAMESPACE` of the Workflow"},
+			&cli.StringFlag{Name: "workdir", Usage: "`DIR` in the image holding the workspace and FILE", Value: "/work"},
+			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
+			&cli.IntFlag{Name: "retries", Usage: "further attempts of a phase that stopped on an outage or an interrupt (`N`)", Value: 2},
+			sandboxProfileFlag(),
+		}, append(podFlags("the whole Workflow"), unitFlags(unitSettings)...)...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness pipeline k8s needs exactly one pipeline FILE (its path relative to --workdir in the image)")
+			}
+			args, err := unitArgs(cmd)
+			if err != nil {
+				return err
+			}
+			f, err := pipeline.Load(cmd.Args().First(), nil)
+			if err != nil {
+				return err
+			}
+			b, err := pipeline.ArgoWorkflow(pipeline.ArgoOptions{
+				File: f, Path: cmd.Args().First(), Image: cmd.String("image"), ID: cmd.String("id"), Namespace: cmd.String("namespace"),
+				WorkDir: cmd.String("workdir"), RunsClaim: cmd.String("runs-claim"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"),
+				BaseURL: cmd.String("base-url"), Retries: int(cmd.Int("retries")), Args: args, Pod: podFrom(cmd), SandboxProfile: cmd.String("sandbox-profile"),
+			})
+			if err != nil {
+				return err
+			}
+			_, err = cmd.Root().Writer.Write(b)
+			return err
+		},
+	}
 }

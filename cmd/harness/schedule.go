@@ -202,6 +202,12 @@ func podFlags(job string) []cli.Flag {
 	}
 }
 
+// sandboxProfileFlag is the pods' seccomp profile, for the manifests
+// whose pods run skill code.
+func sandboxProfileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "sandbox-profile", Usage: "the pods' seccomp `PROFILE`: runtime-default (the restricted Pod Security level; harness's sandbox then uses Landlock, since the profile refuses bwrap's user namespace) or unconfined (lets bwrap start; not the restricted level)", Value: "runtime-default"}
+}
+
 func podFrom(cmd *cli.Command) kube.Pod {
 	return kube.Pod{CPU: cmd.String("cpu"), Memory: cmd.String("memory"), CPULimit: cmd.String("cpu-limit"), MemoryLimit: cmd.String("memory-limit"),
 		Deadline: cmd.Duration("deadline"), TTL: cmd.Duration("ttl")}
