@@ -102,6 +102,9 @@ type Outcome struct {
 	Turns     int
 	Usage     Usage
 	TurnUsage []Usage
+	// ToolUsage is what tools spent on models of their own (a child run),
+	// each under its model, in this segment.
+	ToolUsage []Usage
 	Messages  []Message // the whole conversation at the end
 	// FinishReason is the model's own, from its last response.
 	FinishReason string
@@ -216,7 +219,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if err != nil {
 			return e.fail(err)
 		}
-		if err := e.journal("model.request", ModelRequestEvent{Turn: turn, Key: key, Messages: len(req.Messages)}); err != nil {
+		if err := e.journal("model.request", ModelRequestEvent{Turn: turn, Model: req.Model, Key: key, Messages: len(req.Messages)}); err != nil {
 			return e.fail(err)
 		}
 		resp, err := e.cfg.Model.Complete(ctx, req)
@@ -228,6 +231,9 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		}
 		if resp.Usage.TotalTokens == 0 && resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
 			resp.Usage = estimateUsage(req, resp.Message)
+		}
+		if resp.Usage.Model == "" {
+			resp.Usage.Model = req.Model
 		}
 		resp.Message.ToolCalls = stableCallIDs(turn, resp.Message.ToolCalls, e.out.Messages)
 		e.out.Turns = turn
@@ -365,6 +371,9 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall, refused 
 	}
 	e.out.Messages = append(e.out.Messages, Message{Role: RoleTool, Content: res.Content, ToolCallID: call.ID})
 	e.out.Usage = e.out.Usage.Add(res.Usage)
+	if res.Usage.Model != "" {
+		e.out.ToolUsage = append(e.out.ToolUsage, res.Usage)
+	}
 	if toolErr != nil {
 		return fmt.Errorf("tool %s: %w", call.Name, toolErr)
 	}

@@ -102,7 +102,10 @@ func TestPlainAnswer(t *testing.T) {
 		t.Fatalf("outcome = %+v", out)
 	}
 	want := loop.Usage{PromptTokens: 7, CompletionTokens: 3, CachedTokens: 2, TotalTokens: 10}
-	if out.Usage != want || len(out.TurnUsage) != 1 || out.TurnUsage[0] != want {
+	// Each turn names the model that spent it; a sum names none.
+	turn := want
+	turn.Model = "m"
+	if out.Usage != want || len(out.TurnUsage) != 1 || out.TurnUsage[0] != turn {
 		t.Errorf("usage = %+v / %+v", out.Usage, out.TurnUsage)
 	}
 	if got := types(h.events(t)); got != "model.request,model.response" {

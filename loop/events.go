@@ -6,6 +6,7 @@ import "github.com/harness-dev/harness/artifacts"
 type (
 	ModelRequestEvent struct {
 		Turn     int              `json:"turn"`
+		Model    string           `json:"model"`
 		Key      artifacts.Digest `json:"key"`
 		Messages int              `json:"messages"`
 	}

@@ -27,7 +27,9 @@ func (f *Fallback) Complete(ctx context.Context, req Request) (Response, error) 
 		f.Switched(err)
 	}
 	req.Model = f.Model
-	return f.Primary.Complete(ctx, req)
+	resp, err := f.Primary.Complete(ctx, req)
+	resp.Usage.Model = f.Model
+	return resp, err
 }
 
 // Embed lets find_skills use the wrapped model's embeddings endpoint.

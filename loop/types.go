@@ -76,6 +76,9 @@ type Usage struct {
 	// Estimated marks counts harness estimated (characters / 4) because
 	// the provider reported none: --max-tokens must not count zero.
 	Estimated bool `json:"estimated,omitempty"`
+	// Model is the model that spent these tokens ("" in a sum over
+	// several).
+	Model string `json:"model,omitempty"`
 }
 
 // Add returns the sum of u and v.
@@ -87,7 +90,16 @@ func (u Usage) Add(v Usage) Usage {
 		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
 		TotalTokens:      u.TotalTokens + v.TotalTokens,
 		Estimated:        u.Estimated || v.Estimated,
+		Model:            sameModel(u, v),
 	}
+}
+
+// sameModel is the model of a sum: the one both parts name, else none.
+func sameModel(u, v Usage) string {
+	if u.Model == v.Model {
+		return u.Model
+	}
+	return ""
 }
 
 // Response is the model's answer to one Request.

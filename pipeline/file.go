@@ -70,6 +70,7 @@ type Phase struct {
 	OutputSchema      string   `json:"output-schema,omitempty"`
 	Attach            []string `json:"attach,omitempty"`
 	Model             string   `json:"model,omitempty"`
+	Tier              string   `json:"tier,omitempty"`
 	PromptRole        string   `json:"prompt-role,omitempty"`
 	MaxTurns          *int     `json:"max-turns,omitempty"`
 	MaxTokens         int64    `json:"max-tokens,omitempty"`
@@ -403,6 +404,9 @@ func (f *File) check(name string) error {
 			for _, msg := range f.templateProblems(at, p, fmt.Sprintf("attach %q", a)) {
 				addTemplate(lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach"}), msg)
 			}
+		}
+		if p.Model != "" && p.Tier != "" {
+			add(at(p, "tier"), "%s %q names both a model and a tier: give one (the tier's model is the operator's --tier %s=MODEL)", f.unit, p.Name, p.Tier)
 		}
 		if p.Timeout != "" {
 			if _, err := time.ParseDuration(p.Timeout); err != nil {

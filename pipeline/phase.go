@@ -117,6 +117,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 	d.result = r
 	d.outcome.Status, d.outcome.Reason, d.outcome.ExitCode, d.outcome.Message = r.Status, r.Reason, r.ExitCode, r.Message
 	d.outcome.RunDir, d.outcome.Usage, d.outcome.PendingApprovals = res.RunDir, r.Usage, r.PendingApprovals
+	d.outcome.UsageByModel = r.UsageByModel
 	if b, rerr := os.ReadFile(filepath.Join(res.RunDir, record.FileResult)); rerr == nil {
 		d.outcome.ResultDigest = artifacts.DigestBytes(b)
 	}
@@ -203,6 +204,19 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	sources["prompt-role"] = roleSource
 	if ph.Model != "" {
 		o.Model, sources["model"] = ph.Model, p.layout.unit+" field"
+	}
+	if ph.Tier != "" {
+		model, mapped := o.TierModel(ph.Tier)
+		switch {
+		case !mapped && ph.Tier == "vision":
+			return o, outcome.Usage("tier_unmapped", "%s %s asks for tier vision, and no model is marked as able to see images: map one with --tier vision=MODEL (or tier: in the file's defaults)", p.layout.unit, ph.Name)
+		case !mapped:
+			fmt.Fprintf(p.out, "harness: %s %s asks for tier %s, which no --tier maps: it runs on %s\n", p.layout.unit, ph.Name, ph.Tier, model)
+			sources["model"] = p.layout.unit + " tier " + ph.Tier + " (unmapped: the run's model)"
+		default:
+			sources["model"] = p.layout.unit + " tier " + ph.Tier
+		}
+		o.Model = model
 	}
 	if ph.MaxTurns != nil {
 		o.MaxTurns, sources["max-turns"] = *ph.MaxTurns, p.layout.unit+" field"

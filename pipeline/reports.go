@@ -236,11 +236,13 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 		out.Usage.CachedTokens += t.Usage.CachedTokens
 		out.Usage.ReasoningTokens += t.Usage.ReasoningTokens
 		out.Usage.TotalTokens += t.Usage.TotalTokens
+		out.UsageByModel = record.MergeByModel(out.UsageByModel, t.UsageByModel)
 		if out.ExitCode == 0 && t.Status != "succeeded" && t.Status != statusSkipped {
 			out.Status, out.ExitCode = t.Status, max(t.ExitCode, 1)
 			out.Message = fmt.Sprintf("task %s: %s", t.Name, t.Message)
 		}
 	}
+	out.Cost, out.Unpriced = record.CostOf(out.UsageByModel)
 	if len(missing) > 0 {
 		return nil, outcome.Usage("batch_merge_incomplete", "the shards given hold %d of %d tasks; missing: %s", len(all)-len(missing), len(all), strings.Join(firstN(missing, 10), ", "))
 	}

@@ -418,6 +418,7 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 	for _, n := range names {
 		o := p.done[n].outcome
 		units = append(units, o)
+		res.UsageByModel = record.MergeByModel(res.UsageByModel, o.UsageByModel)
 		res.Usage.PromptTokens += o.Usage.PromptTokens
 		res.Usage.CompletionTokens += o.Usage.CompletionTokens
 		res.Usage.CachedTokens += o.Usage.CachedTokens
@@ -432,6 +433,7 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 			res.Message = prefix + strings.TrimPrefix(o.Message, prefix)
 		}
 	}
+	res.Cost, res.Unpriced = record.CostOf(res.UsageByModel)
 	if p.layout.kind == "batch" {
 		res.Tasks = units
 		res.Counts = map[string]int{}

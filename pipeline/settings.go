@@ -225,4 +225,5 @@ func apply(s record.Settings, o *run.Options) {
 	set(&o.AllowUnmediated, s.CFCAllowUnmediated)
 	set(&o.HonorAllowedTools, s.HonorAllowedTools)
 	o.TrustSkills = s.TrustSkill
+	o.Tiers, o.Prices = s.Tier, s.Price
 }

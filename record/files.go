@@ -61,6 +61,7 @@ const (
 	EventModelFallback       = "model.fallback"
 	EventModelChanged        = "model.changed"
 	EventModelRequest        = "model.request"
+	EventTierUnmapped        = "tier.unmapped"
 	EventModelResponse       = "model.response"
 	EventToolStarted         = "tool.started"
 	EventToolFinished        = "tool.finished"

@@ -33,6 +33,9 @@ type Manifest struct {
 	// Segments are the run's invocations: the first run, then each resume.
 	// Status, usage and turns above are the run's totals.
 	Segments []Segment `json:"segments"`
+	// UnmappedTiers are tiers a child run asked for that the operator
+	// mapped to no model: it ran on the run's own model instead.
+	UnmappedTiers []string `json:"unmappedTiers,omitempty"`
 	// JournalHead is the digest of the journal's last line when this
 	// segment ended (its run.finished): resume refuses a journal that goes
 	// on past a recorded end.
@@ -110,6 +113,11 @@ type Inputs struct {
 	MaxDepth         int              `json:"maxDepth"`
 	ActivationSource string           `json:"activationSource,omitempty"`
 	Sandbox          *SandboxRecord   `json:"sandbox,omitempty"`
+	// Tiers map the model tiers skills ask for to models (TIER=MODEL, as
+	// the operator gave them); Prices are per million tokens, input/output
+	// (MODEL=IN/OUT), for the cost in result.json.
+	Tiers  []string `json:"tiers,omitempty"`
+	Prices []string `json:"prices,omitempty"`
 	// ScriptMemoryLimit caps each skill script's memory, in bytes.
 	ScriptMemoryLimit uint64 `json:"scriptMemoryLimit,omitempty"`
 	// WasmMemoryLimit caps each WebAssembly script's linear memory, in bytes.

@@ -103,12 +103,16 @@ type PipelineResult struct {
 	Dir        string `json:"dir"`
 	// Status is succeeded when every phase succeeded; otherwise the status
 	// of the first phase in dependency order that did not.
-	Status     string         `json:"status"`
-	ExitCode   int            `json:"exitCode"`
-	Message    string         `json:"message,omitempty"`
-	DurationMs int64          `json:"durationMs"`
-	Usage      ResultUsage    `json:"usage"`
-	Phases     []PhaseOutcome `json:"phases,omitempty"`
+	Status     string      `json:"status"`
+	ExitCode   int         `json:"exitCode"`
+	Message    string      `json:"message,omitempty"`
+	DurationMs int64       `json:"durationMs"`
+	Usage      ResultUsage `json:"usage"`
+	// UsageByModel, Cost and Unpriced sum the units' (see Result).
+	UsageByModel []ModelUsage   `json:"usageByModel,omitempty"`
+	Cost         *float64       `json:"cost,omitempty"`
+	Unpriced     []string       `json:"unpriced,omitempty"`
+	Phases       []PhaseOutcome `json:"phases,omitempty"`
 	// Tasks are a batch's tasks; Counts how many ended with each status.
 	Tasks  []PhaseOutcome `json:"tasks,omitempty"`
 	Counts map[string]int `json:"counts,omitempty"`
@@ -134,6 +138,7 @@ type PhaseOutcome struct {
 	ResultDigest artifacts.Digest `json:"resultDigest,omitempty"`
 	DurationMs   int64            `json:"durationMs"`
 	Usage        ResultUsage      `json:"usage"`
+	UsageByModel []ModelUsage     `json:"usageByModel,omitempty"`
 	// AnswerDigest is the digest of answers/<name>.md as written: the
 	// file a later phase is handed is checked against it when read.
 	AnswerDigest artifacts.Digest `json:"answerDigest,omitempty"`

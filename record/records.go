@@ -106,24 +106,26 @@ type ScriptExecution struct {
 // PolicySnapshot is policy-snapshot.json: the policy the run enforced.
 type PolicySnapshot struct {
 	artifacts.Envelope
-	Digest            artifacts.Digest `json:"digest"`
-	Mode              string           `json:"mode"`
-	ModeSource        string           `json:"modeSource"`
-	Absence           string           `json:"absence"`
-	PromptRole        string           `json:"promptRole"`
-	PromptRoleSource  string           `json:"promptRoleSource"`
-	PromptDigest      artifacts.Digest `json:"promptDigest"`
-	AllowedTools      []string         `json:"allowedTools"`
-	ScriptAllowlist   []string         `json:"scriptAllowlist"`
-	SkillsRoots       []string         `json:"skillsRoots"`
-	ExternalRoots     []string         `json:"externalSkillsRoots,omitempty"`
-	LoadedSkills      []PolicySkill    `json:"loadedSkills"`
-	TrustDiagnostics  []Finding        `json:"trustDiagnostics"`
-	TrustedSkills     []string         `json:"trustedSkills"`
-	Sandbox           *SandboxRecord   `json:"sandbox,omitempty"`
-	FailOnDenial      bool             `json:"failOnDenial"`
-	AllowUnmediated   bool             `json:"allowUnmediated"`
-	HonorAllowedTools bool             `json:"honorAllowedTools"`
+	Digest           artifacts.Digest `json:"digest"`
+	Mode             string           `json:"mode"`
+	ModeSource       string           `json:"modeSource"`
+	Absence          string           `json:"absence"`
+	PromptRole       string           `json:"promptRole"`
+	PromptRoleSource string           `json:"promptRoleSource"`
+	PromptDigest     artifacts.Digest `json:"promptDigest"`
+	AllowedTools     []string         `json:"allowedTools"`
+	ScriptAllowlist  []string         `json:"scriptAllowlist"`
+	SkillsRoots      []string         `json:"skillsRoots"`
+	ExternalRoots    []string         `json:"externalSkillsRoots,omitempty"`
+	// Tiers map the model tiers skills ask for to models (--tier).
+	Tiers             []string       `json:"tiers,omitempty"`
+	LoadedSkills      []PolicySkill  `json:"loadedSkills"`
+	TrustDiagnostics  []Finding      `json:"trustDiagnostics"`
+	TrustedSkills     []string       `json:"trustedSkills"`
+	Sandbox           *SandboxRecord `json:"sandbox,omitempty"`
+	FailOnDenial      bool           `json:"failOnDenial"`
+	AllowUnmediated   bool           `json:"allowUnmediated"`
+	HonorAllowedTools bool           `json:"honorAllowedTools"`
 	// MCP is what MCP servers may use: the operator's server file, the
 	// environment names passed, the effect choices (omitted when unused).
 	MCP *PolicyMCP `json:"mcp,omitempty"`

@@ -33,10 +33,17 @@ type Result struct {
 	Model        string `json:"model"`
 	FallbackUsed bool   `json:"fallbackUsed,omitempty"`
 	// FinishReason is the model's own, as given, for its last response.
-	FinishReason string         `json:"finishReason,omitempty"`
-	Turns        int            `json:"turns"`
-	DurationMs   int64          `json:"durationMs"`
-	Usage        ResultUsage    `json:"usage"`
+	FinishReason string      `json:"finishReason,omitempty"`
+	Turns        int         `json:"turns"`
+	DurationMs   int64       `json:"durationMs"`
+	Usage        ResultUsage `json:"usage"`
+	// UsageByModel is the usage of each model the run asked (a child
+	// run's under the model it ran on), sorted by model. Cost is their
+	// total cost when the operator priced them (--price); Unpriced are
+	// models used without a price, which the total does not count.
+	UsageByModel []ModelUsage   `json:"usageByModel,omitempty"`
+	Cost         *float64       `json:"cost,omitempty"`
+	Unpriced     []string       `json:"unpriced,omitempty"`
 	ToolCalls    map[string]int `json:"toolCalls"`
 	Denials      []Denial       `json:"denials"`
 	Resumable    bool           `json:"resumable"`

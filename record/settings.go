@@ -30,6 +30,8 @@ type Settings struct {
 
 	// The model and the connection to it.
 	FallbackModel       string         `json:"fallback-model,omitempty"`
+	Tier                []string       `json:"tier,omitempty"`
+	Price               []string       `json:"price,omitempty"`
 	Stream              *bool          `json:"stream,omitempty"`
 	Temperature         *float64       `json:"temperature,omitempty"`
 	TopP                *float64       `json:"top-p,omitempty"`

@@ -69,6 +69,11 @@ type SetPage struct {
 	ExitCode int
 	Message  string
 	Units    []UnitRow
+	// ByModel, Cost and Unpriced are the set's usage per model and what
+	// it cost, summed over its units.
+	ByModel  []record.ModelUsage
+	Cost     *float64
+	Unpriced []string
 	Graph    template.HTML // inline SVG, built from names escaped here
 	Runs     []*RunPage
 }
@@ -166,7 +171,7 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 	if rb, err := os.ReadFile(filepath.Join(dir, result)); err == nil {
 		json.Unmarshal(rb, &r)
 	}
-	sp := &SetPage{ID: m.PipelineID, Status: r.Status, ExitCode: r.ExitCode, Message: r.Message}
+	sp := &SetPage{ID: m.PipelineID, Status: r.Status, ExitCode: r.ExitCode, Message: r.Message, ByModel: r.UsageByModel, Cost: r.Cost, Unpriced: r.Unpriced}
 	if sp.Status == "" {
 		sp.Status = "running or stopped (no result yet)"
 	}
@@ -258,6 +263,7 @@ func WriteHTML(w io.Writer, p *Page) error {
 		"short": func(d artifacts.Digest) string { return shorten(strings.TrimPrefix(string(d), "blake3:"), 12) },
 		"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 		"grant": grantSummary,
+		"cost":  func(c *float64) string { return strings.TrimPrefix(costText(c), ", cost ") },
 		"deref": func(p *int) string {
 			if p == nil {
 				return "-"

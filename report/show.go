@@ -16,14 +16,19 @@ import (
 // RunView is one run as `harness show` presents it.
 type RunView struct {
 	RunSummary
-	Prompt      string              `json:"prompt"`
-	Model       string              `json:"model"`
-	Endpoint    string              `json:"endpoint,omitempty"`
-	Preloaded   []string            `json:"preloadedSkills"`
-	Activated   []record.Activation `json:"activations"`
-	Turns       []TurnView          `json:"turnDetails"`
-	Denials     []record.Denial     `json:"denials"`
-	Usage       record.UsageRecord  `json:"usage"`
+	Prompt    string              `json:"prompt"`
+	Model     string              `json:"model"`
+	Endpoint  string              `json:"endpoint,omitempty"`
+	Preloaded []string            `json:"preloadedSkills"`
+	Activated []record.Activation `json:"activations"`
+	Turns     []TurnView          `json:"turnDetails"`
+	Denials   []record.Denial     `json:"denials"`
+	Usage     record.UsageRecord  `json:"usage"`
+	// ByModel is result.json's usage per model, and Cost and Unpriced
+	// what it says they cost.
+	ByModel     []record.ModelUsage `json:"usageByModel,omitempty"`
+	Cost        *float64            `json:"cost,omitempty"`
+	Unpriced    []string            `json:"unpriced,omitempty"`
 	Answer      string              `json:"answer"`
 	Drift       *record.DriftReport `json:"drift,omitempty"`
 	Children    []RunSummary        `json:"children"`
@@ -93,6 +98,7 @@ func Show(dir string) (*RunView, error) {
 		if json.Unmarshal(data, &res) == nil {
 			v.ResultFound, v.Denials, v.ResumeWith = true, res.Denials, res.ResumeCommand
 			v.Waiting = res.PendingApprovals
+			v.ByModel, v.Cost, v.Unpriced = res.UsageByModel, res.Cost, res.Unpriced
 			if res.Answer != "" {
 				v.Answer = res.Answer
 			}
@@ -239,6 +245,18 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 		fmt.Fprintf(w, "denied: %s (%s), call %s\n", d.Tool, d.Reason, d.CallID)
 	}
 	fmt.Fprintf(w, "usage: %d prompt + %d completion = %d tokens\n", v.Usage.Total.PromptTokens, v.Usage.Total.CompletionTokens, v.Usage.Total.TotalTokens)
+	if len(v.ByModel) > 1 || v.Cost != nil {
+		for _, u := range v.ByModel {
+			fmt.Fprintf(w, "  %s: %d prompt + %d completion = %d tokens%s\n", u.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, costText(u.Cost))
+		}
+	}
+	if v.Cost != nil {
+		fmt.Fprintf(w, "cost: %s", strings.TrimPrefix(costText(v.Cost), ", cost "))
+		if len(v.Unpriced) > 0 {
+			fmt.Fprintf(w, " (not counting %s: no --price)", strings.Join(v.Unpriced, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 	if v.Drift != nil && v.Drift.Drift {
 		fmt.Fprintf(w, "drift: %d identity fields, %d skills changed, %d files (allowed: %v)\n", len(v.Drift.Identity), len(v.Drift.Skills.Changed), len(v.Drift.Resources), v.Drift.Allowed)
 	}
@@ -292,4 +310,12 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "..."
+}
+
+// costText is a cost as show prints it: ", cost 0.0123", "" for none.
+func costText(c *float64) string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf(", cost %.4f", *c)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -60,8 +61,10 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 					Summary: "not started: the run's token budget (--max-tokens) is spent", Usage: loop.Usage{}}, nil
 			}
 		}
-		o, lin := c.options(p, task, id, budget)
-		res, err = start(ctx, o, lin)
+		o, lin, oerr := c.options(p, task, id, budget)
+		if err = oerr; err == nil {
+			res, err = start(ctx, o, lin)
+		}
 	}
 	out := record.ChildResult{Type: record.TypeSubagentResult, ChildRunID: id, Profile: p.Name, Status: "failed", ExitCode: outcome.ExitFailed, Usage: loop.Usage{}}
 	if res != nil {
@@ -71,7 +74,9 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 		out.Summary, out.Truncated = bounded(res.Final, maxSummaryChars)
 		var cm record.Manifest
 		if artifacts.ReadJSON(filepath.Join(res.RunDir, record.FileManifest), record.TypeManifest, record.Version, &cm) == nil {
+			// Counted under the model the child ran on.
 			out.Usage = cm.Usage.Total
+			out.Usage.Model = cm.Inputs.Model
 		}
 	}
 	if err != nil && res == nil {
@@ -98,7 +103,7 @@ func bounded(s string, n int) (string, bool) {
 
 // options builds a child run: the parent's workspace and roots, the
 // profile's skills, tools, scripts and limits, the parent's policy.
-func (c *children) options(p tools.Profile, task, id string, maxTokens int64) (Options, lineage) {
+func (c *children) options(p tools.Profile, task, id string, maxTokens int64) (Options, lineage, error) {
 	r := c.parent
 	po := r.opts
 	o := Options{
@@ -110,11 +115,20 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) (O
 		ArtifactsDir: r.path(record.DirChildren), RunID: id,
 		CFCMode: po.CFCMode, PromptRole: po.PromptRole, FailOnDenial: po.FailOnDenial, AllowUnmediated: po.AllowUnmediated,
 		HonorAllowedTools: po.HonorAllowedTools, TrustSkills: po.TrustSkills, AllowDrift: po.AllowDrift,
-		NoSkillCatalog: true, CatalogBudget: po.CatalogBudget,
+		NoSkillCatalog: true, CatalogBudget: po.CatalogBudget, Tiers: po.Tiers, Prices: po.Prices,
 		OnEvent: po.OnEvent, Stderr: r.stderr, Now: po.Now, Version: po.Version, RunKey: po.RunKey,
 	}
-	if p.Model != "" {
+	if tier := c.tierOf(p); p.Model != "" {
 		o.Model = p.Model
+	} else if tier != "" {
+		model, mapped := po.TierModel(tier)
+		if !mapped && tier == "vision" {
+			return o, lineage{}, outcome.Usage("tier_unmapped", "profile %s needs tier vision, and no model is marked as able to see images: map one with --tier vision=MODEL", p.Name)
+		}
+		if !mapped {
+			r.unmappedTier(tier, model)
+		}
+		o.Model = model
 	}
 	if p.Sandbox != "" {
 		o.Sandbox = p.Sandbox
@@ -141,5 +155,33 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) (O
 	if p.MaxDepth > 0 {
 		o.Profiles, lin.profiles, lin.maxDepth = po.Profiles, r.lin.profiles, r.lin.depth+1+p.MaxDepth
 	}
-	return o, lin
+	return o, lin, nil
+}
+
+// tierOf is the tier a child runs at: its profile's, else the first its
+// skills ask for.
+func (c *children) tierOf(p tools.Profile) string {
+	if p.Tier != "" || c.parent.registry == nil {
+		return p.Tier
+	}
+	for _, name := range p.Skills {
+		if s, ok := c.parent.registry.Lookup(name); ok {
+			if t, _ := skills.TierOf(s.Frontmatter); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// unmappedTier says, once per tier, on stderr, in the journal and in
+// run.json, that a tier the operator mapped to no model runs on the run's
+// own.
+func (r *runner) unmappedTier(tier, model string) {
+	if slices.Contains(r.manifest.UnmappedTiers, tier) {
+		return
+	}
+	r.manifest.UnmappedTiers = append(r.manifest.UnmappedTiers, tier)
+	r.event(record.EventTierUnmapped, map[string]string{"tier": tier, "model": model})
+	r.progress("tier %s is mapped to no model (--tier %s=MODEL): its child runs on %s", tier, tier, model)
 }

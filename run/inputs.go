@@ -53,6 +53,8 @@ func inputsOf(o Options, lin lineage, res resolved) record.Inputs {
 		MaxDepth:            lin.maxDepth,
 		ActivationSource:    lin.activationSource,
 		Sandbox:             &record.SandboxRecord{Requested: o.Sandbox},
+		Tiers:               o.Tiers,
+		Prices:              o.Prices,
 		ScriptMemoryLimit:   o.ScriptMemoryLimit,
 		WasmMemoryLimit:     o.WasmMemoryLimit,
 		MCPConfig:           runopts.Abs(o.MCPConfig),
@@ -92,7 +94,7 @@ func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 	o := Options{
 		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Protect: in.Protect, EmbeddingModel: in.EmbeddingModel, Skills: in.Skills,
 		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
-		Model: in.Model, BaseURL: in.BaseURL,
+		Model: in.Model, BaseURL: in.BaseURL, Tiers: in.Tiers, Prices: in.Prices,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit, WasmMemoryLimit: in.WasmMemoryLimit,
 		MCPConfig: in.MCPConfig, PassEnv: in.PassEnv, MCPToolEffects: in.MCPToolEffects, AllowNetwork: in.AllowNetwork,
 		ReadOnly: in.ReadOnly, AllowProtectedWrite: in.AllowProtectedWrite, ConfirmTools: in.ConfirmTools,

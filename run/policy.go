@@ -97,8 +97,8 @@ func (r *runner) writePolicySnapshot() error {
 		PromptRole: r.opts.PromptRole, PromptRoleSource: sourceOf(r.opts.Sources, "prompt-role"), PromptDigest: artifacts.DigestString(r.opts.Prompt),
 		AllowedTools: nonNil(r.opts.AllowTools), ScriptAllowlist: nonNil(r.opts.AllowSkillScripts), SkillsRoots: nonNil(r.res.skillsRoots), ExternalRoots: r.res.externalRoots,
 		LoadedSkills: []record.PolicySkill{}, TrustDiagnostics: r.findings, TrustedSkills: nonNil(r.opts.TrustSkills),
-		AllowNetwork: nonNil(r.opts.AllowNetwork),
-		Sandbox:      r.manifest.Inputs.Sandbox, FailOnDenial: r.opts.FailOnDenial, AllowUnmediated: r.opts.AllowUnmediated, HonorAllowedTools: r.opts.HonorAllowedTools,
+		AllowNetwork: nonNil(r.opts.AllowNetwork), Tiers: r.opts.Tiers,
+		Sandbox: r.manifest.Inputs.Sandbox, FailOnDenial: r.opts.FailOnDenial, AllowUnmediated: r.opts.AllowUnmediated, HonorAllowedTools: r.opts.HonorAllowedTools,
 	}
 	if ps.TrustDiagnostics == nil {
 		ps.TrustDiagnostics = []record.Finding{}

@@ -3,12 +3,14 @@ package run
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/runopts"
 )
 
 // resultStatus is the one-word status of result.json for a run status.
@@ -68,6 +70,9 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 		if o.Usage.Estimated {
 			res.Usage.UsageSource = "missing"
 		}
+		res.UsageByModel = record.ByModel(append(slices.Clone(o.TurnUsage), o.ToolUsage...), r.opts.Model)
+		prices, _ := runopts.PriceMap(r.opts.Prices) // checked with the options
+		res.Cost, res.Unpriced = record.Priced(res.UsageByModel, prices)
 		for _, m := range o.Messages {
 			for _, c := range m.ToolCalls {
 				res.ToolCalls[c.Name]++

@@ -61,8 +61,12 @@ type ResumeOptions struct {
 	// the change is recorded as drift and in the journal.
 	Model            string
 	AllowModelChange bool
-	FallbackModel    string
-	Stream           bool
+	// Tiers, when given, replace the recorded tier map (--tier): which
+	// model a tier's work runs on is policy, so a change is drift, refused
+	// unless AllowDrift.
+	Tiers         []string
+	FallbackModel string
+	Stream        bool
 	// Approve and Deny decide calls the run left waiting for a person;
 	// DenyReason is told to the model, Actor names who decided (default:
 	// the OS user).
@@ -146,6 +150,12 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 			return nil, outcome.Usage("model_change", "--model %s: run %s was started with model %s; pass --allow-model-change to continue it on another model (recorded as drift)", ro.Model, m.RunID, r.opts.Model)
 		}
 		r.opts.Model, r.acceptModelChange = ro.Model, true
+	}
+	if len(ro.Tiers) > 0 {
+		if _, err := runopts.TierMap(ro.Tiers); err != nil {
+			return nil, err
+		}
+		r.opts.Tiers = ro.Tiers
 	}
 	r.opts.FallbackModel, r.opts.Stream = ro.FallbackModel, ro.Stream
 	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.lin.model = ro.APIKey, ro.Record, ro.Replay, ro.model

@@ -82,6 +82,12 @@ func Check(o *Options, modelGiven bool) error {
 	if err := checkParams(o); err != nil {
 		return err
 	}
+	if _, err := TierMap(o.Tiers); err != nil {
+		return err
+	}
+	if _, err := PriceMap(o.Prices); err != nil {
+		return err
+	}
 	if o.BaseURL != "" {
 		if err := CheckBaseURL(o.BaseURL); err != nil {
 			return err

@@ -121,6 +121,16 @@ type Options struct {
 	PromptSource string
 
 	Model string
+	// Tiers map the model tiers a skill asks for (metadata.harness.tier:
+	// light, standard, heavy, vision) to models, as TIER=MODEL: a child
+	// run started with such a skill, or a pipeline phase naming a tier,
+	// runs on that model. standard is Model unless mapped; vision is a
+	// model the operator vouches can see, and a vision skill without one
+	// is refused.
+	Tiers []string
+	// Prices are MODEL=IN/OUT, per million input and output tokens: the
+	// cost per model and in total in result.json (none without them).
+	Prices []string
 	// FallbackModel takes over when Model fails with an outage after its
 	// retries (recorded; transport, like the retries themselves).
 	FallbackModel string

@@ -25,6 +25,10 @@ func (o *Options) PolicyDigest(profiles []byte) artifacts.Digest {
 		h.WriteField("script:" + s)
 	}
 	h.WriteField("sandbox:" + o.Sandbox)
+	for _, t := range o.Tiers {
+		// Which model a tier's work runs on.
+		h.WriteField("tier:" + t)
+	}
 	if o.EmbeddingModel != "" {
 		// It decides what find_skills shows the model.
 		h.WriteField("embedding-model:" + o.EmbeddingModel)

@@ -27,6 +27,7 @@ const (
 	CodeUnexpectedFields      = "unexpected-fields"
 	CodeMetadataNotMapping    = "metadata-not-mapping"
 	CodeLimitsInvalid         = "limits-invalid"
+	CodeTierInvalid           = "tier-invalid"
 	CodeSkillFileBinary       = "skill-file-binary"
 	CodeSkillFileTooLarge     = "skill-file-too-large"
 	CodeSkillFileUnreadable   = "skill-file-unreadable"

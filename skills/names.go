@@ -84,6 +84,11 @@ func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool
 		// so the skill does not load.
 		ds = append(ds, Diagnostic{Severity: SeverityError, Code: CodeLimitsInvalid, Detail: err.Error(), Path: skillPath})
 	}
+	if _, err := TierOf(fm); err != nil {
+		// A tier harness cannot read would run the skill on a model the
+		// operator did not choose for it.
+		ds = append(ds, Diagnostic{Severity: SeverityError, Code: CodeTierInvalid, Detail: err.Error(), Path: skillPath})
+	}
 	if !strict {
 		return ds
 	}

@@ -2,7 +2,9 @@ package tools
 
 import (
 	"fmt"
+	"github.com/harness-dev/harness/skills"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -34,7 +36,10 @@ type Profile struct {
 	MaxTurns          int      `yaml:"maxTurns" json:"maxTurns"`
 	Timeout           string   `yaml:"timeout" json:"timeout,omitempty"`
 	Model             string   `yaml:"model" json:"model,omitempty"`
-	MaxDepth          int      `yaml:"maxDepth" json:"maxDepth"` // 0: no grandchildren
+	// Tier runs the child on the model the operator maps to it (--tier),
+	// over the tier its skills ask for; Model, when set, wins over both.
+	Tier     string `yaml:"tier" json:"tier,omitempty"`
+	MaxDepth int    `yaml:"maxDepth" json:"maxDepth"` // 0: no grandchildren
 }
 
 // ParseProfiles parses the content of the --profiles file at path and
@@ -84,6 +89,9 @@ func ParseProfiles(path string, data []byte, parent Parent) ([]Profile, error) {
 			if _, err := time.ParseDuration(p.Timeout); err != nil {
 				return nil, outcome.Usage("profiles_invalid", "profile %s: timeout %q is not a duration such as 5m", p.Name, p.Timeout)
 			}
+		}
+		if p.Tier != "" && !slices.Contains(skills.Tiers, p.Tier) {
+			return nil, outcome.Usage("profiles_invalid", "profile %s: tier %q: use %s", p.Name, p.Tier, strings.Join(skills.Tiers, ", "))
 		}
 		if p.MaxTurns < 0 || p.MaxDepth < 0 {
 			return nil, outcome.Usage("profiles_invalid", "profile %s: maxTurns and maxDepth must not be negative", p.Name)

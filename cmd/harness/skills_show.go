@@ -46,6 +46,9 @@ func oneSkillCommand(verb, usage string, eligibility bool) *cli.Command {
 				if l, err := skills.LimitsOf(s.Frontmatter); err == nil {
 					fmt.Fprintf(w, "limits (metadata.harness.limits; they narrow the operator's, never widen them): %s\n", l)
 				}
+				if t, err := skills.TierOf(s.Frontmatter); err == nil && t != "" {
+					fmt.Fprintf(w, "tier (metadata.harness.tier): %s: a child run started with it runs on the model the operator maps to it (--tier %s=MODEL)\n", t, t)
+				}
 			}
 			return nil
 		},

@@ -23,7 +23,7 @@ import (
 // what a unit may use (skills, tools, scripts, network, attachments,
 // schema) comes from its own fields only.
 var unitSettings = []string{
-	"model", "fallback-model", "skills-root", "external-skills-root", "embedding-model",
+	"model", "fallback-model", "tier", "price", "skills-root", "external-skills-root", "embedding-model",
 	"max-turns", "max-tokens", "timeout",
 	"stream", "temperature", "top-p", "seed", "max-completion-tokens", "stop", "reasoning-effort", "extra-body",
 	"request-timeout", "max-retries", "retry-max-wait", "schema-retries", "allow-empty-answer",
