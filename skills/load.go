@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/skills/snapcache"
 )
 
 // load reads and checks one candidate's SKILL.md and lists its resources
@@ -254,7 +255,7 @@ func (sc *scanner) loadAll(ctx context.Context, cands []candidate, into []Skill,
 
 // loadWorker is what one loading goroutine reuses from skill to skill.
 type loadWorker struct {
-	arena stringArena
+	arena snapcache.Arena
 	// files and matched hold one skill's snapshot-cache file entries
 	// while its digests are settled.
 	files   []fileEntry
@@ -279,7 +280,7 @@ func (sc *scanner) loadCached(c candidate, w *loadWorker, into *Skill, dg *diges
 	r, checked := sc.loadEntry(c, w, into, dg)
 	if r.ok && sc.cache != nil {
 		var tree artifacts.Digest
-		w.files, tree = sc.cache.filesOf(r.skill.SkillDir, &w.arena, w.files[:0])
+		w.files, tree = filesOf(sc.cache, r.skill.SkillDir, &w.arena, w.files[:0])
 		w.matched = matchFiles(r.skill.SkillDir, w.files, r.skill.Resources, w.matched[:0])
 		markChecked(c.root.path, r.skill.Resources, w.matched, checked)
 		r.jobs, r.settled = dg.settle(r.skill, w.matched), true
@@ -293,7 +294,7 @@ func (sc *scanner) loadCached(c candidate, w *loadWorker, into *Skill, dg *diges
 // loadEntry loads c from its cache entry if it is still good (then also
 // returning the fingerprints it checked), else from disk.
 func (sc *scanner) loadEntry(c candidate, w *loadWorker, into *Skill, dg *digester) (loadResult, []pathStat) {
-	if raw := sc.cache.skill(c.dir); raw != nil {
+	if raw := sc.cache.Skill(c.dir); raw != nil {
 		if s, d, checked, ok := sc.fromCache(c, raw, &w.arena, into); ok {
 			return loadResult{skill: s, diags: d, ok: true, entry: &skillEntry{Dir: c.dir, Raw: raw}, reused: true}, checked
 		}
@@ -301,7 +302,7 @@ func (sc *scanner) loadEntry(c candidate, w *loadWorker, into *Skill, dg *digest
 	// A file an earlier record may vouch for is stat'd by the digest
 	// pass, not read here.
 	var inline *inlineDigest
-	if !sc.cache.has(c.dir) && len(dg.previous) == 0 {
+	if !sc.cache.Has(c.dir) && len(dg.previous) == 0 {
 		inline = w.inline(&dg.read)
 	}
 	s, d, ok := sc.load(c, false, into, inline)

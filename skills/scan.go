@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/skills/snapcache"
 )
 
 // maxSkillFile bounds SKILL.md: it is read whole and injected into a
@@ -70,10 +71,10 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	}
 	defer sc.close()
 	// The cache file is decoded while the roots are listed.
-	var loading chan *cacheIndex
+	var loading chan *snapcache.Index
 	if opts.Cache != nil {
-		loading = make(chan *cacheIndex, 1)
-		go func() { loading <- opts.Cache.load() }()
+		loading = make(chan *snapcache.Index, 1)
+		go func() { loading <- opts.Cache.Load() }()
 	}
 	var cands []candidate
 	for _, r := range sc.roots {
@@ -141,7 +142,7 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 		sc.finishSkill(loaded[i])
 		checkEligibility(loaded[i], env)
 		if opts.Cache != nil {
-			kept.Add(int64(opts.Cache.kept(loaded[i])))
+			kept.Add(int64(keptCount(opts.Cache, loaded[i])))
 		}
 	})
 	// loaded is in candidate order, so each skill moves only towards the
@@ -163,12 +164,12 @@ func Scan(ctx context.Context, opts ScanOptions) (*Registry, error) {
 	})
 	reg.Diagnostics = sortDiagnostics(sc.diags)
 	reg.Digest = registryDigest(reg.Limits, reg.Skills)
-	if opts.Cache != nil && (learned || dg.read.Load() > 0 || kept.Load() != int64(sc.cache.files) || len(entries) != sc.cache.skills) {
+	if opts.Cache != nil && (learned || dg.read.Load() > 0 || kept.Load() != int64(sc.cache.Files) || len(entries) != sc.cache.Skills) {
 		// Rewritten only when this scan learned something: every skill
 		// taken from the cache, nothing read, and as many entries as
 		// loaded means the file already holds exactly these. A cache
 		// that cannot be written only costs the next scan time.
-		opts.Cache.save(reg, entries)
+		saveCache(opts.Cache, reg, entries)
 	}
 	return reg, nil
 }
@@ -250,7 +251,7 @@ type scanner struct {
 	hashers   sync.Pool // *artifacts.Hasher, for tree digests
 	// cache is the snapshot cache as read (nil without one); caching
 	// says new entries are wanted.
-	cache   *cacheIndex
+	cache   *snapcache.Index
 	caching bool
 	// validating keeps checking a skill past a problem that makes a run
 	// skip it, so an author sees every problem at once.

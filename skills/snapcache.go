@@ -1,20 +1,12 @@
 package skills
 
 import (
-	"bytes"
-	"cmp"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/skills/snapcache"
 )
 
 // The snapshot cache lets a later scan of the same roots reuse a file's
@@ -33,30 +25,12 @@ import (
 // mtime) before the scan began. Any later change of such a file gives it
 // a newer time, so a different fingerprint.
 
-// cacheFormat changes whenever the layout does; an older file is
-// ignored.
-const cacheFormat = 5
-
-// cacheMagic opens every cache file (then the format, the stamp, the
-// counts of file and skill entries, and the records).
-const cacheMagic = "harness snapshot cache\n"
-
-// SnapshotCache is a cache directory for one set of roots.
-type SnapshotCache struct {
-	path  string
-	stamp int64
-}
+// SnapshotCache is the cache file for one set of roots (see snapcache).
+type SnapshotCache = snapcache.Cache
 
 // OpenSnapshotCache names the cache file for these scan options in dir
-// (created 0700: digests in it are only ever trusted after a stat, but
-// nobody else needs to read them) and takes the stamp for this scan.
+// and takes the stamp for this scan.
 func OpenSnapshotCache(dir string, opts ScanOptions) (*SnapshotCache, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("snapshot cache %s: %w", dir, err)
-	}
-	if err := PrivateDir(dir); err != nil {
-		return nil, err
-	}
 	h := artifacts.NewHasher()
 	h.WriteField("harness.snapshot-cache/1")
 	for _, r := range opts.Roots {
@@ -65,125 +39,12 @@ func OpenSnapshotCache(dir string, opts ScanOptions) (*SnapshotCache, error) {
 	h.WriteField(opts.Workspace)
 	h.WriteField(opts.SandboxWorkspace)
 	h.WriteField(fmt.Sprint(opts.Limits.withDefaults()))
-	key := strings.TrimPrefix(string(h.Digest()), "blake3:")[:32]
-	stamp, err := fsStamp(dir)
-	if err != nil {
-		return nil, err
-	}
-	return &SnapshotCache{path: filepath.Join(dir, key+".cache"), stamp: stamp}, nil
+	return snapcache.Open(dir, strings.TrimPrefix(string(h.Digest()), "blake3:")[:32])
 }
 
-// PrivateDir refuses a cache directory that another user could write
-// (or that is not this user's): whoever can write the cache can make a
-// later scan keep a stale digest or a content scan keep stale findings.
-func PrivateDir(dir string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("snapshot cache: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("snapshot cache %s is not a directory", dir)
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("snapshot cache %s is writable by other users (mode %v): make it private (chmod go-w) or choose another --snapshot-cache", dir, fi.Mode().Perm())
-	case ok && int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("snapshot cache %s belongs to another user (uid %d): choose another --snapshot-cache", dir, st.Uid)
-	}
-	return nil
-}
-
-// fsStamp is the file system's own idea of now: the mtime of a file
-// created for the purpose.
-func fsStamp(dir string) (int64, error) {
-	f, err := os.CreateTemp(dir, ".stamp-")
-	if err != nil {
-		return 0, fmt.Errorf("snapshot cache: %w", err)
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return fi.ModTime().UnixNano(), nil
-}
-
-// cacheIndex is a cache file as a scan uses it: its records by
-// directory, each decoded only when a loading worker asks for it.
-type cacheIndex struct {
-	stamp   int64
-	records map[string]cacheRecord
-	// files and skills count the entries, so that a scan can tell
-	// whether rewriting the file would change it.
-	files, skills int
-}
-
-// cacheRecord is one directory's entries, still encoded: the skill loaded
-// from it (nil when none) and the digests of the files below it.
-type cacheRecord struct{ skill, files []byte }
-
-// load reads the cache file; a missing, old-format or corrupt one is
-// empty (it only ever saves work).
-func (c *SnapshotCache) load() *cacheIndex {
-	b, err := os.ReadFile(c.path)
-	if err != nil {
-		return &cacheIndex{}
-	}
-	x, ok := decodeIndex(b)
-	if !ok {
-		return &cacheIndex{}
-	}
-	return x
-}
-
-func decodeIndex(b []byte) (*cacheIndex, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte(cacheMagic))
-	if !ok {
-		return nil, false
-	}
-	d := decoder{b: rest}
-	if d.uvarint() != cacheFormat {
-		return nil, false
-	}
-	x := &cacheIndex{stamp: d.varint()}
-	x.files, _ = d.length()
-	x.skills, _ = d.length()
-	n, _ := d.length()
-	x.records = make(map[string]cacheRecord, n)
-	for range n {
-		dir := d.str()
-		rec := cacheRecord{skill: d.raw(), files: d.raw()}
-		if len(rec.skill) == 0 {
-			rec.skill = nil
-		}
-		if _, dup := x.records[dir]; dup {
-			return nil, false
-		}
-		x.records[dir] = rec
-	}
-	if !d.ok() || len(d.b) != 0 {
-		return nil, false
-	}
-	return x, true
-}
-
-// skill is the encoded skill entry for dir, or nil.
-func (x *cacheIndex) skill(dir string) []byte {
-	if x == nil {
-		return nil
-	}
-	return x.records[dir].skill
-}
-
-// has reports whether dir has a record: a skill entry or file entries.
-func (x *cacheIndex) has(dir string) bool {
-	if x == nil {
-		return false
-	}
-	r, ok := x.records[dir]
-	return ok && (r.skill != nil || r.files != nil)
-}
+// PrivateDir refuses a cache directory another user could write (see
+// snapcache.PrivateDir).
+func PrivateDir(dir string) error { return snapcache.PrivateDir(dir) }
 
 // fileEntry is the cached digest of one file, matched against a host path
 // without building the path.
@@ -212,33 +73,30 @@ func (e *fileEntry) is(dir, hostPath string) bool {
 // the record holds one and every entry passed the rule.
 //
 // The entries are appended to out[:0], which the caller reuses.
-func (x *cacheIndex) filesOf(dir string, arena *stringArena, out []fileEntry) ([]fileEntry, artifacts.Digest) {
-	if x == nil {
-		return nil, ""
-	}
-	raw := x.records[dir].files
+func filesOf(x *snapcache.Index, dir string, arena *snapcache.Arena, out []fileEntry) ([]fileEntry, artifacts.Digest) {
+	raw := x.FileEntries(dir)
 	if len(raw) == 0 {
 		return nil, ""
 	}
-	d := decoder{b: raw, arena: arena}
-	n, _ := d.length()
+	d := snapcache.NewDecoder(raw, arena)
+	n, _ := d.Length()
 	out = slices.Grow(out[:0], n)
 	for range n {
-		prefix := d.uvarint()
-		e := fileEntry{suffix: d.raw(), st: d.stat(), size: d.varint(), digest: d.digest(), contentKind: d.word(), shebang: d.str(), runtime: d.word()}
+		prefix := d.Uvarint()
+		e := fileEntry{suffix: d.Raw(), st: decodeStat(&d), size: d.Varint(), digest: d.Digest(), contentKind: d.Word(words), shebang: d.Str(), runtime: d.Word(words)}
 		if prefix > uint64(len(dir)) {
 			return nil, ""
 		}
 		e.prefix = int(prefix)
-		if e.st.olderThan(x.stamp) {
+		if e.st.olderThan(x.Stamp) {
 			if arena != nil {
-				e.stat = arena.appended(statNumsMax, e.st.appendTo)
+				e.stat = arena.Appended(statNumsMax, e.st.appendTo)
 			}
 			out = append(out, e)
 		}
 	}
-	tree := d.digest()
-	if !d.ok() || len(d.b) != 0 {
+	tree := d.Digest()
+	if !d.Done() {
 		return nil, ""
 	}
 	if len(out) != n {
@@ -293,12 +151,9 @@ func matchFiles(dir string, files []fileEntry, res []Resource, out []*fileEntry)
 	return out
 }
 
-// save writes what the scan digested, leaving out racily clean entries,
-// atomically (a torn cache would only be ignored, but is never written).
-// Unlike an artifact it is not fsynced: a cache lost in a crash only
-// costs the next scan time, and an fsync of megabytes would cost every
-// scan that learned something.
-func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
+// saveCache writes what the scan digested, leaving out racily clean
+// entries.
+func saveCache(c *SnapshotCache, reg *Registry, skills []skillEntry) error {
 	type record struct {
 		skill []byte
 		files []*Resource
@@ -318,7 +173,7 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 	}
 	nFiles, nSkills := 0, 0
 	for _, e := range skills {
-		if r := get(e.Dir); r.skill == nil && entryOlder(e.Raw, c.stamp) {
+		if r := get(e.Dir); r.skill == nil && entryOlder(e.Raw, c.Stamp()) {
 			r.skill = e.Raw
 			nSkills++
 		}
@@ -329,7 +184,7 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 		rec.owners++
 		kept := 0
 		for j := range s.Resources {
-			if r := &s.Resources[j]; c.keeps(r) {
+			if r := &s.Resources[j]; keeps(c, r) {
 				rec.files = append(rec.files, r)
 				nFiles++
 				kept++
@@ -339,43 +194,29 @@ func (c *SnapshotCache) save(reg *Registry, skills []skillEntry) error {
 			rec.tree = s.TreeDigest
 		}
 	}
-	dirs := slices.Sorted(maps.Keys(recs))
-	e := encoder{b: []byte(cacheMagic)}
-	e.uvarint(cacheFormat)
-	e.varint(c.stamp)
-	e.length(nFiles, false)
-	e.length(nSkills, false)
-	e.length(len(dirs), false)
-	var files encoder
-	for _, dir := range dirs {
-		r := recs[dir]
-		e.str(dir)
-		e.raw(r.skill)
+	out := make([]snapcache.Record, 0, len(recs))
+	for dir, r := range recs {
 		slices.SortFunc(r.files, func(a, b *Resource) int { return strings.Compare(a.HostPath, b.HostPath) })
-		files.b = files.b[:0]
-		files.length(len(r.files), false)
+		var files snapcache.Encoder
+		files.Length(len(r.files), false)
 		for _, f := range r.files {
 			st, _ := parseStat(f.Stat)
-			files.rel(dir, f.HostPath)
-			files.stat(st)
-			files.varint(f.Size)
-			files.digest(f.Digest)
-			files.str(f.ContentKind)
-			files.str(f.Shebang)
-			files.str(f.Runtime)
+			files.Rel(dir, f.HostPath)
+			encodeStat(&files, st)
+			files.Varint(f.Size)
+			files.Digest(f.Digest)
+			files.Str(f.ContentKind)
+			files.Str(f.Shebang)
+			files.Str(f.Runtime)
 		}
 		tree := r.tree
 		if r.owners != 1 {
 			tree = ""
 		}
-		files.digest(tree)
-		e.raw(files.b)
+		files.Digest(tree)
+		out = append(out, snapcache.Record{Dir: dir, Skill: r.skill, Files: files.B})
 	}
-	if err := artifacts.WriteCache(c.path, func(w io.Writer) error { _, err := w.Write(e.b); return err }); err != nil {
-		return err
-	}
-	prune(filepath.Dir(c.path), c.path)
-	return nil
+	return c.Save(out, nFiles, nSkills)
 }
 
 // sortedByHostPath reports whether rs are in the order save writes file
@@ -390,55 +231,21 @@ func sortedByHostPath(rs []Resource) bool {
 	return true
 }
 
-// keeps reports whether save keeps r's digest: a clean digest of a file
-// whose fingerprint is strictly older than the stamp.
-func (c *SnapshotCache) keeps(r *Resource) bool {
-	return r.Stat != "" && len(r.Diagnostics) == 0 && olderThan(r.Stat, c.stamp)
+// keeps reports whether saveCache keeps r's digest: a clean digest of a
+// file whose fingerprint is strictly older than the stamp.
+func keeps(c *SnapshotCache, r *Resource) bool {
+	return r.Stat != "" && len(r.Diagnostics) == 0 && olderThan(r.Stat, c.Stamp())
 }
 
-// kept counts the resources of s that save would keep.
-func (c *SnapshotCache) kept(s *Skill) int {
+// keptCount counts the resources of s that saveCache would keep.
+func keptCount(c *SnapshotCache, s *Skill) int {
 	n := 0
 	for j := range s.Resources {
-		if c.keeps(&s.Resources[j]) {
+		if keeps(c, &s.Resources[j]) {
 			n++
 		}
 	}
 	return n
-}
-
-// maxCacheFiles bounds a cache directory: one file per set of roots, and
-// CI jobs scan a new temporary workspace every time.
-const maxCacheFiles = 64
-
-// prune removes the least recently written cache files over the bound.
-func prune(dir, keep string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	type file struct {
-		path string
-		mod  int64
-	}
-	var files []file
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".cache") {
-			continue
-		}
-		if fi, err := e.Info(); err == nil {
-			files = append(files, file{filepath.Join(dir, e.Name()), fi.ModTime().UnixNano()})
-		}
-	}
-	if len(files) <= maxCacheFiles {
-		return
-	}
-	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(a.mod, b.mod) })
-	for _, f := range files[:len(files)-maxCacheFiles] {
-		if f.path != keep {
-			os.Remove(f.path)
-		}
-	}
 }
 
 // olderThan reports whether a fingerprint's modification and change
@@ -446,13 +253,4 @@ func prune(dir, keep string) {
 func olderThan(stat string, stamp int64) bool {
 	st, ok := parseStat(stat)
 	return ok && st.olderThan(stamp)
-}
-
-// Remove deletes the cache file (tests, --no-snapshot-cache clean-ups).
-func (c *SnapshotCache) Remove() error {
-	err := os.Remove(c.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
 }

@@ -3,6 +3,8 @@ package skills
 import (
 	"path/filepath"
 
+	"github.com/harness-dev/harness/skills/snapcache"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -34,94 +36,94 @@ type pathStat struct {
 }
 
 func encodeSkillEntry(dir string, stats []pathStat, diags []Diagnostic, s *Skill) ([]byte, bool) {
-	var e encoder
-	e.length(len(stats), false)
+	var e snapcache.Encoder
+	e.Length(len(stats), false)
 	for _, ps := range stats {
-		e.str(ps.Rel)
-		e.stat(ps.St)
+		e.Str(ps.Rel)
+		encodeStat(&e, ps.St)
 	}
-	e.diagnostics(diags)
-	e.str(s.Name)
-	e.str(s.Description)
-	e.rel(dir, s.Root)
-	e.rel(dir, s.SkillDir)
-	e.joined(s.SkillDir, "SKILL.md", s.SkillPath)
-	e.str(s.SandboxSkillDir)
-	e.joined(s.SandboxSkillDir, "SKILL.md", s.SandboxSkillPath)
-	e.digest(s.Digest)
-	if !e.value(map[string]any(s.Frontmatter), 0) {
+	encodeDiagnostics(&e, diags)
+	e.Str(s.Name)
+	e.Str(s.Description)
+	e.Rel(dir, s.Root)
+	e.Rel(dir, s.SkillDir)
+	e.Joined(s.SkillDir, "SKILL.md", s.SkillPath)
+	e.Str(s.SandboxSkillDir)
+	e.Joined(s.SandboxSkillDir, "SKILL.md", s.SandboxSkillPath)
+	e.Digest(s.Digest)
+	if !e.Value(map[string]any(s.Frontmatter), 0) {
 		return nil, false
 	}
-	e.length(len(s.Headings), s.Headings == nil)
+	e.Length(len(s.Headings), s.Headings == nil)
 	for _, h := range s.Headings {
-		e.str(h)
+		e.Str(h)
 	}
-	e.varint(int64(s.BodyOffset))
-	e.varint(int64(s.bodyLine))
-	e.diagnostics(s.Diagnostics)
-	e.length(len(s.Resources), s.Resources == nil)
+	e.Varint(int64(s.BodyOffset))
+	e.Varint(int64(s.bodyLine))
+	encodeDiagnostics(&e, s.Diagnostics)
+	e.Length(len(s.Resources), s.Resources == nil)
 	for i := range s.Resources {
 		r := &s.Resources[i]
-		e.str(r.Path)
-		e.str(r.Kind)
-		e.joined(s.SkillDir, r.Path, r.HostPath)
-		e.joined(s.SandboxSkillDir, r.Path, r.SandboxPath)
-		e.boolean(r.Referenced)
+		e.Str(r.Path)
+		e.Str(r.Kind)
+		e.Joined(s.SkillDir, r.Path, r.HostPath)
+		e.Joined(s.SandboxSkillDir, r.Path, r.SandboxPath)
+		e.Bool(r.Referenced)
 		switch {
 		case r.Executable == nil:
-			e.b = append(e.b, 0)
+			e.Byte(0)
 		case *r.Executable:
-			e.b = append(e.b, 2)
+			e.Byte(2)
 		default:
-			e.b = append(e.b, 1)
+			e.Byte(1)
 		}
-		e.diagnostics(r.Diagnostics)
+		encodeDiagnostics(&e, r.Diagnostics)
 	}
-	return e.b, true
+	return e.B, true
 }
 
-func (d *decoder) pathStats() []pathStat {
-	n, _ := d.length()
+func decodePathStats(d *snapcache.Decoder) []pathStat {
+	n, _ := d.Length()
 	out := make([]pathStat, 0, n)
 	for range n {
-		out = append(out, pathStat{Rel: d.str(), St: d.stat()})
+		out = append(out, pathStat{Rel: d.Str(), St: decodeStat(d)})
 	}
 	return out
 }
 
-// skill decodes the rest of an entry (after pathStats) into *into, with
+// decodeSkill decodes the rest of an entry (after its path stats) into *into, with
 // the exported fields loading sets, and returns it with loading's
 // diagnostics.
-func (d *decoder) skill(dir string, into *Skill) (*Skill, []Diagnostic) {
-	diags := d.diagnostics()
+func decodeSkill(d *snapcache.Decoder, dir string, into *Skill) (*Skill, []Diagnostic) {
+	diags := decodeDiagnostics(d)
 	s := into
-	*s = Skill{Name: d.str(), Description: d.str(), Root: d.rel(dir)}
-	s.SkillDir = d.rel(dir)
-	s.SkillPath = d.joined(s.SkillDir, "SKILL.md")
-	s.SandboxSkillDir = d.str()
-	s.SandboxSkillPath = d.joined(s.SandboxSkillDir, "SKILL.md")
-	s.Digest = d.digest()
-	fm, ok := d.value(0).(map[string]any)
+	*s = Skill{Name: d.Str(), Description: d.Str(), Root: d.Rel(dir)}
+	s.SkillDir = d.Rel(dir)
+	s.SkillPath = d.Joined(s.SkillDir, "SKILL.md")
+	s.SandboxSkillDir = d.Str()
+	s.SandboxSkillPath = d.Joined(s.SandboxSkillDir, "SKILL.md")
+	s.Digest = d.Digest()
+	fm, ok := d.Value(0).(map[string]any)
 	if !ok {
-		d.fail()
+		d.Fail()
 	}
 	s.Frontmatter = fm
-	if n, isNil := d.length(); !isNil {
+	if n, isNil := d.Length(); !isNil {
 		s.Headings = make([]string, 0, n)
 		for range n {
-			s.Headings = append(s.Headings, d.str())
+			s.Headings = append(s.Headings, d.Str())
 		}
 	}
-	s.BodyOffset, s.bodyLine = d.int(), d.int()
-	s.Diagnostics = d.diagnostics()
-	if n, isNil := d.length(); !isNil {
+	s.BodyOffset, s.bodyLine = d.Int(), d.Int()
+	s.Diagnostics = decodeDiagnostics(d)
+	if n, isNil := d.Length(); !isNil {
 		s.Resources = make([]Resource, 0, n)
 		for range n {
-			r := Resource{Path: d.str(), Kind: d.word()}
-			r.HostPath = d.joined(s.SkillDir, r.Path)
-			r.SandboxPath = d.joined(s.SandboxSkillDir, r.Path)
-			r.Referenced = d.boolean()
-			switch d.byte1() {
+			r := Resource{Path: d.Str(), Kind: d.Word(words)}
+			r.HostPath = d.Joined(s.SkillDir, r.Path)
+			r.SandboxPath = d.Joined(s.SandboxSkillDir, r.Path)
+			r.Referenced = d.Bool()
+			switch d.Byte() {
 			case 0:
 			case 1:
 				r.Executable = new(bool)
@@ -129,13 +131,13 @@ func (d *decoder) skill(dir string, into *Skill) (*Skill, []Diagnostic) {
 				r.Executable = new(bool)
 				*r.Executable = true
 			default:
-				d.fail()
+				d.Fail()
 			}
-			r.Diagnostics = d.diagnostics()
+			r.Diagnostics = decodeDiagnostics(d)
 			s.Resources = append(s.Resources, r)
 		}
 	}
-	if !d.ok() || len(d.b) != 0 {
+	if !d.Done() {
 		return nil, nil
 	}
 	return s, diags
@@ -144,9 +146,9 @@ func (d *decoder) skill(dir string, into *Skill) (*Skill, []Diagnostic) {
 // entryOlder reports whether every fingerprint of an encoded entry is
 // strictly older than stamp.
 func entryOlder(raw []byte, stamp int64) bool {
-	d := decoder{b: raw}
-	stats := d.pathStats()
-	if !d.ok() || len(stats) == 0 {
+	d := snapcache.NewDecoder(raw, nil)
+	stats := decodePathStats(&d)
+	if !d.OK() || len(stats) == 0 {
 		return false
 	}
 	for _, ps := range stats {
@@ -208,13 +210,13 @@ func lstatBeneath(root *scanRoot, rel string) (statNums, bool) {
 // fromCache rebuilds the loaded skill of candidate c from its entry when
 // every fingerprint is unchanged, and returns the fingerprints it just
 // checked.
-func (sc *scanner) fromCache(c candidate, raw []byte, arena *stringArena, into *Skill) (*Skill, []Diagnostic, []pathStat, bool) {
+func (sc *scanner) fromCache(c candidate, raw []byte, arena *snapcache.Arena, into *Skill) (*Skill, []Diagnostic, []pathStat, bool) {
 	if c.link != nil || c.viaLink {
 		return nil, nil, nil, false
 	}
-	d := decoder{b: raw}
-	stats := d.pathStats()
-	if !d.ok() || len(stats) == 0 {
+	d := snapcache.NewDecoder(raw, nil)
+	stats := decodePathStats(&d)
+	if !d.OK() || len(stats) == 0 {
 		return nil, nil, nil, false
 	}
 	// SKILL.md comes first; discovery has just taken its fingerprint.
@@ -229,8 +231,8 @@ func (sc *scanner) fromCache(c candidate, raw []byte, arena *stringArena, into *
 			return nil, nil, nil, false
 		}
 	}
-	d.arena = arena
-	s, diags := d.skill(c.dir, into)
+	d.SetArena(arena)
+	s, diags := decodeSkill(&d, c.dir, into)
 	if s == nil {
 		return nil, nil, nil, false
 	}

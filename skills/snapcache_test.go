@@ -15,6 +15,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/internal/testenv"
+	"github.com/harness-dev/harness/skills/snapcache"
 )
 
 var fixedNow = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
@@ -44,19 +45,15 @@ func cacheTree(t testing.TB) (root, cacheDir string) {
 // condition, not a timing assertion.)
 func waitTick(t testing.TB, dir string) {
 	t.Helper()
-	os.MkdirAll(dir, 0o700)
-	start, err := fsStamp(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		now, err := fsStamp(dir)
+	stamp := func() int64 {
+		c, err := snapcache.Open(dir, "tick")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if now > start {
-			return
-		}
+		return c.Stamp()
+	}
+	start := stamp()
+	for stamp() <= start {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -104,9 +101,9 @@ func TestCachedSnapshotIsByteIdentical(t *testing.T) {
 		t.Fatal("a cached snapshot differs from an uncached one")
 	}
 	c, _ := OpenSnapshotCache(cacheDir, ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"})
-	got := c.load()
-	if len(cachedResources(got)) != 5 || got.files != 5 || got.skills != 2 {
-		t.Errorf("the cache holds %d (%d) files and %d skills, want the 5 resources and 2 skills", len(cachedResources(got)), got.files, got.skills)
+	got := c.Load()
+	if len(cachedResources(got)) != 5 || got.Files != 5 || got.Skills != 2 {
+		t.Errorf("the cache holds %d (%d) files and %d skills, want the 5 resources and 2 skills", len(cachedResources(got)), got.Files, got.Skills)
 	}
 }
 
@@ -126,8 +123,8 @@ func TestCacheIsUsed(t *testing.T) {
 			s.Resources[i].Digest = forged
 		}
 	}
-	c.stamp = time.Now().Add(time.Hour).UnixNano()
-	if err := c.save(reg, nil); err != nil {
+	c = snapcache.OpenAt(c.Path(), time.Now().Add(time.Hour).UnixNano())
+	if err := saveCache(c, reg, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := scanWith(t, root, cacheDir)
@@ -253,8 +250,8 @@ func TestTreeDigestIsCached(t *testing.T) {
 		}
 	}
 	c, _ := OpenSnapshotCache(cacheDir, ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"})
-	c.stamp = time.Now().Add(time.Hour).UnixNano()
-	if err := c.save(reg, nil); err != nil {
+	c = snapcache.OpenAt(c.Path(), time.Now().Add(time.Hour).UnixNano())
+	if err := saveCache(c, reg, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := scanWith(t, root, cacheDir)
@@ -274,21 +271,21 @@ func TestTreeDigestIsCached(t *testing.T) {
 
 func TestRacilyCleanEntriesAreNotKept(t *testing.T) {
 	dir := t.TempDir()
-	c := &SnapshotCache{path: filepath.Join(dir, "x.cache"), stamp: 1000}
+	c := snapcache.OpenAt(filepath.Join(dir, "x.cache"), 1000)
 	res := func(p string, m, ct int64) Resource {
 		return Resource{HostPath: p, Stat: strings.Join([]string{"1", "2", "3", strconv.FormatInt(m, 10), strconv.FormatInt(ct, 10)}, ":"), Digest: artifacts.DigestString(p)}
 	}
 	reg := &Registry{Skills: []Skill{{Resources: []Resource{res("old", 999, 999), res("mtime-now", 1000, 999), res("ctime-now", 999, 1000), res("later", 1001, 1001)}}}}
-	if err := c.save(reg, nil); err != nil {
+	if err := saveCache(c, reg, nil); err != nil {
 		t.Fatal(err)
 	}
-	got := cachedResources(c.load())
+	got := cachedResources(c.Load())
 	if len(got) != 1 || got["old"] == nil {
 		t.Errorf("kept %v, want only the strictly older entry", got)
 	}
 	// A corrupt or foreign cache is empty, never an error.
-	os.WriteFile(c.path, []byte("garbage"), 0o600)
-	if len(cachedResources(c.load())) != 0 {
+	os.WriteFile(c.Path(), []byte("garbage"), 0o600)
+	if len(cachedResources(c.Load())) != 0 {
 		t.Error("a corrupt cache was used")
 	}
 }
@@ -300,16 +297,19 @@ func TestSkillEntryIsUsed(t *testing.T) {
 	root, cacheDir := cacheTree(t)
 	scanWith(t, root, cacheDir)
 	opts := ScanOptions{Roots: []string{root}, Workspace: filepath.Dir(root), SandboxWorkspace: "/workspace"}
+	// Every file is older than the stamp of a cache opened a tick later.
+	waitTick(t, root)
 	c, _ := OpenSnapshotCache(cacheDir, opts)
-	got := c.load()
+	got := c.Load()
 	var entries []skillEntry
-	for dir, rec := range got.records {
-		if rec.skill == nil {
+	for dir := range got.Dirs() {
+		raw := got.Skill(dir)
+		if raw == nil {
 			continue
 		}
-		d := decoder{b: rec.skill}
-		stats := d.pathStats()
-		s, diags := d.skill(dir, new(Skill))
+		d := snapcache.NewDecoder(raw, nil)
+		stats := decodePathStats(&d)
+		s, diags := decodeSkill(&d, dir, new(Skill))
 		if s == nil {
 			t.Fatalf("the entry for %s does not decode", dir)
 		}
@@ -325,8 +325,7 @@ func TestSkillEntryIsUsed(t *testing.T) {
 	if len(entries) != 2 {
 		t.Fatalf("%d skill entries, want 2", len(entries))
 	}
-	c.stamp = time.Now().Add(time.Hour).UnixNano()
-	if err := c.save(&Registry{}, entries); err != nil {
+	if err := saveCache(c, &Registry{}, entries); err != nil {
 		t.Fatal(err)
 	}
 	reg, _ := scanWith(t, root, cacheDir)
@@ -348,30 +347,6 @@ func firstDiff(a, b []byte) string {
 		}
 	}
 	return "(lengths differ)"
-}
-
-func TestCacheDirectoryIsBounded(t *testing.T) {
-	dir := t.TempDir()
-	for i := range maxCacheFiles + 10 {
-		p := filepath.Join(dir, strconv.Itoa(i)+".cache")
-		os.WriteFile(p, []byte("x"), 0o600)
-		old := time.Now().Add(-time.Duration(maxCacheFiles+20-i) * time.Minute)
-		os.Chtimes(p, old, old)
-	}
-	c := &SnapshotCache{path: filepath.Join(dir, "new.cache"), stamp: 1}
-	if err := c.save(&Registry{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	left, _ := filepath.Glob(filepath.Join(dir, "*.cache"))
-	if len(left) != maxCacheFiles {
-		t.Errorf("%d cache files left, want %d", len(left), maxCacheFiles)
-	}
-	if _, err := os.Stat(c.path); err != nil {
-		t.Error("the cache just written was pruned")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "0.cache")); err == nil {
-		t.Error("the oldest cache file was kept")
-	}
 }
 
 // A cache directory others can write is not used: whoever writes it
@@ -397,33 +372,33 @@ func TestFrontmatterValuesRoundTrip(t *testing.T) {
 		"nil": nil, "list": []any{"a", 1, map[string]any{"k": "v"}, []any{}}, "emptymap": map[string]any{}, "emptylist": []any{},
 		"nilmap": map[string]any(nil), "nillist": []any(nil),
 	}
-	var e encoder
-	if !e.value(fm, 0) {
+	var e snapcache.Encoder
+	if !e.Value(fm, 0) {
 		t.Fatal("not representable")
 	}
-	d := decoder{b: e.b}
-	if got := d.value(0); !d.ok() || len(d.b) != 0 || !reflect.DeepEqual(got, fm) {
+	d := snapcache.NewDecoder(e.B, nil)
+	if got := d.Value(0); !d.Done() || !reflect.DeepEqual(got, fm) {
 		t.Fatalf("round trip:\n got %#v\nwant %#v", got, fm)
 	}
-	if (&encoder{}).value(map[string]any{"x": struct{}{}}, 0) {
+	if (&snapcache.Encoder{}).Value(map[string]any{"x": struct{}{}}, 0) {
 		t.Error("an unknown type was accepted (it must make the skill uncacheable)")
 	}
 	deep := any("leaf")
-	for range maxValueDepth + 1 {
+	for range 65 {
 		deep = []any{deep}
 	}
-	if (&encoder{}).value(deep, 0) {
+	if (&snapcache.Encoder{}).Value(deep, 0) {
 		t.Error("a value nested too deep was accepted")
 	}
 }
 
 // cachedResources decodes every file entry of a cache as the Resource a
 // reuse would copy, by host path.
-func cachedResources(x *cacheIndex) map[string]*Resource {
+func cachedResources(x *snapcache.Index) map[string]*Resource {
 	out := map[string]*Resource{}
-	var arena stringArena
-	for dir := range x.records {
-		files, _ := x.filesOf(dir, &arena, nil)
+	var arena snapcache.Arena
+	for dir := range x.Dirs() {
+		files, _ := filesOf(x, dir, &arena, nil)
 		for _, f := range files {
 			p := dir[:f.prefix] + string(f.suffix)
 			st := f.st
@@ -451,27 +426,27 @@ func FuzzSnapshotCacheDecode(f *testing.F) {
 	if _, err := Scan(context.Background(), opts); err != nil {
 		f.Fatal(err)
 	}
-	good, err := os.ReadFile(c.path)
+	good, err := os.ReadFile(c.Path())
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(good)
-	for _, n := range []int{0, len(cacheMagic), len(good) / 3, len(good) / 2, len(good) - 1} {
+	for _, n := range []int{0, len(snapcache.Magic), len(good) / 3, len(good) / 2, len(good) - 1} {
 		f.Add(good[:n])
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		x, ok := decodeIndex(b)
+		x, ok := snapcache.Decode(b)
 		if !ok {
 			return
 		}
-		var arena stringArena
-		for dir, rec := range x.records {
-			x.filesOf(dir, &arena, nil)
-			if rec.skill != nil {
-				d := decoder{b: rec.skill, arena: &arena}
-				d.pathStats()
-				d.skill(dir, new(Skill))
-				entryOlder(rec.skill, x.stamp)
+		var arena snapcache.Arena
+		for dir := range x.Dirs() {
+			filesOf(x, dir, &arena, nil)
+			if raw := x.Skill(dir); raw != nil {
+				d := snapcache.NewDecoder(raw, &arena)
+				decodePathStats(&d)
+				decodeSkill(&d, dir, new(Skill))
+				entryOlder(raw, x.Stamp)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package skills
+package snapcache
 
 import (
 	"strconv"
@@ -9,15 +9,15 @@ import (
 // Strings made by an arena keep their bytes across chunk changes and
 // when a writer outgrows the room it asked for.
 func TestStringArena(t *testing.T) {
-	var a stringArena
+	var a Arena
 	var got, want []string
 	for i := range 5000 {
 		n := strconv.Itoa(i)
-		got = append(got, a.bytes([]byte("p"+n)), a.join("/root/"+n, "SKILL.md"),
-			a.appended(1, func(b []byte) []byte { return append(b, strings.Repeat(n, 50)...) }), a.bytes(nil))
+		got = append(got, a.Bytes([]byte("p"+n)), a.Join("/root/"+n, "SKILL.md"),
+			a.Appended(1, func(b []byte) []byte { return append(b, strings.Repeat(n, 50)...) }), a.Bytes(nil))
 		want = append(want, "p"+n, "/root/"+n+"/SKILL.md", strings.Repeat(n, 50), "")
 	}
-	got = append(got, a.bytes(make([]byte, 3*arenaChunk)))
+	got = append(got, a.Bytes(make([]byte, 3*arenaChunk)))
 	want = append(want, string(make([]byte, 3*arenaChunk)))
 	for i := range want {
 		if got[i] != want[i] {
