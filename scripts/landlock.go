@@ -30,6 +30,10 @@ const HelperArg = "__harness-landlock-exec"
 type helperRules struct {
 	uid                                int // >= 0: switch to this user (and its group) once confined
 	ro, rw, roFiles, rwFiles, readDirs []string
+	// beneath are the mounts' host directories: a rule path inside one is
+	// opened beneath it without following a symbolic link, by the helper,
+	// and the rule made on that descriptor (see pin).
+	beneath []string
 	// execLayerOnly applies only the execute layer: inside bwrap, whose
 	// mounts and socket filter already confine the rest.
 	execLayerOnly bool
@@ -59,6 +63,7 @@ func (h helperRules) args(helper string, argv []string) []string {
 	add("--ro-file", h.roFiles)
 	add("--rw-file", h.rwFiles)
 	add("--read-dir", h.readDirs)
+	add("--beneath", h.beneath)
 	add("--exec", h.exec)
 	return append(append(out, "--"), argv...)
 }
@@ -89,6 +94,8 @@ func HelperMain(args []string) int {
 			h.rwFiles = append(h.rwFiles, v)
 		case "--read-dir":
 			h.readDirs = append(h.readDirs, v)
+		case "--beneath":
+			h.beneath = append(h.beneath, v)
 		case "--exec":
 			h.exec = append(h.exec, v)
 		case "--exec-layer-only":
@@ -253,6 +260,13 @@ func confine(h helperRules) error {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	if !h.execLayerOnly {
+		pins := &pinned{}
+		defer pins.close()
+		for _, ps := range []*[]string{&h.ro, &h.rw, &h.roFiles, &h.rwFiles, &h.readDirs} {
+			if err := pins.pin(ps, h.beneath); err != nil {
+				return err
+			}
+		}
 		rules := []landlock.Rule{
 			landlock.RODirs(h.ro...).IgnoreIfMissing(),
 			landlock.RWDirs(h.rw...),
@@ -275,6 +289,67 @@ func confine(h helperRules) error {
 		return nil
 	}
 	return denySockets()
+}
+
+// pinned are descriptors of rule paths the helper opened itself.
+type pinned struct{ fds []int }
+
+// pin replaces every path in ps that lies inside one of the roots with
+// /proc/self/fd/N of a descriptor opened beneath that root without
+// following any symbolic link (openat2 RESOLVE_BENEATH and
+// RESOLVE_NO_SYMLINKS). Harness checked the paths when it built the
+// rules, but by name: a process that can write the workspace (another
+// skill's server) could swap a directory for a link to anywhere between
+// that check and Landlock's open, which follows links. Landlock opens the
+// magic link as the object it names, so the rule is made on what was
+// checked here, on the descriptor. A path that does not exist is left as
+// it is (the rule's own handling of missing paths applies); one reached
+// through a link is refused.
+func (p *pinned) pin(ps *[]string, roots []string) error {
+	for i, path := range *ps {
+		root, rel, ok := within(path, roots)
+		if !ok {
+			continue
+		}
+		rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", root, err)
+		}
+		fd := rfd
+		if rel != "." {
+			fd, err = unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+			unix.Close(rfd)
+		}
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			continue
+		case err != nil:
+			return fmt.Errorf("%s is not reached beneath %s without a symbolic link (%v): no rule is made for it, and nothing runs", path, root, err)
+		}
+		p.fds = append(p.fds, fd)
+		(*ps)[i] = "/proc/self/fd/" + strconv.Itoa(fd)
+	}
+	return nil
+}
+
+func (p *pinned) close() {
+	for _, fd := range p.fds {
+		unix.Close(fd)
+	}
+}
+
+// within finds the root path lies in, and path relative to it.
+func within(path string, roots []string) (root, rel string, ok bool) {
+	for _, r := range roots {
+		if path == r {
+			return r, ".", true
+		}
+		if strings.HasPrefix(path, r+"/") {
+			return r, path[len(r)+1:], true
+		}
+	}
+	return "", "", false
 }
 
 // limitExec adds the execute layer: only files may be executed. The
@@ -381,6 +456,7 @@ func landlockRules(spec Spec, bin, tmp string) helperRules {
 	ro := access{dirs: &h.ro, files: &h.roFiles, readDirs: &h.readDirs}
 	rw := access{dirs: &h.rw, files: &h.rwFiles, readDirs: &h.readDirs}
 	for _, m := range spec.Mounts {
+		h.beneath = append(h.beneath, m.Host)
 		var readOnly []string
 		for _, r := range m.ReadOnly {
 			if part, ok := m.visibleAt(r); ok && part.Writable {
