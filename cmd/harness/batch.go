@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -212,16 +213,12 @@ func batchK8sCommand() *cli.Command {
 			&cli.IntFlag{Name: "parallelism", Usage: "pods at once (`N`, default: all shards)"},
 			&cli.IntFlag{Name: "jobs", Usage: "tasks at once inside a pod (`N`)", Value: 1},
 			&cli.StringFlag{Name: "id", Usage: "batch `ID`, also the Job's name", Value: "harness-batch"},
-			&cli.StringFlag{Name: "namespace", Usage: "`NAMESPACE` of the Job"},
-			&cli.StringFlag{Name: "workdir", Usage: "`DIR` in the image holding the workspace and FILE", Value: "/work"},
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs for the run directories"},
-			&cli.StringFlag{Name: "secret", Usage: "Secret `NAME` holding the API key"},
-			&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
 			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
 			sandboxProfileFlag(),
 			&cli.BoolFlag{Name: "writable-workspace", Usage: "copy the image's workspace onto an emptyDir first, for tasks that write (the root file system is read-only)"},
-		}, append(podFlags("the whole Job"), unitFlags(unitSettings)...)...),
+		}, slices.Concat(clusterFlags("Job", "the workspace and FILE"), podFlags("the whole Job"), unitFlags(unitSettings))...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch k8s needs exactly one batch FILE (its path inside the image)")

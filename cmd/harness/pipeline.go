@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -257,16 +258,12 @@ func pipelineK8sCommand() *cli.Command {
 			"Argo names the Workflow.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the workspace and FILE"},
-			&cli.StringFlag{Name: "secret", Usage: "Secret `NAME` holding the API key"},
-			&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs in every phase's pod (ReadWriteMany when phases run at once)"},
 			&cli.StringFlag{Name: "id", Usage: "pipeline `ID`, also the Workflow's name (default: a new one per submission)"},
-			&cli.StringFlag{Name: "namespace", Usage: "`NAMESPACE` of the Workflow"},
-			&cli.StringFlag{Name: "workdir", Usage: "`DIR` in the image holding the workspace and FILE", Value: "/work"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
 			&cli.IntFlag{Name: "retries", Usage: "further attempts of a phase that stopped on an outage or an interrupt (`N`)", Value: 2},
 			sandboxProfileFlag(),
-		}, append(podFlags("the whole Workflow"), unitFlags(unitSettings)...)...),
+		}, slices.Concat(clusterFlags("Workflow", "the workspace and FILE"), podFlags("the whole Workflow"), unitFlags(unitSettings))...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline k8s needs exactly one pipeline FILE (its path relative to --workdir in the image)")

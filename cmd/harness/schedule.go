@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -106,12 +107,8 @@ func scheduleK8sCommand() *cli.Command {
 			"--skills-root is scanned here and passed as given: paths relative to --workdir in the image.",
 		Flags: append(append(scanFlags(),
 			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the workspace and its skills"},
-			&cli.StringFlag{Name: "secret", Usage: "Secret `NAME` holding the API key"},
-			&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs"},
-			&cli.StringFlag{Name: "namespace", Usage: "`NAMESPACE` of the CronJobs"},
-			&cli.StringFlag{Name: "workdir", Usage: "`DIR` in the image holding the workspace", Value: "/work"},
-		), append(podFlags("a scheduled run's Job"), unitFlags(scheduledRunSettings())...)...),
+		), slices.Concat(clusterFlags("CronJobs", "the workspace"), podFlags("a scheduled run's Job"), unitFlags(scheduledRunSettings()))...),
 		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
 			return schedule.K8s(entries, schedule.K8sOptions{
 				Image: cmd.String("image"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"), RunsClaim: cmd.String("runs-claim"),
@@ -199,6 +196,18 @@ func podFlags(job string) []cli.Flag {
 		&cli.StringFlag{Name: "memory-limit", Usage: "memory limit of each pod (`QUANTITY`), with --cpu-limit"},
 		&cli.DurationFlag{Name: "deadline", Usage: "end " + job + " after `DUR` (activeDeadlineSeconds; default: none)"},
 		&cli.DurationFlag{Name: "ttl", Usage: "delete a finished Job after `DUR` (ttlSecondsAfterFinished; default 24h)"},
+	}
+}
+
+// clusterFlags are what every manifest command takes for its pods: the
+// Secret holding the key, the namespace of object, and the workspace
+// directory in the image (holding what).
+func clusterFlags(object, holding string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "secret", Usage: "Secret `NAME` holding the API key"},
+		&cli.StringFlag{Name: "secret-key", Usage: "`KEY` of the API key in the Secret", Value: "api-key"},
+		&cli.StringFlag{Name: "namespace", Usage: "`NAMESPACE` of the " + object},
+		&cli.StringFlag{Name: "workdir", Usage: "`DIR` in the image holding " + holding, Value: "/work"},
 	}
 }
 
