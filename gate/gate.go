@@ -191,11 +191,18 @@ func (g *Gate) Before(ctx context.Context, turn int, call loop.ToolCall, effect 
 func (g *Gate) After(call loop.ToolCall, effect loop.Effect, res loop.ToolResult) loop.ToolResult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ex, ok := res.Record.(*record.ScriptExecution); ok && ex.ExecutionTarget == "host" &&
-		cfc.WithholdUnmediated(g.cfg.Policy.Mode, false, g.cfg.AllowUnmediated) {
+	var target string
+	var exit *int
+	switch ex := res.Record.(type) {
+	case *record.ScriptExecution:
+		target, exit = ex.ExecutionTarget, ex.ExitCode
+	case *record.CommandExecution:
+		target, exit = ex.ExecutionTarget, ex.ExitCode
+	}
+	if target == "host" && cfc.WithholdUnmediated(g.cfg.Policy.Mode, false, g.cfg.AllowUnmediated) {
 		b, _ := json.Marshal(map[string]any{"type": "harness.output-withheld", "handle": call.ID, "reason": "unmediated_execution",
-			"detail":   "the script ran outside harness's sandbox (--sandbox none); its output is withheld in enforce modes (--cfc-allow-unmediated shows it)",
-			"exitCode": ex.ExitCode})
+			"detail":   "the code ran outside harness's sandbox (--sandbox none); its output is withheld in enforce modes (--cfc-allow-unmediated shows it)",
+			"exitCode": exit})
 		res.Content = string(b)
 		g.cfg.Host.Event(record.EventOutputWithheld, map[string]string{"callId": call.ID, "tool": call.Name, "reason": "unmediated_execution"})
 	}

@@ -113,6 +113,8 @@ type Inputs struct {
 	MaxDepth         int              `json:"maxDepth"`
 	ActivationSource string           `json:"activationSource,omitempty"`
 	Sandbox          *SandboxRecord   `json:"sandbox,omitempty"`
+	// AllowCommands are the operator's --allow-command patterns.
+	AllowCommands []string `json:"allowCommands,omitempty"`
 	// Tiers map the model tiers skills ask for to models (TIER=MODEL, as
 	// the operator gave them); Prices are per million tokens, input/output
 	// (MODEL=IN/OUT), for the cost in result.json.

@@ -264,3 +264,44 @@ type RegistryDelta struct {
 	Version artifacts.Digest `json:"version"`
 	CallID  string           `json:"callId,omitempty"`
 }
+
+// CommandExecutions is command-executions.json: every run_command call,
+// allowed or refused, in order.
+type CommandExecutions struct {
+	artifacts.Envelope
+	Executions []CommandExecution `json:"executions"`
+}
+
+// CommandExecution is one run_command call.
+type CommandExecution struct {
+	Type     string `json:"type"`
+	OutputID string `json:"outputId"`
+	RunID    string `json:"runId"`
+	// Argv is the command as the model asked it, executed directly (no
+	// shell); Pattern is the operator's --allow-command it matched.
+	Argv    []string `json:"argv"`
+	Pattern string   `json:"pattern,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	Status  string   `json:"status"` // executed | error | timeout | memory_limit
+	// StdinBytes is the size of what the call gave the command on stdin.
+	StdinBytes      int       `json:"stdinBytes,omitempty"`
+	TimeoutMs       int       `json:"timeoutMs,omitempty"`
+	ExecutedAt      time.Time `json:"executedAt"`
+	DurationMs      int64     `json:"durationMs"`
+	ExecutionTarget string    `json:"executionTarget,omitempty"` // sandbox | host
+	SandboxBackend  string    `json:"sandboxBackend,omitempty"`
+	// Grant is what the command was given and what enforced it.
+	Grant            *Grant           `json:"grant,omitempty"`
+	ExitCode         *int             `json:"exitCode,omitempty"`
+	Signal           string           `json:"signal,omitempty"`
+	StdoutBytes      int64            `json:"stdoutBytes"`
+	StderrBytes      int64            `json:"stderrBytes"`
+	Truncated        bool             `json:"truncated"`
+	OutputDigest     artifacts.Digest `json:"outputDigest,omitempty"`
+	ProcessLimit     string           `json:"processLimit,omitempty"`
+	ForkRefusals     int              `json:"forkRefusals,omitempty"`
+	MemoryLimit      string           `json:"memoryLimit,omitempty"`
+	MemoryLimitBytes uint64           `json:"memoryLimitBytes,omitempty"`
+	RunAs            string           `json:"runAs,omitempty"`
+	Error            *outcome.Record  `json:"error,omitempty"`
+}

@@ -53,6 +53,7 @@ func inputsOf(o Options, lin lineage, res resolved) record.Inputs {
 		MaxDepth:            lin.maxDepth,
 		ActivationSource:    lin.activationSource,
 		Sandbox:             &record.SandboxRecord{Requested: o.Sandbox},
+		AllowCommands:       o.AllowCommands,
 		Tiers:               o.Tiers,
 		Prices:              o.Prices,
 		ScriptMemoryLimit:   o.ScriptMemoryLimit,
@@ -94,7 +95,7 @@ func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 	o := Options{
 		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Protect: in.Protect, EmbeddingModel: in.EmbeddingModel, Skills: in.Skills,
 		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
-		Model: in.Model, BaseURL: in.BaseURL, Tiers: in.Tiers, Prices: in.Prices,
+		Model: in.Model, BaseURL: in.BaseURL, Tiers: in.Tiers, Prices: in.Prices, AllowCommands: in.AllowCommands,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit, WasmMemoryLimit: in.WasmMemoryLimit,
 		MCPConfig: in.MCPConfig, PassEnv: in.PassEnv, MCPToolEffects: in.MCPToolEffects, AllowNetwork: in.AllowNetwork,
 		ReadOnly: in.ReadOnly, AllowProtectedWrite: in.AllowProtectedWrite, ConfirmTools: in.ConfirmTools,

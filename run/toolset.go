@@ -50,13 +50,18 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	var probe error
 	self, _ := os.Executable()
 	helper := scripts.Helper(self)
-	if slices.Contains(r.opts.AllowTools, "run_skill_script") || runopts.ForgeAllowed(r.opts.AllowTools) {
+	if slices.Contains(r.opts.AllowTools, "run_skill_script") || slices.Contains(r.opts.AllowTools, tools.CommandToolName) || runopts.ForgeAllowed(r.opts.AllowTools) {
 		want := scripts.Backend(r.opts.Sandbox)
 		backend, probe = scripts.Probe(ctx, want, helper)
 		r.manifest.Inputs.Sandbox = &record.SandboxRecord{Requested: string(want), Backend: string(backend)}
 		if probe != nil {
 			r.manifest.Inputs.Sandbox.Error = probe.Error()
 		}
+	}
+	if slices.Contains(r.opts.AllowTools, tools.CommandToolName) {
+		patterns, _ := runopts.CommandPatterns(r.opts.AllowCommands) // checked with the options
+		toolset = append(toolset, tools.NewCommandTool(tools.Commands{Workspace: ws, Patterns: patterns, Backend: backend, Probe: probe, Helper: helper,
+			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, MemoryLimit: r.opts.ScriptMemoryLimit}))
 	}
 	if runopts.ForgeAllowed(r.opts.AllowTools) {
 		st, err := store.Open(r.opts.SkillsStore, r.opts.RunKey)

@@ -97,6 +97,16 @@ func Check(o *Options, modelGiven bool) error {
 	if err := checkTools(o); err != nil {
 		return err
 	}
+	o.AllowCommands = dedupe(o.AllowCommands)
+	if _, err := CommandPatterns(o.AllowCommands); err != nil {
+		return err
+	}
+	switch toolAllowed := slices.Contains(o.AllowTools, tools.CommandToolName); {
+	case toolAllowed && len(o.AllowCommands) == 0:
+		return outcome.Usage("allow_command_missing", "--allow-tool run_command needs at least one --allow-command PATTERN: the exact commands (\"go test ./...\") or prefixes (\"go test *\") it may run")
+	case !toolAllowed && len(o.AllowCommands) > 0:
+		return outcome.Usage("allow_command_unused", "--allow-command is given but run_command is not allowed: add --allow-tool run_command")
+	}
 	o.AllowNetwork = dedupe(o.AllowNetwork)
 	if _, err := egress.ParseRules(o.AllowNetwork); err != nil {
 		return outcome.Usage("allow_network_invalid", "--allow-network: %v; give host or host:port (a name as the skill declares it, or an IP address)", err)
@@ -229,4 +239,17 @@ func checkForge(o *Options) error {
 // ForgeAllowed reports whether a SkillForge tool is allowed.
 func ForgeAllowed(allow []string) bool {
 	return slices.Contains(allow, tools.CreateSkillName) || slices.Contains(allow, tools.ComposeSkillsName)
+}
+
+// CommandPatterns reads the --allow-command entries.
+func CommandPatterns(entries []string) ([]tools.CommandPattern, error) {
+	var out []tools.CommandPattern
+	for _, e := range entries {
+		p, err := tools.ParseCommandPattern(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

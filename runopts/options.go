@@ -142,6 +142,10 @@ type Options struct {
 	// AllowTools enables write and side-effect tools by name; read tools are
 	// always available.
 	AllowTools []string
+	// AllowCommands are the commands run_command may run (--allow-command):
+	// an exact argv ("go test ./...") or a prefix ending in "*" ("npm run
+	// *"); run_command needs both the tool and at least one.
+	AllowCommands []string
 
 	// NoSkillCatalog withholds the load_skill catalog: only preloaded skills
 	// reach the model. CatalogBudget bounds the catalog in characters

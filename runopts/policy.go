@@ -24,6 +24,9 @@ func (o *Options) PolicyDigest(profiles []byte) artifacts.Digest {
 	for _, s := range o.AllowSkillScripts {
 		h.WriteField("script:" + s)
 	}
+	for _, c := range o.AllowCommands {
+		h.WriteField("command:" + c)
+	}
 	h.WriteField("sandbox:" + o.Sandbox)
 	for _, t := range o.Tiers {
 		// Which model a tier's work runs on.
@@ -123,6 +126,13 @@ func (o *Options) OperatorValues() []string {
 	}
 	for _, a := range o.Attach {
 		out = append(out, a, filepath.Base(a))
+	}
+	// An argv equal to an exact --allow-command is the operator's own.
+	patterns, _ := CommandPatterns(o.AllowCommands)
+	for _, p := range patterns {
+		if words, exact := p.Exact(); exact {
+			out = append(out, words...)
+		}
 	}
 	return out
 }

@@ -289,6 +289,7 @@ func checkArtifacts(t *testing.T, dir string) {
 		"result.json":                  {record.TypeResult, &record.Result{}},
 		record.FileSkillForge:          {record.TypeSkillForge, &record.SkillForge{}},
 		record.FileMCPServers:          {record.TypeMCPServers, &record.MCPServers{}},
+		record.FileCommandExecutions:   {record.TypeCommandExecutions, &record.CommandExecutions{}},
 	}
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {

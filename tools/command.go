@@ -1,0 +1,240 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/grant"
+	"github.com/harness-dev/harness/loop"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scripts"
+	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/workspace"
+)
+
+// CommandToolName is the tool that runs an operator-allowed command.
+const CommandToolName = "run_command"
+
+// maxCommandStdin bounds what a call may give a command on stdin.
+const maxCommandStdin = 1 << 20
+
+// CommandPattern is one --allow-command: an exact argv, or an argv prefix
+// whose last word is "*" (any further arguments, or none). Words are
+// separated by spaces; nothing is expanded or quoted: the command is
+// executed directly, never by a shell.
+type CommandPattern struct {
+	Text   string
+	words  []string
+	prefix bool
+}
+
+// ParseCommandPattern checks one --allow-command entry.
+func ParseCommandPattern(s string) (CommandPattern, error) {
+	words := strings.Fields(s)
+	p := CommandPattern{Text: strings.Join(words, " "), words: words}
+	if n := len(words); n > 0 && words[n-1] == "*" {
+		p.prefix, p.words = true, words[:n-1]
+	}
+	switch {
+	case len(p.words) == 0:
+		return p, outcome.Usage("command_pattern_invalid", "--allow-command %q: give a command, such as \"go test ./...\" or \"npm run *\"", s)
+	case slices.Contains(p.words, "*"):
+		return p, outcome.Usage("command_pattern_invalid", "--allow-command %q: \"*\" may only end a pattern (\"go test *\"): it stands for any further arguments", s)
+	}
+	return p, nil
+}
+
+// Matches reports whether argv is allowed by p.
+func (p CommandPattern) Matches(argv []string) bool {
+	if p.prefix {
+		return len(argv) >= len(p.words) && slices.Equal(argv[:len(p.words)], p.words)
+	}
+	return slices.Equal(argv, p.words)
+}
+
+// Exact reports whether p allows one argv only, and which.
+func (p CommandPattern) Exact() ([]string, bool) { return p.words, !p.prefix }
+
+// Commands is what run_command needs.
+type Commands struct {
+	Workspace *workspace.Workspace
+	Patterns  []CommandPattern
+	// Backend is the sandbox probed at run start; Probe is why none could
+	// start (commands are then refused, never run unsandboxed).
+	Backend scripts.Backend
+	Probe   error
+	Helper  string
+	RunID   string
+	Now     func() time.Time
+	// RunDir receives command-executions.json, through Redact.
+	RunDir      string
+	Redact      *artifacts.Redactor
+	MemoryLimit uint64
+}
+
+// CommandTool runs an argv the operator allowed, in the sandbox.
+type CommandTool struct {
+	cfg Commands
+	mu  sync.Mutex
+	rec record.CommandExecutions
+}
+
+func NewCommandTool(cfg Commands) *CommandTool {
+	return &CommandTool{cfg: cfg, rec: record.CommandExecutions{
+		Envelope: artifacts.NewEnvelope(record.TypeCommandExecutions, record.Version), Executions: []record.CommandExecution{}}}
+}
+
+func (t *CommandTool) Effect() loop.Effect { return loop.EffectSideEffect }
+
+func (t *CommandTool) Spec() loop.ToolSpec {
+	var allowed []string
+	for _, p := range t.cfg.Patterns {
+		allowed = append(allowed, p.Text)
+	}
+	return loop.ToolSpec{
+		Name: CommandToolName,
+		Description: "Run a command in the workspace, in a sandbox without network. argv is executed directly, not by a shell: " +
+			"no pipes, redirections or variables. Only these commands are allowed (\"*\" at the end: any further arguments): " + strings.Join(allowed, "; ") + ".",
+		Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["argv"],"properties":{` +
+			`"argv":{"type":"array","items":{"type":"string"},"minItems":1,"description":"the command and its arguments"},` +
+			`"cwd":{"type":"string","description":"working directory relative to the workspace (default: its root)"},` +
+			`"timeoutMs":{"type":"integer","minimum":1,"maximum":600000,"description":"default 60000"},` +
+			`"stdin":{"type":"string","description":"text given to the command on standard input"}}}`),
+	}
+}
+
+func (t *CommandTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+	var args struct {
+		Argv      []string `json:"argv"`
+		Cwd       string   `json:"cwd"`
+		TimeoutMs *int     `json:"timeoutMs"`
+		Stdin     string   `json:"stdin"`
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return loop.ErrorResult("arguments_invalid", err.Error(), nil), nil
+	}
+	rec := record.CommandExecution{Type: record.TypeCommandExecution, OutputID: call.ID, RunID: t.cfg.RunID,
+		Argv: nonNil(args.Argv), ExecutedAt: t.cfg.Now().UTC(), StdinBytes: len(args.Stdin)}
+	res := t.execute(ctx, &rec, args.Argv, args.Cwd, args.TimeoutMs, args.Stdin)
+	t.mu.Lock()
+	t.rec.Executions = append(t.rec.Executions, rec)
+	err := t.cfg.Redact.WriteJSON(filepath.Join(t.cfg.RunDir, record.FileCommandExecutions), &t.rec)
+	t.mu.Unlock()
+	if err != nil {
+		return loop.ToolResult{}, err
+	}
+	return res, nil
+}
+
+func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution, argv []string, cwd string, timeoutMs *int, stdin string) loop.ToolResult {
+	cfg := t.cfg
+	fail := func(code, msg string) loop.ToolResult {
+		rec.Status, rec.Error = "error", &outcome.Record{Code: code, Message: msg}
+		return loop.ErrorResult(code, msg, rec)
+	}
+	i := slices.IndexFunc(cfg.Patterns, func(p CommandPattern) bool { return p.Matches(argv) })
+	if i < 0 {
+		var allowed []string
+		for _, p := range cfg.Patterns {
+			allowed = append(allowed, fmt.Sprintf("%q", p.Text))
+		}
+		return fail("command_not_allowed", fmt.Sprintf("%q is not an allowed command; the operator allows %s (argv is matched word for word, and is never given to a shell)", strings.Join(argv, " "), strings.Join(allowed, ", ")))
+	}
+	rec.Pattern = cfg.Patterns[i].Text
+	timeout := defaultScriptTimeout
+	if timeoutMs != nil {
+		timeout = *timeoutMs
+	}
+	if timeout < 1 || timeout > maxScriptTimeout {
+		return fail("timeout_invalid", fmt.Sprintf("timeoutMs must be between 1 and %d", maxScriptTimeout))
+	}
+	rec.TimeoutMs = timeout
+	if len(stdin) > maxCommandStdin {
+		return fail("stdin_too_large", fmt.Sprintf("stdin is %d bytes; at most %d", len(stdin), maxCommandStdin))
+	}
+	if cfg.Probe != nil {
+		return fail("sandbox_unavailable", fmt.Sprintf("no sandbox can run commands on this machine (%v); nothing was run. Install bubblewrap, or pass --sandbox none to run on the host", cfg.Probe))
+	}
+	rec.SandboxBackend, rec.ExecutionTarget = string(cfg.Backend), "sandbox"
+	if cfg.Backend == scripts.BackendNone {
+		rec.ExecutionTarget = "host"
+	}
+	ws := cfg.Workspace
+	cwdRel := "."
+	if cwd != "" {
+		var err error
+		if cwdRel, err = ws.Resolve(cwd); err != nil {
+			pr := workspace.AsRefusal(err)
+			return fail(pr.Code, pr.Msg)
+		}
+	}
+	rec.Cwd = ws.SandboxPath(cwdRel)
+	cwdPath := ws.SandboxPath(cwdRel)
+	if cfg.Backend != scripts.BackendBwrap {
+		cwdPath = filepath.Join(ws.Host, cwdRel)
+	}
+	// The whole workspace, its protected paths read-only, no network, no
+	// variable of the operator's: what a skill without a manifest gets.
+	g, err := grant.For(grant.Request{Skill: &skills.Skill{Name: CommandToolName}, Workspace: ws, Backend: cfg.Backend})
+	if err != nil {
+		return fail("grant_failed", err.Error())
+	}
+	rec.Grant = &g.Record
+	hide, hideHost := hiddenPaths(ws)
+	// Toolchains keep caches under HOME and XDG_CACHE_HOME: the sandbox's
+	// private /tmp, gone with the call.
+	env := []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "XDG_CACHE_HOME=/tmp/.cache", "GOCACHE=/tmp/.cache/go-build",
+		"GOPATH=/tmp/go", "GOTOOLCHAIN=local", "npm_config_cache=/tmp/.npm", "LANG=C.UTF-8", "NO_COLOR=1", "HARNESS_RUN_ID=" + cfg.RunID}
+	out, err := scripts.Run(ctx, cfg.Backend, scripts.Spec{
+		Argv: argv, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath, Stdin: []byte(stdin),
+		Mounts: []scripts.Mount{g.Mount}, Hide: hide, HideHost: hideHost, Helper: cfg.Helper,
+		Timeout: time.Duration(timeout) * time.Millisecond,
+		Limits:  scripts.Limits{Memory: cfg.MemoryLimit},
+	})
+	if made := g.Sweep(); len(made) > 0 {
+		return fail("protected_path", fmt.Sprintf("the command made %s, which is kept read-only (git, harness and the next run use it on the host); it was removed", strings.Join(made, ", ")))
+	}
+	if err != nil {
+		var ref *scripts.Refusal
+		if errors.As(err, &ref) {
+			return fail(ref.Code, ref.Msg)
+		}
+		if ctx.Err() != nil {
+			return fail("interrupted", "the run was interrupted while the command ran; it was killed")
+		}
+		return fail("command_failed_to_start", err.Error())
+	}
+	rec.DurationMs = out.Duration.Milliseconds()
+	rec.StdoutBytes, rec.StderrBytes, rec.Truncated, rec.Signal = out.StdoutLen, out.StderrLen, out.Truncated, out.Signal
+	rec.ProcessLimit, rec.ForkRefusals, rec.MemoryLimit, rec.RunAs = out.ProcessLimit, out.ForkRefusals, out.MemoryLimit, out.RunAs
+	rec.MemoryLimitBytes = cfg.MemoryLimit
+	code := out.ExitCode
+	rec.ExitCode = &code
+	rec.Status = "executed"
+	switch {
+	case out.MemoryExceeded:
+		rec.Status = "memory_limit"
+	case out.TimedOut:
+		rec.Status = "timeout"
+	}
+	rec.OutputDigest = artifacts.DigestBytes(append(append([]byte{}, out.Stdout...), out.Stderr...))
+	result := map[string]any{
+		"argv": argv, "status": rec.Status, "exitCode": code, "signal": out.Signal,
+		"stdout": string(out.Stdout), "stderr": string(out.Stderr), "truncated": out.Truncated,
+		"durationMs": rec.DurationMs, "sandbox": rec.SandboxBackend,
+		"mediation": map[string]any{"backend": rec.SandboxBackend, "target": rec.ExecutionTarget, "exitCode": code,
+			"outputDigest": rec.OutputDigest, "truncated": out.Truncated},
+	}
+	b, _ := json.Marshal(result)
+	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
+}
