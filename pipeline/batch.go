@@ -249,7 +249,7 @@ func merge(base Phase, t Task) Phase {
 		p.Prompt, p.PromptFile = o.Prompt, o.PromptFile
 	}
 	for _, f := range []struct{ dst, src *[]string }{
-		{&p.Skills, &o.Skills}, {&p.AllowTools, &o.AllowTools}, {&p.AllowSkillScripts, &o.AllowSkillScripts}, {&p.AllowNetwork, &o.AllowNetwork}, {&p.ConfirmTools, &o.ConfirmTools}, {&p.Attach, &o.Attach},
+		{&p.Skills, &o.Skills}, {&p.AllowTools, &o.AllowTools}, {&p.AllowSkillScripts, &o.AllowSkillScripts}, {&p.AllowNetwork, &o.AllowNetwork}, {&p.AllowCommands, &o.AllowCommands}, {&p.ConfirmTools, &o.ConfirmTools}, {&p.Attach, &o.Attach},
 	} {
 		if *f.src != nil {
 			*f.dst = *f.src

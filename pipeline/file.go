@@ -66,6 +66,7 @@ type Phase struct {
 	AllowTools        []string `json:"allow-tools,omitempty"`
 	AllowSkillScripts []string `json:"allow-skill-scripts,omitempty"`
 	AllowNetwork      []string `json:"allow-network,omitempty"`
+	AllowCommands     []string `json:"allow-commands,omitempty"`
 	ConfirmTools      []string `json:"confirm-tools,omitempty"`
 	OutputSchema      string   `json:"output-schema,omitempty"`
 	Attach            []string `json:"attach,omitempty"`

@@ -182,6 +182,7 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		AllowTools:        ph.AllowTools,
 		AllowSkillScripts: ph.AllowSkillScripts,
 		AllowNetwork:      ph.AllowNetwork,
+		AllowCommands:     ph.AllowCommands,
 		ConfirmTools:      ph.ConfirmTools,
 		ArtifactsDir:      filepath.Join(p.dir, p.layout.runs),
 		RunID:             ph.Name,

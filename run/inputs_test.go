@@ -31,6 +31,7 @@ var notRecorded = map[string]string{
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",
 	"SnapshotCache":  "a cache of digests by stat fingerprint: a resume uses its own",
+	"CommandCache":   "a cache of toolchain builds: a resume uses its own",
 	"Outputs":        "where the result is delivered, not what the run is: recorded beside the inputs (run.created outputs), and a resume may override it",
 }
 

@@ -61,7 +61,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	if slices.Contains(r.opts.AllowTools, tools.CommandToolName) {
 		patterns, _ := runopts.CommandPatterns(r.opts.AllowCommands) // checked with the options
 		toolset = append(toolset, tools.NewCommandTool(tools.Commands{Workspace: ws, Patterns: patterns, Backend: backend, Probe: probe, Helper: helper,
-			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, MemoryLimit: r.opts.ScriptMemoryLimit}))
+			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, MemoryLimit: r.opts.ScriptMemoryLimit, Cache: r.opts.CommandCache}))
 	}
 	if runopts.ForgeAllowed(r.opts.AllowTools) {
 		st, err := store.Open(r.opts.SkillsStore, r.opts.RunKey)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -106,6 +107,16 @@ func Check(o *Options, modelGiven bool) error {
 		return outcome.Usage("allow_command_missing", "--allow-tool run_command needs at least one --allow-command PATTERN: the exact commands (\"go test ./...\") or prefixes (\"go test *\") it may run")
 	case !toolAllowed && len(o.AllowCommands) > 0:
 		return outcome.Usage("allow_command_unused", "--allow-command is given but run_command is not allowed: add --allow-tool run_command")
+	}
+	if o.CommandCache != "" {
+		abs, err := filepath.Abs(o.CommandCache)
+		if err == nil {
+			err = os.MkdirAll(abs, 0o700)
+		}
+		if err != nil {
+			return outcome.Usage("command_cache_invalid", "--command-cache %s: %v", o.CommandCache, err)
+		}
+		o.CommandCache = abs
 	}
 	o.AllowNetwork = dedupe(o.AllowNetwork)
 	if _, err := egress.ParseRules(o.AllowNetwork); err != nil {

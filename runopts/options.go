@@ -146,6 +146,10 @@ type Options struct {
 	// an exact argv ("go test ./...") or a prefix ending in "*" ("npm run
 	// *"); run_command needs both the tool and at least one.
 	AllowCommands []string
+	// CommandCache is a directory run_command's toolchains share as their
+	// cache across calls and runs (Go's build and module caches, npm's);
+	// "" gives each call its own, gone with it. Performance only.
+	CommandCache string
 
 	// NoSkillCatalog withholds the load_skill catalog: only preloaded skills
 	// reach the model. CatalogBudget bounds the catalog in characters

@@ -80,7 +80,14 @@ type Commands struct {
 	RunDir      string
 	Redact      *artifacts.Redactor
 	MemoryLimit uint64
+	// Cache is a host directory (absolute) shared by every call and run
+	// as the toolchains' cache (--command-cache; "": each call's own
+	// private /tmp, gone with it).
+	Cache string
 }
+
+// commandCacheAt is where the shared cache appears under bwrap.
+const commandCacheAt = "/harness-cache"
 
 // CommandTool runs an argv the operator allowed, in the sandbox.
 type CommandTool struct {
@@ -191,13 +198,22 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	}
 	rec.Grant = &g.Record
 	hide, hideHost := hiddenPaths(ws)
-	// Toolchains keep caches under HOME and XDG_CACHE_HOME: the sandbox's
-	// private /tmp, gone with the call.
-	env := []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "XDG_CACHE_HOME=/tmp/.cache", "GOCACHE=/tmp/.cache/go-build",
-		"GOPATH=/tmp/go", "GOTOOLCHAIN=local", "npm_config_cache=/tmp/.npm", "LANG=C.UTF-8", "NO_COLOR=1", "HARNESS_RUN_ID=" + cfg.RunID}
+	// Toolchains keep caches under HOME and XDG_CACHE_HOME: the call's
+	// private /tmp, gone with it, unless the operator shares a directory.
+	cache := "/tmp/.cache"
+	mounts := []scripts.Mount{g.Mount}
+	if cfg.Cache != "" {
+		cache = cfg.Cache
+		if cfg.Backend == scripts.BackendBwrap {
+			cache = commandCacheAt
+		}
+		mounts = append(mounts, scripts.Mount{Host: cfg.Cache, Sandbox: commandCacheAt, Writable: true})
+	}
+	env := []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "XDG_CACHE_HOME=" + cache, "GOCACHE=" + cache + "/go-build",
+		"GOMODCACHE=" + cache + "/go-mod", "GOPATH=/tmp/go", "GOTOOLCHAIN=local", "npm_config_cache=" + cache + "/npm", "LANG=C.UTF-8", "NO_COLOR=1", "HARNESS_RUN_ID=" + cfg.RunID}
 	out, err := scripts.Run(ctx, cfg.Backend, scripts.Spec{
 		Argv: argv, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath, Stdin: []byte(stdin),
-		Mounts: []scripts.Mount{g.Mount}, Hide: hide, HideHost: hideHost, Helper: cfg.Helper,
+		Mounts: mounts, Hide: hide, HideHost: hideHost, Helper: cfg.Helper,
 		Timeout: time.Duration(timeout) * time.Millisecond,
 		Limits:  scripts.Limits{Memory: cfg.MemoryLimit},
 	})
