@@ -115,6 +115,10 @@ type Inputs struct {
 	Sandbox          *SandboxRecord   `json:"sandbox,omitempty"`
 	// AllowCommands are the operator's --allow-command patterns.
 	AllowCommands []string `json:"allowCommands,omitempty"`
+	// CommandGrant is the operator's --command-grant file and
+	// CommandGrantDigest its digest as the run read it.
+	CommandGrant       string           `json:"commandGrant,omitempty"`
+	CommandGrantDigest artifacts.Digest `json:"commandGrantDigest,omitempty"`
 	// Tiers map the model tiers skills ask for to models (TIER=MODEL, as
 	// the operator gave them); Prices are per million tokens, input/output
 	// (MODEL=IN/OUT), for the cost in result.json.

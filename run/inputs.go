@@ -54,6 +54,8 @@ func inputsOf(o Options, lin lineage, res resolved) record.Inputs {
 		ActivationSource:    lin.activationSource,
 		Sandbox:             &record.SandboxRecord{Requested: o.Sandbox},
 		AllowCommands:       o.AllowCommands,
+		CommandGrant:        runopts.Abs(o.CommandGrant),
+		CommandGrantDigest:  o.CommandGrantDigest(),
 		Tiers:               o.Tiers,
 		Prices:              o.Prices,
 		ScriptMemoryLimit:   o.ScriptMemoryLimit,
@@ -95,7 +97,7 @@ func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 	o := Options{
 		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Protect: in.Protect, EmbeddingModel: in.EmbeddingModel, Skills: in.Skills,
 		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
-		Model: in.Model, BaseURL: in.BaseURL, Tiers: in.Tiers, Prices: in.Prices, AllowCommands: in.AllowCommands,
+		Model: in.Model, BaseURL: in.BaseURL, Tiers: in.Tiers, Prices: in.Prices, AllowCommands: in.AllowCommands, CommandGrant: in.CommandGrant,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit, WasmMemoryLimit: in.WasmMemoryLimit,
 		MCPConfig: in.MCPConfig, PassEnv: in.PassEnv, MCPToolEffects: in.MCPToolEffects, AllowNetwork: in.AllowNetwork,
 		ReadOnly: in.ReadOnly, AllowProtectedWrite: in.AllowProtectedWrite, ConfirmTools: in.ConfirmTools,

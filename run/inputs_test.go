@@ -27,6 +27,7 @@ var notRecorded = map[string]string{
 	"Now":            "the clock",
 	"Version":        "the harness binary: compared as identity drift, not restored",
 	"mcpFile":        "the --mcp-config file as read: its digest is recorded, and a resume reads the file again",
+	"commandGrant":   "the --command-grant file as read: its digest is recorded, and a resume reads the file again",
 	"Previous":       "a cache of digests: the run's own snapshot is recorded",
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",
@@ -55,7 +56,7 @@ func TestOptionsRoundTripThroughRunJSON(t *testing.T) {
 	// the sandbox is one of the known backends.
 	o.Workspace, o.Cwd, o.SkillsRoots = "/ws", "sub", []string{"/ws/skills", "/ws/more"}
 	o.ExternalSkillsRoots = []string{"/shared/skills", "/team/skills"}
-	o.Sandbox, o.Profiles, o.ArtifactsDir, o.MCPConfig = "landlock", "/profiles.yaml", "/runs", "/mcp.json"
+	o.Sandbox, o.Profiles, o.ArtifactsDir, o.MCPConfig, o.CommandGrant = "landlock", "/profiles.yaml", "/runs", "/mcp.json", "/grant.yaml"
 	o.ReadOnly, o.AllowProtectedWrite = []string{"/ws/vendor", "/ws/ci"}, []string{"/ws/.git/info"}
 	// The SkillForge settings are recorded when its tools are allowed.
 	o.AllowTools = append(o.AllowTools, "create_skill")

@@ -140,6 +140,10 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	// A file that is now unusable is refused when the servers would
 	// start; an edited one is policy drift.
 	r.opts.ReadMCPFile()
+	// An edited or unreadable grant is policy drift, or refused below.
+	if err := r.opts.ReadCommandGrant(); err != nil {
+		return nil, err
+	}
 	r.decisions = decisions{approve: ro.Approve, deny: ro.Deny, reason: ro.DenyReason, actor: ro.Actor}
 	r.opts.RunKey = ro.RunKey
 	if ro.BaseURL != "" {

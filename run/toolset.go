@@ -58,11 +58,6 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			r.manifest.Inputs.Sandbox.Error = probe.Error()
 		}
 	}
-	if slices.Contains(r.opts.AllowTools, tools.CommandToolName) {
-		patterns, _ := runopts.CommandPatterns(r.opts.AllowCommands) // checked with the options
-		toolset = append(toolset, tools.NewCommandTool(tools.Commands{Workspace: ws, Patterns: patterns, Backend: backend, Probe: probe, Helper: helper,
-			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, MemoryLimit: r.opts.ScriptMemoryLimit, Cache: r.opts.CommandCache}))
-	}
 	if runopts.ForgeAllowed(r.opts.AllowTools) {
 		st, err := store.Open(r.opts.SkillsStore, r.opts.RunKey)
 		if err != nil {
@@ -97,6 +92,12 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	}
 	network := &tools.Network{Allowed: allowed, RunDir: r.res.runDir, Redact: r.redact}
 	closers = append(closers, network.Close)
+	if slices.Contains(r.opts.AllowTools, tools.CommandToolName) {
+		patterns, _ := runopts.CommandPatterns(r.opts.AllowCommands) // checked with the options
+		toolset = append(toolset, tools.NewCommandTool(tools.Commands{Workspace: ws, Patterns: patterns, Backend: backend, Probe: probe, Helper: helper,
+			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, MemoryLimit: r.opts.ScriptMemoryLimit, Cache: r.opts.CommandCache,
+			Grant: r.opts.CommandGrantFrontmatter(), PassEnv: r.opts.PassEnv, Lookup: os.LookupEnv, Network: network}))
+	}
 	if r.opts.MCPWanted() {
 		if backend == "" && probe == nil {
 			backend, probe = scripts.Probe(ctx, scripts.Backend(r.opts.Sandbox), helper)

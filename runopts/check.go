@@ -108,6 +108,12 @@ func Check(o *Options, modelGiven bool) error {
 	case !toolAllowed && len(o.AllowCommands) > 0:
 		return outcome.Usage("allow_command_unused", "--allow-command is given but run_command is not allowed: add --allow-tool run_command")
 	}
+	if err := o.ReadCommandGrant(); err != nil {
+		return err
+	}
+	if o.CommandGrant != "" && !slices.Contains(o.AllowTools, tools.CommandToolName) {
+		return outcome.Usage("command_grant_unused", "--command-grant is given but run_command is not allowed: add --allow-tool run_command")
+	}
 	if o.CommandCache != "" {
 		abs, err := filepath.Abs(o.CommandCache)
 		if err == nil {

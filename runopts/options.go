@@ -150,6 +150,10 @@ type Options struct {
 	// cache across calls and runs (Go's build and module caches, npm's);
 	// "" gives each call its own, gone with it. Performance only.
 	CommandCache string
+	// CommandGrant is a file with the fields of a skill's permission
+	// manifest that bounds what run_command's executions may touch
+	// ("": the whole workspace, no network, no environment).
+	CommandGrant string
 
 	// NoSkillCatalog withholds the load_skill catalog: only preloaded skills
 	// reach the model. CatalogBudget bounds the catalog in characters
@@ -290,4 +294,6 @@ type Options struct {
 	// mcpFile is the --mcp-config file as read at the start of this
 	// invocation (by Check, or by ReadMCPFile on resume).
 	mcpFile *MCPFile
+	// commandGrant is the --command-grant file as read.
+	commandGrant *commandGrant
 }

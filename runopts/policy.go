@@ -27,6 +27,10 @@ func (o *Options) PolicyDigest(profiles []byte) artifacts.Digest {
 	for _, c := range o.AllowCommands {
 		h.WriteField("command:" + c)
 	}
+	if o.CommandGrant != "" {
+		// What commands may touch, by the file's content.
+		h.WriteField("command-grant:" + string(o.CommandGrantDigest()))
+	}
 	h.WriteField("sandbox:" + o.Sandbox)
 	for _, t := range o.Tiers {
 		// Which model a tier's work runs on.

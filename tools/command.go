@@ -80,6 +80,14 @@ type Commands struct {
 	RunDir      string
 	Redact      *artifacts.Redactor
 	MemoryLimit uint64
+	// Grant is the operator's --command-grant, where a skill's frontmatter
+	// would hold its manifest (nil: the whole workspace, as for a skill
+	// without one). PassEnv and Lookup give it the operator's variables
+	// it names; Network its declared hosts through the egress proxy.
+	Grant   map[string]any
+	PassEnv []string
+	Lookup  func(string) (string, bool)
+	Network *Network
 	// Cache is a host directory (absolute) shared by every call and run
 	// as the toolchains' cache (--command-cache; "": each call's own
 	// private /tmp, gone with it).
@@ -190,12 +198,28 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	if cfg.Backend != scripts.BackendBwrap {
 		cwdPath = filepath.Join(ws.Host, cwdRel)
 	}
-	// The whole workspace, its protected paths read-only, no network, no
-	// variable of the operator's: what a skill without a manifest gets.
-	g, err := grant.For(grant.Request{Skill: &skills.Skill{Name: CommandToolName}, Workspace: ws, Backend: cfg.Backend})
+	// Granted as a skill's code is: by the operator's --command-grant as
+	// if it were the skill's manifest, or, without one, the whole
+	// workspace, its protected paths read-only, no network, none of the
+	// operator's variables.
+	as := &skills.Skill{Name: CommandToolName, Frontmatter: cfg.Grant}
+	g, err := grant.For(grant.Request{Skill: as, Workspace: ws, Backend: cfg.Backend, PassEnv: cfg.PassEnv, Lookup: cfg.Lookup})
 	if err != nil {
+		var ref *scripts.Refusal
+		if errors.As(err, &ref) {
+			return fail(ref.Code, ref.Msg)
+		}
 		return fail("grant_failed", err.Error())
 	}
+	sock, _, stop, err := cfg.Network.egressFor(as, "command:"+strings.Join(argv, " "), cfg.Backend)
+	if err != nil {
+		var ref *scripts.Refusal
+		if errors.As(err, &ref) {
+			return fail(ref.Code, ref.Msg)
+		}
+		return fail("network_failed", err.Error())
+	}
+	defer stop()
 	rec.Grant = &g.Record
 	hide, hideHost := hiddenPaths(ws)
 	// Toolchains keep caches under HOME and XDG_CACHE_HOME: the call's
@@ -211,9 +235,10 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	}
 	env := []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "XDG_CACHE_HOME=" + cache, "GOCACHE=" + cache + "/go-build",
 		"GOMODCACHE=" + cache + "/go-mod", "GOPATH=/tmp/go", "GOTOOLCHAIN=local", "npm_config_cache=" + cache + "/npm", "LANG=C.UTF-8", "NO_COLOR=1", "HARNESS_RUN_ID=" + cfg.RunID}
+	env = append(env, g.Env...)
 	out, err := scripts.Run(ctx, cfg.Backend, scripts.Spec{
-		Argv: argv, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath, Stdin: []byte(stdin),
-		Mounts: mounts, Hide: hide, HideHost: hideHost, Helper: cfg.Helper,
+		Argv: argv, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath, Stdin: []byte(stdin), Egress: sock,
+		Mounts: mounts, Hide: hide, HideHost: hideHost, Helper: cfg.Helper, LimitExec: g.LimitExec, Exec: g.Exec,
 		Timeout: time.Duration(timeout) * time.Millisecond,
 		Limits:  scripts.Limits{Memory: cfg.MemoryLimit},
 	})
