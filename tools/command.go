@@ -272,7 +272,9 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	result := map[string]any{
 		"argv": argv, "status": rec.Status, "exitCode": code, "signal": out.Signal,
 		"stdout": string(out.Stdout), "stderr": string(out.Stderr), "truncated": out.Truncated,
-		"durationMs": rec.DurationMs, "sandbox": rec.SandboxBackend,
+		// No duration: what the model is sent is part of the next request's
+		// cassette key, and a replay must find it (the record keeps it).
+		"sandbox": rec.SandboxBackend,
 		"mediation": map[string]any{"backend": rec.SandboxBackend, "target": rec.ExecutionTarget, "exitCode": code,
 			"outputDigest": rec.OutputDigest, "truncated": out.Truncated},
 	}
