@@ -205,19 +205,11 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	as := &skills.Skill{Name: CommandToolName, Frontmatter: cfg.Grant}
 	g, err := grant.For(grant.Request{Skill: as, Workspace: ws, Backend: cfg.Backend, PassEnv: cfg.PassEnv, Lookup: cfg.Lookup})
 	if err != nil {
-		var ref *scripts.Refusal
-		if errors.As(err, &ref) {
-			return fail(ref.Code, ref.Msg)
-		}
-		return fail("grant_failed", err.Error())
+		return fail(refusal(err, "grant_failed"))
 	}
 	sock, _, stop, err := cfg.Network.egressFor(as, "command:"+strings.Join(argv, " "), cfg.Backend)
 	if err != nil {
-		var ref *scripts.Refusal
-		if errors.As(err, &ref) {
-			return fail(ref.Code, ref.Msg)
-		}
-		return fail("network_failed", err.Error())
+		return fail(refusal(err, "network_failed"))
 	}
 	defer stop()
 	rec.Grant = &g.Record
@@ -246,14 +238,10 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 		return fail("protected_path", fmt.Sprintf("the command made %s, which is kept read-only (git, harness and the next run use it on the host); it was removed", strings.Join(made, ", ")))
 	}
 	if err != nil {
-		var ref *scripts.Refusal
-		if errors.As(err, &ref) {
-			return fail(ref.Code, ref.Msg)
-		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !errors.As(err, new(*scripts.Refusal)) {
 			return fail("interrupted", "the run was interrupted while the command ran; it was killed")
 		}
-		return fail("command_failed_to_start", err.Error())
+		return fail(refusal(err, "command_failed_to_start"))
 	}
 	rec.DurationMs = out.Duration.Milliseconds()
 	rec.StdoutBytes, rec.StderrBytes, rec.Truncated, rec.Signal = out.StdoutLen, out.StderrLen, out.Truncated, out.Signal
@@ -261,13 +249,7 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	rec.MemoryLimitBytes = cfg.MemoryLimit
 	code := out.ExitCode
 	rec.ExitCode = &code
-	rec.Status = "executed"
-	switch {
-	case out.MemoryExceeded:
-		rec.Status = "memory_limit"
-	case out.TimedOut:
-		rec.Status = "timeout"
-	}
+	rec.Status = statusOf(out)
 	rec.OutputDigest = artifacts.DigestBytes(append(append([]byte{}, out.Stdout...), out.Stderr...))
 	result := map[string]any{
 		"argv": argv, "status": rec.Status, "exitCode": code, "signal": out.Signal,
@@ -280,4 +262,25 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	}
 	b, _ := json.Marshal(result)
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
+}
+
+// refusal is err's stable code and sentence when it is a sandbox refusal,
+// else fallback and err's text.
+func refusal(err error, fallback string) (code, msg string) {
+	var ref *scripts.Refusal
+	if errors.As(err, &ref) {
+		return ref.Code, ref.Msg
+	}
+	return fallback, err.Error()
+}
+
+// statusOf is how an execution that started ended, in the records' words.
+func statusOf(out *scripts.Result) string {
+	switch {
+	case out.MemoryExceeded:
+		return "memory_limit"
+	case out.TimedOut:
+		return "timeout"
+	}
+	return "executed"
 }

@@ -253,11 +253,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	hide, hideHost := hiddenPaths(ws)
 	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: scripts.Backend(rec.SandboxBackend), PassEnv: cfg.PassEnv, Lookup: cfg.Lookup})
 	if err != nil {
-		var ref *scripts.Refusal
-		if errors.As(err, &ref) {
-			return fail(ref.Code, ref.Msg)
-		}
-		return fail("grant_failed", err.Error())
+		return fail(refusal(err, "grant_failed"))
 	}
 	rec.Grant = &g.Record
 	env = append(env, g.Env...)
@@ -294,14 +290,10 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		return fail("protected_path", fmt.Sprintf("the script made %s, which is kept read-only (git, harness and the next run use it on the host); it was removed", strings.Join(made, ", ")))
 	}
 	if err != nil {
-		var ref *scripts.Refusal
-		if errors.As(err, &ref) {
-			return fail(ref.Code, ref.Msg)
-		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !errors.As(err, new(*scripts.Refusal)) {
 			return fail("interrupted", "the run was interrupted while the script ran; it was killed")
 		}
-		return fail("script_failed_to_start", err.Error())
+		return fail(refusal(err, "script_failed_to_start"))
 	}
 	rec.Argv, rec.DurationMs = out.Argv, out.Duration.Milliseconds()
 	rec.StdoutBytes, rec.StderrBytes, rec.Truncated, rec.Signal = out.StdoutLen, out.StderrLen, out.Truncated, out.Signal
@@ -309,13 +301,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	rec.MemoryLimit, rec.RunAs = out.MemoryLimit, out.RunAs
 	code := out.ExitCode
 	rec.ExitCode = &code
-	rec.Status = "executed"
-	switch {
-	case out.MemoryExceeded:
-		rec.Status = "memory_limit"
-	case out.TimedOut:
-		rec.Status = "timeout"
-	}
+	rec.Status = statusOf(out)
 	rec.OutputDigest = artifacts.DigestBytes(append(append([]byte{}, out.Stdout...), out.Stderr...))
 	result := map[string]any{
 		"skill": s.Name, "path": rel, "status": rec.Status, "exitCode": code, "signal": out.Signal,
