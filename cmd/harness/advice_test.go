@@ -135,11 +135,11 @@ func TestMessagesAdviseRealFlags(t *testing.T) {
 		"inh-caps", "ambient-caps", "bounding-set", "no-new-privs", "ro-bind", "bind", "tmpfs", "remount-ro", "seccomp", "chdir",
 		"die-with-parent", "new-session", "proc", "dev", "symlink", "ro-bind-try", "uid", "gid", "cap-drop", "unshare-user",
 		"ro-bind-fd", "bind-fd", "no-prompt", "allow-", "deny-", "socket", "listen", "child", "ro", "rw", "ro-file", "rw-file",
-		"read-dir", "exec", "limit-exec", "exec-layer-only", "names", "noproxy", "max-time"} {
+		"read-dir", "beneath", "exec", "limit-exec", "exec-layer-only", "names", "noproxy", "max-time"} {
 		known[n] = true
 	}
 	str := regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
-	for _, dir := range []string{"../../run", "../../pipeline", "../../tools", "../../forge", "../../store", "../../skills", "../../scripts", "."} {
+	for _, dir := range []string{"../../run", "../../runopts", "../../rundir", "../../kube", "../../schedule", "../../pipeline", "../../tools", "../../forge", "../../store", "../../skills", "../../scripts", "."} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {
