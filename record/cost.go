@@ -19,6 +19,15 @@ type ModelUsage struct {
 	Cost             *float64 `json:"cost,omitempty"`
 }
 
+// ModelCosts is a result's usage per model, sorted by model, and its
+// cost: Cost is the total over the models the operator priced (--price),
+// Unpriced the models used without a price, which Cost does not count.
+type ModelCosts struct {
+	UsageByModel []ModelUsage `json:"usageByModel,omitempty"`
+	Cost         *float64     `json:"cost,omitempty"`
+	Unpriced     []string     `json:"unpriced,omitempty"`
+}
+
 // ByModel sums usages by the model each names (unnamed: an entry of a
 // run recorded before usage named its model, counted under that run's
 // model), sorted by model.

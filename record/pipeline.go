@@ -108,11 +108,9 @@ type PipelineResult struct {
 	Message    string      `json:"message,omitempty"`
 	DurationMs int64       `json:"durationMs"`
 	Usage      ResultUsage `json:"usage"`
-	// UsageByModel, Cost and Unpriced sum the units' (see Result).
-	UsageByModel []ModelUsage   `json:"usageByModel,omitempty"`
-	Cost         *float64       `json:"cost,omitempty"`
-	Unpriced     []string       `json:"unpriced,omitempty"`
-	Phases       []PhaseOutcome `json:"phases,omitempty"`
+	// The units' usage per model and cost, summed.
+	ModelCosts
+	Phases []PhaseOutcome `json:"phases,omitempty"`
 	// Tasks are a batch's tasks; Counts how many ended with each status.
 	Tasks  []PhaseOutcome `json:"tasks,omitempty"`
 	Counts map[string]int `json:"counts,omitempty"`

@@ -37,16 +37,12 @@ type Result struct {
 	Turns        int         `json:"turns"`
 	DurationMs   int64       `json:"durationMs"`
 	Usage        ResultUsage `json:"usage"`
-	// UsageByModel is the usage of each model the run asked (a child
-	// run's under the model it ran on), sorted by model. Cost is their
-	// total cost when the operator priced them (--price); Unpriced are
-	// models used without a price, which the total does not count.
-	UsageByModel []ModelUsage   `json:"usageByModel,omitempty"`
-	Cost         *float64       `json:"cost,omitempty"`
-	Unpriced     []string       `json:"unpriced,omitempty"`
-	ToolCalls    map[string]int `json:"toolCalls"`
-	Denials      []Denial       `json:"denials"`
-	Resumable    bool           `json:"resumable"`
+	// The usage of each model the run asked (a child run's under the
+	// model it ran on), and what it cost.
+	ModelCosts
+	ToolCalls map[string]int `json:"toolCalls"`
+	Denials   []Denial       `json:"denials"`
+	Resumable bool           `json:"resumable"`
 	// PendingApprovals are the calls waiting for a person when the status
 	// is awaiting_approval: resume with --approve CALL_ID or --deny CALL_ID.
 	PendingApprovals []PendingApproval `json:"pendingApprovals,omitempty"`

@@ -69,13 +69,10 @@ type SetPage struct {
 	ExitCode int
 	Message  string
 	Units    []UnitRow
-	// ByModel, Cost and Unpriced are the set's usage per model and what
-	// it cost, summed over its units.
-	ByModel  []record.ModelUsage
-	Cost     *float64
-	Unpriced []string
-	Graph    template.HTML // inline SVG, built from names escaped here
-	Runs     []*RunPage
+	// The set's usage per model and what it cost, summed over its units.
+	record.ModelCosts
+	Graph template.HTML // inline SVG, built from names escaped here
+	Runs  []*RunPage
 }
 
 // UnitRow is one phase or task in the table.
@@ -171,7 +168,7 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 	if rb, err := os.ReadFile(filepath.Join(dir, result)); err == nil {
 		json.Unmarshal(rb, &r)
 	}
-	sp := &SetPage{ID: m.PipelineID, Status: r.Status, ExitCode: r.ExitCode, Message: r.Message, ByModel: r.UsageByModel, Cost: r.Cost, Unpriced: r.Unpriced}
+	sp := &SetPage{ID: m.PipelineID, Status: r.Status, ExitCode: r.ExitCode, Message: r.Message, ModelCosts: r.ModelCosts}
 	if sp.Status == "" {
 		sp.Status = "running or stopped (no result yet)"
 	}

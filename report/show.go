@@ -24,11 +24,8 @@ type RunView struct {
 	Turns     []TurnView          `json:"turnDetails"`
 	Denials   []record.Denial     `json:"denials"`
 	Usage     record.UsageRecord  `json:"usage"`
-	// ByModel is result.json's usage per model, and Cost and Unpriced
-	// what it says they cost.
-	ByModel     []record.ModelUsage `json:"usageByModel,omitempty"`
-	Cost        *float64            `json:"cost,omitempty"`
-	Unpriced    []string            `json:"unpriced,omitempty"`
+	// result.json's usage per model and what it cost.
+	record.ModelCosts
 	Answer      string              `json:"answer"`
 	Drift       *record.DriftReport `json:"drift,omitempty"`
 	Children    []RunSummary        `json:"children"`
@@ -98,7 +95,7 @@ func Show(dir string) (*RunView, error) {
 		if json.Unmarshal(data, &res) == nil {
 			v.ResultFound, v.Denials, v.ResumeWith = true, res.Denials, res.ResumeCommand
 			v.Waiting = res.PendingApprovals
-			v.ByModel, v.Cost, v.Unpriced = res.UsageByModel, res.Cost, res.Unpriced
+			v.ModelCosts = res.ModelCosts
 			if res.Answer != "" {
 				v.Answer = res.Answer
 			}
@@ -245,8 +242,8 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 		fmt.Fprintf(w, "denied: %s (%s), call %s\n", d.Tool, d.Reason, d.CallID)
 	}
 	fmt.Fprintf(w, "usage: %d prompt + %d completion = %d tokens\n", v.Usage.Total.PromptTokens, v.Usage.Total.CompletionTokens, v.Usage.Total.TotalTokens)
-	if len(v.ByModel) > 1 || v.Cost != nil {
-		for _, u := range v.ByModel {
+	if len(v.UsageByModel) > 1 || v.Cost != nil {
+		for _, u := range v.UsageByModel {
 			fmt.Fprintf(w, "  %s: %d prompt + %d completion = %d tokens%s\n", u.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, costText(u.Cost))
 		}
 	}
