@@ -54,6 +54,7 @@ type RunPage struct {
 	Outputs    map[string]string // call id -> tool output content
 	Reads      []record.ResourceRead
 	Scripts    []record.ScriptExecution
+	Commands   []record.CommandExecution
 	Chart      template.HTML // inline SVG, built from numbers only
 	ChildPages []*RunPage
 	// ChildOf links a delegate_task call to its child's section: a child
@@ -139,6 +140,10 @@ func runPage(dir, anchor string, depth int) (*RunPage, error) {
 	var execs record.ScriptExecutions
 	if data, err := artifacts.ReadBeneath(v.RunDir, record.FileScriptExecutions); err == nil && json.Unmarshal(data, &execs) == nil {
 		rp.Scripts = execs.Executions
+	}
+	var cmds record.CommandExecutions
+	if data, err := artifacts.ReadBeneath(v.RunDir, record.FileCommandExecutions); err == nil && json.Unmarshal(data, &cmds) == nil {
+		rp.Commands = cmds.Executions
 	}
 	rp.Chart = usageChart(v.Turns)
 	if depth < maxChildDepth {

@@ -254,14 +254,19 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	result := map[string]any{
 		"argv": argv, "status": rec.Status, "exitCode": code, "signal": out.Signal,
 		"stdout": string(out.Stdout), "stderr": string(out.Stderr), "truncated": out.Truncated,
-		// No duration: what the model is sent is part of the next request's
-		// cassette key, and a replay must find it (the record keeps it).
-		"sandbox": rec.SandboxBackend,
-		"mediation": map[string]any{"backend": rec.SandboxBackend, "target": rec.ExecutionTarget, "exitCode": code,
-			"outputDigest": rec.OutputDigest, "truncated": out.Truncated},
+		"mediation": mediation(rec.ExecutionTarget, code, rec.OutputDigest, out.Truncated),
 	}
 	b, _ := json.Marshal(result)
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
+}
+
+// mediation is the record of what came out that travels with the output to
+// the model. It names nothing of the host (not the sandbox backend auto
+// chose, not the duration): what the model is sent is part of the next
+// request's cassette key, so a recording must replay on any machine that
+// can run it. The execution record keeps both.
+func mediation(target string, exitCode int, output artifacts.Digest, truncated bool) map[string]any {
+	return map[string]any{"target": target, "exitCode": exitCode, "outputDigest": output, "truncated": truncated}
 }
 
 // refusal is err's stable code and sentence when it is a sandbox refusal,

@@ -306,11 +306,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	result := map[string]any{
 		"skill": s.Name, "path": rel, "status": rec.Status, "exitCode": code, "signal": out.Signal,
 		"stdout": string(out.Stdout), "stderr": string(out.Stderr), "truncated": out.Truncated,
-		"durationMs": rec.DurationMs, "sandbox": rec.SandboxBackend,
-		// The mediation record: which of harness's sandboxes ran it and
-		// what came out, so the output's provenance travels with it.
-		"mediation": map[string]any{"backend": rec.SandboxBackend, "target": rec.ExecutionTarget, "exitCode": code,
-			"outputDigest": rec.OutputDigest, "truncated": out.Truncated},
+		"mediation": mediation(rec.ExecutionTarget, code, rec.OutputDigest, out.Truncated),
 	}
 	b, _ := json.Marshal(result)
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}

@@ -260,32 +260,22 @@ func TestTamperedReportInBrowser(t *testing.T) {
 // TestPipelineReportInBrowser opens the report of the example pipeline:
 // the phase table, the dependency graph and a section per phase run.
 func TestPipelineReportInBrowser(t *testing.T) {
-	ex, err := filepath.Abs("../../examples/pipeline")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dirs := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	if code := Main([]string{"harness", "pipeline", "run", filepath.Join(ex, "pipeline.yaml"),
-		"--replay", filepath.Join(ex, "cassettes"), "--artifacts-dir", dirs, "--id", "example",
-	}, strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("example pipeline exited %d: %s", code, stderr.String())
-	}
-	p := openReport(t, filepath.Join(dirs, "example"))
+	dir, _ := runPipelineExample(t)
+	p := openReport(t, dir)
 	body := p.text()
-	for _, want := range []string{"harness pipeline example", "Dependencies", "Phases", "spec", "api", "tests", "critic", "succeeded", "RFC 4180"} {
+	for _, want := range []string{"harness pipeline example", "Dependencies", "Phases", "spec", "api", "tests", "build", "critic", "succeeded", "RFC 4180", "bash csv/export_test.sh"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page does not show %q", want)
 		}
 	}
 	nodes := do(p, "count graph nodes", chromedp.Evaluate[int](`document.querySelectorAll("svg.graph g.node").length`))
 	arrows := do(p, "count graph arrows", chromedp.Evaluate[int](`document.querySelectorAll("svg.graph line").length`))
-	if nodes != 4 || arrows != 4 {
-		t.Errorf("the graph has %d phases and %d arrows, want 4 of each", nodes, arrows)
+	if nodes != 5 || arrows != 5 {
+		t.Errorf("the graph has %d phases and %d arrows, want 5 of each", nodes, arrows)
 	}
 	broken := do(p, "follow the phase links", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#units a")].map(a => a.getAttribute("href")).filter(h => !document.querySelector(h))`))
 	links := do(p, "count the phase links", chromedp.Evaluate[int](`document.querySelectorAll("#units a").length`))
-	if links != 4 || len(broken) > 0 {
+	if links != 5 || len(broken) > 0 {
 		t.Errorf("%d phase links, broken: %v", links, broken)
 	}
 	p.close()
