@@ -3,6 +3,7 @@ package loop
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -30,6 +32,9 @@ type CassetteEntry struct {
 // schemas compacted, so formatting never changes a key.
 func canonical(req Request) (Request, error) {
 	out := req
+	if out.WireAPI == WireChat {
+		out.WireAPI = ""
+	}
 	out.Tools = make([]ToolSpec, len(req.Tools))
 	for i, t := range req.Tools {
 		var buf bytes.Buffer
@@ -292,6 +297,7 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (Response, error) 
 			mm.Field = fmt.Sprintf("the recorded request does not parse (%v)", err)
 		} else {
 			mm.Field = firstDifference(recorded, creq)
+			mm.RecordedWire, mm.Wire = cmp.Or(recorded.WireAPI, WireChat), cmp.Or(creq.WireAPI, WireChat)
 		}
 	}
 	return Response{}, mm
@@ -304,9 +310,15 @@ type CassetteMismatchError struct {
 	Request  int // 1-based position of the request in the run
 	Recorded int // how many exchanges the cassette holds
 	Field    string
+	// RecordedWire and Wire, when they differ, are the wire APIs of the
+	// recording and of the run.
+	RecordedWire, Wire string
 }
 
 func (e *CassetteMismatchError) Error() string {
+	if e.RecordedWire != e.Wire {
+		return fmt.Sprintf("replay: the cassette was recorded over the %s wire API and this run uses %s: replay it with --wire-api %s, or record it again", e.RecordedWire, e.Wire, e.RecordedWire)
+	}
 	if e.Field == "" {
 		return fmt.Sprintf("replay: request %d is not in the cassette, which holds %d exchanges: the run asked the model more than the recording did; record it again", e.Request, e.Recorded)
 	}
@@ -322,6 +334,9 @@ func IsCassetteMismatch(err error) bool {
 // firstDifference names the first field, in request order, where got
 // differs from want.
 func firstDifference(want, got Request) string {
+	if want.WireAPI != got.WireAPI {
+		return "wireApi differs"
+	}
 	if want.Model != got.Model {
 		return "model differs"
 	}
@@ -352,6 +367,8 @@ func firstDifference(want, got Request) string {
 			return fmt.Sprintf("messages[%d].content differs", i)
 		case w.ToolCallID != g.ToolCallID:
 			return fmt.Sprintf("messages[%d].toolCallId differs", i)
+		case len(w.Reasoning) != len(g.Reasoning) || !slices.EqualFunc(w.Reasoning, g.Reasoning, func(x, y ReasoningItem) bool { return x.Digest == y.Digest }):
+			return fmt.Sprintf("messages[%d].reasoning differs", i)
 		case len(w.ToolCalls) != len(g.ToolCalls):
 			return fmt.Sprintf("messages[%d].toolCalls (recorded %d, got %d)", i, len(w.ToolCalls), len(g.ToolCalls))
 		}

@@ -29,6 +29,7 @@ const (
 	ReasonTruncated     Reason = "truncated"      // finish_reason length: cut at the token cap
 	ReasonContentFilter Reason = "content_filter" // finish_reason content_filter
 	ReasonEmptyAnswer   Reason = "empty_answer"   // no text and no tool call
+	ReasonRefused       Reason = "refused"        // the model refused to answer
 	ReasonAnswerInvalid Reason = "schema_invalid" // the answer failed its check after every retry
 )
 
@@ -57,8 +58,11 @@ type Limits struct {
 type Config struct {
 	Model     Model
 	ModelName string
-	Params    Params
-	Tools     []Tool
+	// WireAPI is the protocol requests go over ("" or WireChat: Chat
+	// Completions; WireResponses).
+	WireAPI string
+	Params  Params
+	Tools   []Tool
 	// MoreTools, when set, is asked before every model request for tools
 	// that became available during the run (a server started by a later
 	// activation); tools with names already offered are ignored. An error
@@ -214,12 +218,12 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			}
 		}
 		turn := e.out.Turns + 1
-		req := Request{Model: e.cfg.ModelName, Messages: e.out.Messages, Tools: e.specs, Params: e.cfg.Params}
+		req := Request{WireAPI: e.wire(), Model: e.cfg.ModelName, Messages: e.out.Messages, Tools: e.specs, Params: e.cfg.Params}
 		key, err := e.keys.Key(req)
 		if err != nil {
 			return e.fail(err)
 		}
-		if err := e.journal("model.request", ModelRequestEvent{Turn: turn, Model: req.Model, Key: key, Messages: len(req.Messages)}); err != nil {
+		if err := e.journal("model.request", ModelRequestEvent{Turn: turn, WireAPI: req.WireAPI, Model: req.Model, Key: key, Messages: len(req.Messages)}); err != nil {
 			return e.fail(err)
 		}
 		resp, err := e.cfg.Model.Complete(ctx, req)
@@ -246,7 +250,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if calls == nil {
 			calls = []ToolCall{}
 		}
-		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, Usage: resp.Usage}); err != nil {
+		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, ReasoningItems: msg.Reasoning, Refusal: resp.Refusal, Usage: resp.Usage}); err != nil {
 			return e.fail(err)
 		}
 		e.out.FinishReason = resp.FinishReason
@@ -257,6 +261,8 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 				return e.end(ReasonTruncated, fmt.Errorf("the answer was cut at the completion token limit (finish reason length)"))
 			case resp.FinishReason == "content_filter":
 				return e.end(ReasonContentFilter, fmt.Errorf("the provider's content filter stopped the answer (finish reason content_filter)"))
+			case resp.Refusal != "":
+				return e.end(ReasonRefused, fmt.Errorf("%s", resp.Refusal))
 			case strings.TrimSpace(msg.Content) == "" && !e.cfg.AllowEmptyAnswer:
 				return e.end(ReasonEmptyAnswer, fmt.Errorf("the model ended with an empty answer"))
 			}
@@ -280,6 +286,15 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			return out
 		}
 	}
+}
+
+// wire is the request's WireAPI: "" for Chat Completions, which keeps the
+// keys of recordings made before there was a choice.
+func (e *engine) wire() string {
+	if e.cfg.WireAPI == WireChat {
+		return ""
+	}
+	return e.cfg.WireAPI
 }
 
 // stopped reports whether the caller interrupted the run or the wall-clock

@@ -270,29 +270,6 @@ func TestInterrupt(t *testing.T) {
 }
 
 // TestFinalAnswerKinds: how the loop ends on each kind of final message.
-func TestFinalAnswerKinds(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		reply looptest.Reply
-		want  loop.Reason
-	}{
-		{"cut at the token cap, even with text", looptest.Reply{Content: "half an ans", FinishReason: "length"}, loop.ReasonTruncated},
-		{"content filter", looptest.Reply{FinishReason: "content_filter"}, loop.ReasonContentFilter},
-		{"empty", looptest.Reply{Content: " \n"}, loop.ReasonEmptyAnswer},
-		{"an answer", looptest.Reply{Content: "done"}, loop.ReasonCompleted},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, _, _ := run(t, newHarness(t), []looptest.Reply{tc.reply}, loop.Limits{})
-			if out.Reason != tc.want {
-				t.Fatalf("outcome %s %v, want %s", out.Reason, out.Err, tc.want)
-			}
-			if out.Final.Content != tc.reply.Content {
-				t.Errorf("the final text %q was not kept", tc.reply.Content)
-			}
-		})
-	}
-}
-
 // TestEnvironmentDoesNotLeak: OPENAI_* variables on a CI runner must not
 // change where requests go or what headers they carry.
 func TestEnvironmentDoesNotLeak(t *testing.T) {

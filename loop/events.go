@@ -5,7 +5,9 @@ import "github.com/harness-dev/harness/artifacts"
 // Journal event records written by the loop.
 type (
 	ModelRequestEvent struct {
-		Turn     int              `json:"turn"`
+		Turn int `json:"turn"`
+		// WireAPI is set for a request over the Responses API.
+		WireAPI  string           `json:"wireApi,omitempty"`
 		Model    string           `json:"model"`
 		Key      artifacts.Digest `json:"key"`
 		Messages int              `json:"messages"`
@@ -16,7 +18,11 @@ type (
 		ToolCalls    []ToolCall `json:"toolCalls"`
 		FinishReason string     `json:"finishReason"`
 		Reasoning    string     `json:"reasoning,omitempty"`
-		Usage        Usage      `json:"usage"`
+		// ReasoningItems are the Responses API's opaque reasoning items,
+		// digested; resume sends them back as they are.
+		ReasoningItems []ReasoningItem `json:"reasoningItems,omitempty"`
+		Refusal        string          `json:"refusal,omitempty"`
+		Usage          Usage           `json:"usage"`
 	}
 	ToolStartedEvent struct {
 		Turn      int    `json:"turn"`

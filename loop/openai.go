@@ -11,6 +11,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -46,6 +47,7 @@ type OpenAI struct {
 	shown  string
 	stream bool
 	svc    openai.ChatCompletionService
+	resp   responses.ResponseService
 	emb    openai.EmbeddingService
 	retry  RetryPolicy
 	on     func(Attempt)
@@ -84,19 +86,28 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 		// The service constructor, unlike NewClient, applies no
 		// environment defaults.
 		svc:   openai.NewChatCompletionService(opts...),
+		resp:  responses.NewResponseService(opts...),
 		emb:   openai.NewEmbeddingService(opts...),
 		retry: cfg.Retry.withDefaults(),
 		on:    cfg.OnAttempt,
 	}
 }
 
-// Complete sends one request, retrying transient failures.
+// Complete sends one request over its wire API, retrying transient
+// failures.
 func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
-	params, err := toParams(req)
+	extra, err := extraBody(req.Params.ExtraBody)
 	if err != nil {
 		return Response{}, err
 	}
-	extra, err := extraBody(req.Params.ExtraBody)
+	switch req.WireAPI {
+	case "", WireChat:
+	case WireResponses:
+		return m.respond(ctx, req, extra)
+	default:
+		return Response{}, fmt.Errorf("wire API %q is not one of %s", req.WireAPI, strings.Join(WireAPIs, ", "))
+	}
+	params, err := toParams(req)
 	if err != nil {
 		return Response{}, err
 	}
@@ -260,6 +271,7 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 	return Response{
 		Message:      msg,
 		Reasoning:    reasoning,
+		Refusal:      ch.Message.Refusal,
 		FinishReason: ch.FinishReason,
 		Usage: Usage{
 			PromptTokens:     c.Usage.PromptTokens,

@@ -21,6 +21,7 @@ type KeyCache struct {
 	// What the head was encoded from: the model, the tools (their
 	// parameters copied, since a caller may reuse the bytes) and the
 	// encoded parameters.
+	wire   string
 	model  string
 	tools  []ToolSpec
 	params []byte
@@ -46,7 +47,7 @@ func (k *KeyCache) Key(req Request) (artifacts.Digest, error) {
 	if err != nil {
 		return "", fmt.Errorf("request key: %w", err)
 	}
-	if !k.headOK || req.Model != k.model || !bytes.Equal(params, k.params) || !sameTools(req.Tools, k.tools) {
+	if !k.headOK || req.WireAPI != k.wire || req.Model != k.model || !bytes.Equal(params, k.params) || !sameTools(req.Tools, k.tools) {
 		if err := k.encodeHead(req, params); err != nil {
 			return "", err
 		}
@@ -101,7 +102,7 @@ func (k *KeyCache) encodeHead(req Request, params []byte) error {
 	}
 	k.prefix = head[:at+len(messagesField)-1]
 	k.suffix = head[at+len(messagesField):]
-	k.model, k.params = req.Model, params
+	k.wire, k.model, k.params = req.WireAPI, req.Model, params
 	k.tools = k.tools[:0]
 	for _, t := range req.Tools {
 		t.Parameters = slices.Clone(t.Parameters)
@@ -118,12 +119,14 @@ func sameTools(a, b []ToolSpec) bool {
 }
 
 func sameMessage(a, b Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && slices.Equal(a.ToolCalls, b.ToolCalls)
+	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && slices.Equal(a.ToolCalls, b.ToolCalls) &&
+		slices.EqualFunc(a.Reasoning, b.Reasoning, func(x, y ReasoningItem) bool { return x.Digest == y.Digest && bytes.Equal(x.Raw, y.Raw) })
 }
 
 // cloneMessage keeps the cache's copy apart from a caller that later
 // rewrites a tool call in place.
 func cloneMessage(m Message) Message {
 	m.ToolCalls = slices.Clone(m.ToolCalls)
+	m.Reasoning = slices.Clone(m.Reasoning)
 	return m
 }

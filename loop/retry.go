@@ -148,6 +148,10 @@ func classify(err error) (status int, transient bool) {
 		s := api.StatusCode
 		return s, s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s == http.StatusConflict || s >= 500
 	}
+	var te *transientError
+	if errors.As(err, &te) {
+		return 0, true
+	}
 	var pe *ProviderError
 	if errors.As(err, &pe) {
 		return pe.Status, false

@@ -22,6 +22,9 @@ type Message struct {
 	Content    string     `json:"content"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID string     `json:"toolCallId,omitempty"`
+	// Reasoning, on an assistant message over the Responses API, are the
+	// reasoning items that came before it, sent back as they came.
+	Reasoning []ReasoningItem `json:"reasoning,omitempty"`
 }
 
 // ToolCall is the model's request to run a tool. Arguments is the raw JSON
@@ -60,6 +63,10 @@ type Params struct {
 // struct's field order, tool parameters re-encoded with sorted keys) is what
 // a cassette key digests.
 type Request struct {
+	// WireAPI is the protocol the request goes over: "" is Chat
+	// Completions (so keys recorded before there was a choice stay
+	// valid), WireResponses the Responses API.
+	WireAPI  string     `json:"wireApi,omitempty"`
 	Model    string     `json:"model"`
 	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
@@ -105,8 +112,11 @@ func sameModel(u, v Usage) string {
 // Response is the model's answer to one Request.
 type Response struct {
 	Message Message `json:"message"`
-	// Reasoning is reasoning text a server returned beside the answer.
-	Reasoning    string `json:"reasoning,omitempty"`
+	// Reasoning is reasoning text a server returned beside the answer
+	// (over the Responses API, the reasoning items' summaries).
+	Reasoning string `json:"reasoning,omitempty"`
+	// Refusal is the model's refusal to answer, when it gave one.
+	Refusal      string `json:"refusal,omitempty"`
 	FinishReason string `json:"finishReason"`
 	Usage        Usage  `json:"usage"`
 }

@@ -192,6 +192,7 @@ func apply(s record.Settings, o *run.Options) {
 	o.Timeout = dur(s.Timeout)
 	o.FallbackModel = s.FallbackModel
 	set(&o.Stream, s.Stream)
+	o.WireAPI = s.WireAPI
 	o.Temperature, o.TopP, o.Seed = s.Temperature, s.TopP, s.Seed
 	if s.MaxCompletionTokens != nil {
 		o.MaxCompletionTokens = *s.MaxCompletionTokens

@@ -89,6 +89,7 @@ type Inputs struct {
 	Protect      []string `json:"protect,omitempty"`
 	Skills       []string `json:"skills"`
 	Model        string   `json:"model"`
+	WireAPI      string   `json:"wireApi,omitempty"`
 	BaseURL      string   `json:"baseUrl,omitempty"`
 	PromptSource string   `json:"promptSource"`
 	// Prompt is the operator's task, kept because a run that crashed
@@ -237,6 +238,7 @@ type Identity struct {
 	Digest         artifacts.Digest   `json:"digest"`
 	HarnessVersion string             `json:"harnessVersion"`
 	Model          string             `json:"model"`
+	WireAPI        string             `json:"wireApi,omitempty"`
 	Params         loop.Params        `json:"params"`
 	PromptDigest   artifacts.Digest   `json:"promptDigest"`
 	PromptRole     string             `json:"promptRole"`

@@ -31,6 +31,7 @@ type Result struct {
 	// Model is the model the run asked; FallbackUsed says --fallback-model
 	// answered after the model failed.
 	Model        string `json:"model"`
+	WireAPI      string `json:"wireApi,omitempty"`
 	FallbackUsed bool   `json:"fallbackUsed,omitempty"`
 	// FinishReason is the model's own, as given, for its last response.
 	FinishReason string      `json:"finishReason,omitempty"`

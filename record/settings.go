@@ -33,6 +33,7 @@ type Settings struct {
 	Tier                []string       `json:"tier,omitempty"`
 	Price               []string       `json:"price,omitempty"`
 	Stream              *bool          `json:"stream,omitempty"`
+	WireAPI             string         `json:"wire-api,omitempty"`
 	Temperature         *float64       `json:"temperature,omitempty"`
 	TopP                *float64       `json:"top-p,omitempty"`
 	Seed                *int64         `json:"seed,omitempty"`

@@ -18,6 +18,7 @@ type RunView struct {
 	RunSummary
 	Prompt    string              `json:"prompt"`
 	Model     string              `json:"model"`
+	WireAPI   string              `json:"wireApi,omitempty"`
 	Endpoint  string              `json:"endpoint,omitempty"`
 	Preloaded []string            `json:"preloadedSkills"`
 	Activated []record.Activation `json:"activations"`
@@ -84,7 +85,7 @@ func Show(dir string) (*RunView, error) {
 		return nil, err
 	}
 	m, _ := record.ReadManifest(s.RunDir)
-	v := &RunView{RunSummary: *s, Prompt: m.Inputs.Prompt, Model: m.Inputs.Model, Endpoint: m.Inputs.BaseURL,
+	v := &RunView{RunSummary: *s, Prompt: m.Inputs.Prompt, Model: m.Inputs.Model, WireAPI: m.Inputs.WireAPI, Endpoint: m.Inputs.BaseURL,
 		Preloaded: m.Inputs.Skills, Activated: []record.Activation{}, Turns: []TurnView{}, Denials: []record.Denial{},
 		Usage: m.Usage, Children: []RunSummary{}}
 	if m.Final != nil {
@@ -210,6 +211,9 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 	fmt.Fprintf(w, "model: %s", v.Model)
 	if v.Endpoint != "" {
 		fmt.Fprintf(w, " at %s", v.Endpoint)
+	}
+	if v.WireAPI == "responses" {
+		fmt.Fprint(w, " (Responses API)")
 	}
 	fmt.Fprintf(w, "\nprompt: %s\n", firstLines(v.Prompt, 3))
 	if len(v.Preloaded) > 0 {

@@ -109,7 +109,7 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) (O
 	o := Options{
 		Workspace: r.res.workspace, Cwd: r.res.cwd, SkillsRoots: r.res.skillsRoots, ExternalSkillsRoots: r.res.externalRoots, Protect: po.Protect,
 		Skills: p.Skills, Prompt: task, PromptSource: "subagent:" + p.Name,
-		Model: po.Model, BaseURL: po.BaseURL, APIKey: po.APIKey,
+		Model: po.Model, WireAPI: po.WireAPI, BaseURL: po.BaseURL, APIKey: po.APIKey,
 		AllowTools: p.AllowedTools, AllowSkillScripts: p.AllowSkillScripts, Sandbox: po.Sandbox,
 		MaxTurns: p.MaxTurns, MaxTokens: maxTokens,
 		ArtifactsDir: r.path(record.DirChildren), RunID: id,

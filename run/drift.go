@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -38,6 +39,8 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	rep.Identity = append(rep.Identity, r.mcpDrift(ctx)...)
 	add("promptRole", id.PromptRole, r.opts.PromptRole)
 	add("model", id.Model, r.opts.Model)
+	// A run recorded before the choice existed went over Chat Completions.
+	add("wireApi", cmp.Or(id.WireAPI, loop.WireChat), r.opts.Wire())
 	if r.registry != nil {
 		// Every file is read again unless the snapshot cache vouches for
 		// it: the recorded registry cannot (see skills.ScanOptions.Previous).
@@ -65,7 +68,11 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 		return err
 	}
 	if r.acceptModelChange {
-		if _, err := r.journal.Append(record.EventModelChanged, map[string]string{"from": id.Model, "to": r.opts.Model}); err != nil {
+		change := map[string]string{"from": id.Model, "to": r.opts.Model}
+		if w := cmp.Or(id.WireAPI, loop.WireChat); w != r.opts.Wire() {
+			change["wireApiFrom"], change["wireApiTo"] = w, r.opts.Wire()
+		}
+		if _, err := r.journal.Append(record.EventModelChanged, change); err != nil {
 			return err
 		}
 	}
@@ -87,10 +94,15 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 	return outcome.Policy("drift_detected", "what the run depends on changed since it started (%s); nothing was run. See %s, then resume with --allow-drift to continue anyway", strings.Join(what, ", "), r.path(record.FileDrift))
 }
 
-// onlyModel reports whether the model is all that drifted.
+// onlyModel reports whether the model, or the wire API it is reached
+// with, is all that drifted.
 func onlyModel(rep *record.DriftReport) bool {
-	return len(rep.Identity) == 1 && rep.Identity[0].Field == "model" &&
-		len(rep.Skills.Added)+len(rep.Skills.Removed)+len(rep.Skills.Changed)+len(rep.Resources) == 0
+	for _, it := range rep.Identity {
+		if it.Field != "model" && it.Field != "wireApi" {
+			return false
+		}
+	}
+	return len(rep.Identity) > 0 && len(rep.Skills.Added)+len(rep.Skills.Removed)+len(rep.Skills.Changed)+len(rep.Resources) == 0
 }
 
 // watched are the skills whose every file is compared: active skills and

@@ -26,7 +26,7 @@ func outcomeError(o *loop.Outcome) error {
 		return &outcome.Error{Code: "interrupted", Msg: "interrupted: the run stopped at a safe point; continue it with `harness resume`", Exit: outcome.ExitInterrupted, Err: o.Err}
 	case loop.ReasonPolicyDenied:
 		return &outcome.Error{Code: "policy_denied", Msg: "a tool call was denied by the CFC policy and --fail-on-denial ends the run; see policy-trace.json", Exit: outcome.ExitPolicy, Err: o.Err}
-	case loop.ReasonTruncated, loop.ReasonContentFilter, loop.ReasonEmptyAnswer, loop.ReasonAnswerInvalid:
+	case loop.ReasonTruncated, loop.ReasonContentFilter, loop.ReasonEmptyAnswer, loop.ReasonAnswerInvalid, loop.ReasonRefused:
 		return &outcome.Error{Code: string(o.Reason), Msg: answerMessage(o), Exit: outcome.ExitFailed, Err: o.Err}
 	case loop.ReasonProviderError:
 		return providerOutcome(o.Err)
@@ -51,6 +51,8 @@ func answerMessage(o *loop.Outcome) string {
 		return "the provider's content filter stopped the answer (finish reason content_filter)"
 	case loop.ReasonEmptyAnswer:
 		return "the model ended with an empty answer (pass --allow-empty-answer if that is acceptable)"
+	case loop.ReasonRefused:
+		return fmt.Sprintf("the model refused to answer: %v", o.Err)
 	}
 	return fmt.Sprintf("the answer does not match --output-schema after %d retries: %v", o.Rejections, o.Err)
 }

@@ -18,6 +18,7 @@ func (r *runner) identityOf(tools []loop.Tool) (record.Identity, error) {
 	id := record.Identity{
 		HarnessVersion: r.opts.Version,
 		Model:          r.opts.Model,
+		WireAPI:        r.opts.Wire(),
 		Params:         r.opts.Params(),
 		PromptDigest:   artifacts.DigestString(r.opts.Prompt),
 		PromptRole:     r.opts.PromptRole,

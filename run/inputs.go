@@ -68,6 +68,7 @@ func inputsOf(o Options, lin lineage, res resolved) record.Inputs {
 		ConfirmTools:        o.ConfirmTools,
 		ReadOnly:            runopts.AbsAll(o.ReadOnly),
 		AllowProtectedWrite: runopts.AbsAll(o.AllowProtectedWrite),
+		WireAPI:             o.Wire(),
 		Params: loop.Params{Temperature: o.Temperature, TopP: o.TopP, Seed: o.Seed, MaxCompletionTokens: o.MaxCompletionTokens,
 			Stop: o.Stop, ReasoningEffort: o.ReasoningEffort, ExtraBody: o.ExtraBody},
 		OutputSchema:     o.OutputSchema,
@@ -97,7 +98,7 @@ func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 	o := Options{
 		Workspace: in.Workspace.Host, Cwd: in.Cwd, SkillsRoots: roots, ExternalSkillsRoots: external, Protect: in.Protect, EmbeddingModel: in.EmbeddingModel, Skills: in.Skills,
 		Prompt: in.Prompt, PromptSource: in.PromptSource, PromptRole: in.PromptRole,
-		Model: in.Model, BaseURL: in.BaseURL, Tiers: in.Tiers, Prices: in.Prices, AllowCommands: in.AllowCommands, CommandGrant: in.CommandGrant,
+		Model: in.Model, WireAPI: in.WireAPI, BaseURL: in.BaseURL, Tiers: in.Tiers, Prices: in.Prices, AllowCommands: in.AllowCommands, CommandGrant: in.CommandGrant,
 		AllowTools: in.AllowTools, AllowSkillScripts: in.AllowScripts, Sandbox: "auto", ScriptMemoryLimit: in.ScriptMemoryLimit, WasmMemoryLimit: in.WasmMemoryLimit,
 		MCPConfig: in.MCPConfig, PassEnv: in.PassEnv, MCPToolEffects: in.MCPToolEffects, AllowNetwork: in.AllowNetwork,
 		ReadOnly: in.ReadOnly, AllowProtectedWrite: in.AllowProtectedWrite, ConfirmTools: in.ConfirmTools,

@@ -48,7 +48,7 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 	res := &record.Result{
 		Type: record.TypeResult, Version: record.Version, RunID: r.res.runID, RunDir: r.res.runDir,
 		Status: resultStatus[status], Reason: resultReason(o, rec), ExitCode: exit, IsError: exit != outcome.ExitOK,
-		Model: r.opts.Model, FallbackUsed: r.fellBack,
+		Model: r.opts.Model, WireAPI: r.opts.Wire(), FallbackUsed: r.fellBack,
 		ToolCalls: map[string]int{}, Denials: []record.Denial{}, Resumable: resumable,
 		Usage: record.ResultUsage{UsageSource: "provider"},
 	}

@@ -61,6 +61,9 @@ type ResumeOptions struct {
 	// the change is recorded as drift and in the journal.
 	Model            string
 	AllowModelChange bool
+	// WireAPI, with AllowModelChange, continues the run over another wire
+	// API ("" keeps the recorded one); the change is recorded as drift.
+	WireAPI string
 	// Tiers, when given, replace the recorded tier map (--tier): which
 	// model a tier's work runs on is policy, so a change is drift, refused
 	// unless AllowDrift.
@@ -154,6 +157,15 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 			return nil, outcome.Usage("model_change", "--model %s: run %s was started with model %s; pass --allow-model-change to continue it on another model (recorded as drift)", ro.Model, m.RunID, r.opts.Model)
 		}
 		r.opts.Model, r.acceptModelChange = ro.Model, true
+	}
+	if ro.WireAPI != "" && ro.WireAPI != r.opts.Wire() {
+		if err := runopts.CheckWireAPI(ro.WireAPI); err != nil {
+			return nil, err
+		}
+		if !ro.AllowModelChange {
+			return nil, outcome.Usage("wire_api_change", "--wire-api %s: run %s was started over the %s wire API; pass --allow-model-change to continue it over another (recorded as drift)", ro.WireAPI, m.RunID, r.opts.Wire())
+		}
+		r.opts.WireAPI, r.acceptModelChange = ro.WireAPI, true
 	}
 	if len(ro.Tiers) > 0 {
 		if _, err := runopts.TierMap(ro.Tiers); err != nil {

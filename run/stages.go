@@ -81,6 +81,7 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	cfg := loop.Config{
 		Model:            model,
 		ModelName:        r.opts.Model,
+		WireAPI:          r.opts.Wire(),
 		Params:           r.opts.Params(),
 		Tools:            toolset,
 		Limits:           r.limits,

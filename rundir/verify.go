@@ -244,6 +244,14 @@ func (st *State) apply(dir string, line int, ev artifacts.Event) error {
 		if len(d.ToolCalls) > 0 {
 			msg.ToolCalls = d.ToolCalls
 		}
+		// Reasoning items go back to the provider as they are: bytes
+		// that are not those the journal digested are refused.
+		for _, it := range d.ReasoningItems {
+			if err := it.Check(); err != nil {
+				return bad(err)
+			}
+		}
+		msg.Reasoning = d.ReasoningItems
 		st.Messages = append(st.Messages, msg)
 		st.Progress.Turns++
 		st.Progress.Usage = st.Progress.Usage.Add(d.Usage)

@@ -131,9 +131,30 @@ func Check(o *Options, modelGiven bool) error {
 	return o.ReadMCPFile()
 }
 
+// CheckWireAPI refuses a wire API harness does not speak.
+func CheckWireAPI(w string) error {
+	if w != "" && !slices.Contains(loop.WireAPIs, w) {
+		return outcome.Usage("wire_api_invalid", "--wire-api %q: use chat (Chat Completions) or responses (the Responses API)", w)
+	}
+	return nil
+}
+
 // checkParams checks the generation parameters and the answer's schema,
 // compacting the JSON ones so that their digests do not depend on spacing.
 func checkParams(o *Options) error {
+	if err := CheckWireAPI(o.WireAPI); err != nil {
+		return err
+	}
+	if o.WireAPI == loop.WireResponses {
+		// The Responses API has no such fields; dropping them would run
+		// something other than what was asked.
+		switch {
+		case len(o.Stop) > 0:
+			return outcome.Usage("wire_api_param", "--stop is not part of the Responses API: drop it, or use --wire-api chat")
+		case o.Seed != nil:
+			return outcome.Usage("wire_api_param", "--seed is not part of the Responses API: drop it, or use --wire-api chat")
+		}
+	}
 	if o.Temperature != nil && (*o.Temperature < 0 || *o.Temperature > 2) {
 		return outcome.Usage("temperature_invalid", "--temperature %v must be between 0 and 2", *o.Temperature)
 	}

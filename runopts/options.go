@@ -259,6 +259,10 @@ type Options struct {
 	RetryMaxWait   time.Duration
 	// Stream asks for streamed responses.
 	Stream bool
+	// WireAPI is the protocol the model is reached with: loop.WireChat
+	// ("" too) or loop.WireResponses. It is part of the run's identity:
+	// the two do not carry the same conversation.
+	WireAPI string
 
 	// Outputs are where the caller delivers the result and the answer
 	// (absolute paths); recorded with the run so that a resume delivers

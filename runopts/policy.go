@@ -1,6 +1,7 @@
 package runopts
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,9 @@ func (o *Options) PolicyDigest(profiles []byte) artifacts.Digest {
 	h.WriteField(fmt.Sprint("answer:", o.AllowEmptyAnswer, o.SchemaRetries))
 	return h.Digest()
 }
+
+// Wire is the run's wire API, named: chat unless responses was asked.
+func (o *Options) Wire() string { return cmp.Or(o.WireAPI, loop.WireChat) }
 
 // Params are the generation parameters sent with every request.
 func (o *Options) Params() loop.Params {

@@ -8,24 +8,31 @@ import (
 	"testing"
 )
 
-// TestDemoReplays replays the bundled example's cassette, as the README's
-// first command does. It fails when a change to what harness sends the
-// model (system prompt, tool schemas, skill framing) makes the recording
-// stale: re-record with examples/demo/record.sh.
+// TestDemoReplays replays the bundled example's cassettes, as the README's
+// first command does: the one recorded over Chat Completions and the one
+// recorded over the Responses API. It fails when a change to what harness
+// sends the model (system prompt, tool schemas, skill framing) makes a
+// recording stale: re-record with examples/demo/record.sh.
 func TestDemoReplays(t *testing.T) {
+	for _, tc := range []struct{ wire, cassette string }{{"chat", "cassette.jsonl"}, {"responses", "cassette.responses.jsonl"}} {
+		t.Run(tc.wire, func(t *testing.T) { replayDemo(t, tc.wire, tc.cassette) })
+	}
+}
+
+func replayDemo(t *testing.T, wire, cassette string) {
 	demo, err := filepath.Abs("../../examples/demo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	runs := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := Main([]string{"harness", "run",
+	code := Main([]string{"harness", "run", "--wire-api", wire,
 		"--workspace", filepath.Join(demo, "workspace"),
 		"--skills-root", filepath.Join(demo, "workspace", "skills"),
 		"--skill", "release-notes",
 		"--model", "gpt-4.1-mini",
 		"--prompt-file", filepath.Join(demo, "prompt.txt"),
-		"--replay", filepath.Join(demo, "cassette.jsonl"),
+		"--replay", filepath.Join(demo, cassette),
 		"--artifacts-dir", runs,
 	}, strings.NewReader(""), &stdout, &stderr)
 	if code != 0 {

@@ -49,6 +49,7 @@ func cmdFakeModelRequests(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	var b strings.Builder
 	for _, r := range srv.Requests() {
+		b.WriteString("path " + r.Path + "\n")
 		b.Write(r.Body)
 		b.WriteByte('\n')
 		for k, vs := range r.Header {

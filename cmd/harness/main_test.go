@@ -51,10 +51,43 @@ func (c ownCache) Run() int {
 var osWriteFile = os.WriteFile
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
+	testscript.Run(t, scriptParams(nil))
+}
+
+// overResponses are the scripts that say what a run, a resume, limits,
+// CFC and an output schema do whatever the wire API: they run again with
+// HARNESS_WIRE_API=responses, against the same scripted server's
+// /responses endpoint.
+var overResponses = []string{
+	"run_success", "run_failed", "run_json", "run_cfc", "run_limit_turns", "run_output_schema", "run_stream",
+	"run_record_replay", "run_interrupt", "run_provider_failures",
+	"resume_after_limit", "resume_journal", "resume_model_change", "continue", "runs_crashed", "run_command_resume",
+}
+
+func TestScriptsOverResponses(t *testing.T) {
+	var files []string
+	for _, name := range overResponses {
+		files = append(files, filepath.Join("../../testdata/script", name+".txtar"))
+	}
+	testscript.Run(t, scriptParams(files))
+}
+
+// scriptParams runs the scripts in testdata/script, or only files (then
+// over the Responses API).
+func scriptParams(files []string) testscript.Params {
+	wire := "chat"
+	if files != nil {
+		wire = "responses"
+	}
+	p := testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
-		Condition:           toolCondition,
+		Condition: func(cond string) (bool, error) {
+			if v, ok := strings.CutPrefix(cond, "wire:"); ok {
+				return v == wire, nil
+			}
+			return toolCondition(cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode":           cmdExitCode,
 			"fakemodel":          cmdFakeModel,
@@ -68,8 +101,11 @@ func TestScripts(t *testing.T) {
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
-			for _, k := range []string{"OPENAI_API_KEY", "HARNESS_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"} {
+			for _, k := range []string{"OPENAI_API_KEY", "HARNESS_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "HARNESS_WIRE_API"} {
 				env.Setenv(k, "")
+			}
+			if files != nil {
+				env.Setenv("HARNESS_WIRE_API", wire)
 			}
 			env.Values[fakeModelKey{}] = &fakeModelSlot{}
 			// The snapshot cache is on by default: each script gets its own.
@@ -77,7 +113,11 @@ func TestScripts(t *testing.T) {
 			env.Setenv("MCP_FS_SERVER", mcpFilesystemServer())
 			return nil
 		},
-	})
+	}
+	if files != nil {
+		p.Dir, p.Files = "", files
+	}
+	return p
 }
 
 // mcpFilesystemServer is the reference MCP filesystem server the tools

@@ -66,25 +66,9 @@ func TestAgainstThirdPartyMockServer(t *testing.T) {
 
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "mock-llm.yaml"), []byte(mockLLMConfig), 0o644)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	srv := exec.Command("node", mock)
-	srv.Dir = dir
-	srv.Env = append(os.Environ(), "HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port))
-	var log bytes.Buffer
-	srv.Stdout, srv.Stderr = &log, &log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Process.Kill()
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := waitHealthy(base + "/health"); err != nil {
-		t.Fatalf("mock-llm did not come up: %v\n%s", err, log.String())
-	}
+	base := startNode(t, "mock-llm", dir, func(port int) ([]string, []string) {
+		return []string{mock}, []string{"HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port)}
+	})
 
 	bin := harnessBin(t)
 	ws := t.TempDir()
@@ -115,6 +99,34 @@ func TestAgainstThirdPartyMockServer(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "Incorrect API key provided.") {
 		t.Errorf("a 401 from mock-llm: exit %d, stderr %s", code, stderr)
 	}
+}
+
+// startNode starts a third-party server under node in dir on a free
+// loopback port (args gives its arguments and environment for the port),
+// waits until its /health answers, and returns its base URL; the server
+// is killed when the test ends.
+func startNode(t *testing.T, name, dir string, args func(port int) (argv, env []string)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	argv, env := args(port)
+	srv := exec.Command("node", argv...)
+	srv.Dir, srv.Env = dir, append(os.Environ(), env...)
+	var log bytes.Buffer
+	srv.Stdout, srv.Stderr = &log, &log
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := waitHealthy(base + "/health"); err != nil {
+		t.Fatalf("%s did not come up: %v\n%s", name, err, log.String())
+	}
+	return base
 }
 
 func waitHealthy(url string) error {

@@ -25,7 +25,7 @@ import (
 var unitSettings = []string{
 	"model", "fallback-model", "tier", "price", "skills-root", "external-skills-root", "embedding-model",
 	"max-turns", "max-tokens", "timeout",
-	"stream", "temperature", "top-p", "seed", "max-completion-tokens", "stop", "reasoning-effort", "extra-body",
+	"stream", "wire-api", "temperature", "top-p", "seed", "max-completion-tokens", "stop", "reasoning-effort", "extra-body",
 	"request-timeout", "max-retries", "retry-max-wait", "schema-retries", "allow-empty-answer",
 	"catalog-budget", "no-skill-catalog", "skip-eligibility", "profiles",
 	"approve-created", "reload-created", "forge-root", "store",

@@ -1,7 +1,8 @@
-// Package looptest serves scripted OpenAI-compatible chat completions over
-// real HTTP on loopback, for tests that drive the real client end to end.
-// It records every request it receives so tests can assert what the model
-// was sent.
+// Package looptest serves scripted OpenAI-compatible model answers over
+// real HTTP on loopback, for tests that drive the real client end to end:
+// the same script answers Chat Completions (/chat/completions) and the
+// Responses API (/responses), plain or streamed. It records every request
+// it receives so tests can assert what the model was sent.
 package looptest
 
 import (
@@ -33,12 +34,18 @@ type Reply struct {
 	ContentType string `json:"contentType,omitempty"`
 	// NoUsage leaves usage out of the reply, as some servers do.
 	NoUsage bool `json:"noUsage,omitempty"`
-	// Reasoning is sent as reasoning_content, as vLLM and DeepSeek do.
+	// Reasoning is sent as reasoning_content, as vLLM and DeepSeek do; over
+	// the Responses API, as a reasoning item with this summary and an
+	// opaque encrypted_content the client must send back unchanged.
 	Reasoning string `json:"reasoning,omitempty"`
+	// Refusal makes the reply a refusal with this text.
+	Refusal string `json:"refusal,omitempty"`
 	// Usage overrides the default token counts (10 prompt, 5 completion).
 	Usage *Usage `json:"usage,omitempty"`
 	// FinishReason overrides the finish reason ("stop", or "tool_calls"
-	// when ToolCalls is set), e.g. "length" for a truncated answer.
+	// when ToolCalls is set), e.g. "length" for a truncated answer. Over
+	// the Responses API, "length" and "content_filter" make the response
+	// incomplete for max_output_tokens and content_filter.
 	FinishReason string `json:"finishReason,omitempty"`
 	// Hang makes the server hold the request until the client gives up,
 	// to exercise timeouts and interrupts without sleeping.
@@ -62,10 +69,12 @@ type Usage struct {
 	Prompt     int64 `json:"prompt"`
 	Completion int64 `json:"completion"`
 	Cached     int64 `json:"cached"`
+	Reasoning  int64 `json:"reasoning"`
 }
 
 // Request is one request the server received.
 type Request struct {
+	Path   string
 	Header http.Header
 	Body   json.RawMessage
 }
@@ -81,6 +90,9 @@ type Server struct {
 	requests []Request
 	// embedded counts the texts /embeddings was asked to embed.
 	embedded int
+	// issued are the reasoning items sent over /responses, by id, as
+	// sent: one that comes back changed is refused.
+	issued map[string]string
 }
 
 // New starts a server that answers /chat/completions with replies in order.
@@ -112,7 +124,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	var rep *Reply
 	if s.next < len(s.replies) {
 		rep = &s.replies[s.next]
@@ -121,8 +133,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	n := s.next
 	s.mu.Unlock()
 
-	if r.URL.Path != "/v1/chat/completions" {
-		writeError(w, http.StatusNotFound, "not_found", "fake server only serves /v1/chat/completions, got "+r.URL.Path)
+	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/responses" {
+		writeError(w, http.StatusNotFound, "not_found", "fake server only serves /v1/chat/completions and /v1/responses, got "+r.URL.Path)
 		return
 	}
 	if rep == nil {
@@ -154,8 +166,22 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rep.Status, "scripted_error", fmt.Sprintf("scripted status %d", rep.Status))
 		return
 	}
+	stream := bytes.Contains(body, []byte(`"stream":true`))
+	if r.URL.Path == "/v1/responses" {
+		if msg := s.altered(body); msg != "" {
+			writeError(w, http.StatusBadRequest, "invalid_reasoning_item", msg)
+			return
+		}
+		resp := s.response(n, rep)
+		if stream {
+			writeEvents(w, resp)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
 	c := completion(n, rep)
-	if bytes.Contains(body, []byte(`"stream":true`)) {
+	if stream {
 		writeStream(w, c)
 		return
 	}
@@ -172,6 +198,9 @@ func writeStream(w http.ResponseWriter, c map[string]any) {
 	delta := map[string]any{"role": "assistant", "content": msg["content"]}
 	if r, ok := msg["reasoning_content"]; ok {
 		delta["reasoning_content"] = r
+	}
+	if r, ok := msg["refusal"]; ok {
+		delta["refusal"] = r
 	}
 	if calls, ok := msg["tool_calls"].([]map[string]any); ok {
 		var ds []map[string]any
@@ -197,17 +226,25 @@ func writeStream(w http.ResponseWriter, c map[string]any) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
-// lacking returns the first expected text that no message contains.
+// lacking returns the first expected text that no message contains: the
+// messages of a chat completion, or the messages and tool outputs of a
+// Responses input.
 func lacking(body []byte, expect []string) string {
 	var req struct {
 		Messages []struct {
 			Content any `json:"content"`
 		} `json:"messages"`
+		Input []struct {
+			Content any `json:"content"`
+			Output  any `json:"output"`
+		} `json:"input"`
 	}
 	json.Unmarshal(body, &req)
 	var all strings.Builder
-	for _, m := range req.Messages {
-		switch c := m.Content.(type) {
+	add := func(v any) {
+		switch c := v.(type) {
+		case nil:
+			return
 		case string:
 			all.WriteString(c)
 		default:
@@ -215,6 +252,13 @@ func lacking(body []byte, expect []string) string {
 			all.Write(b)
 		}
 		all.WriteByte('\n')
+	}
+	for _, m := range req.Messages {
+		add(m.Content)
+	}
+	for _, it := range req.Input {
+		add(it.Content)
+		add(it.Output)
 	}
 	for _, e := range expect {
 		if !strings.Contains(all.String(), e) {
@@ -226,6 +270,9 @@ func lacking(body []byte, expect []string) string {
 
 func completion(n int, rep *Reply) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": rep.Content}
+	if rep.Refusal != "" {
+		msg["refusal"] = rep.Refusal
+	}
 	if rep.Reasoning != "" {
 		msg["reasoning_content"] = rep.Reasoning
 	}
@@ -259,10 +306,11 @@ func completion(n int, rep *Reply) map[string]any {
 		"model":   "fake",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage": map[string]any{
-			"prompt_tokens":         u.Prompt,
-			"completion_tokens":     u.Completion,
-			"total_tokens":          u.Prompt + u.Completion,
-			"prompt_tokens_details": map[string]any{"cached_tokens": u.Cached},
+			"prompt_tokens":             u.Prompt,
+			"completion_tokens":         u.Completion,
+			"total_tokens":              u.Prompt + u.Completion,
+			"prompt_tokens_details":     map[string]any{"cached_tokens": u.Cached},
+			"completion_tokens_details": map[string]any{"reasoning_tokens": u.Reasoning},
 		},
 	}
 	if rep.NoUsage {
