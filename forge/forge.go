@@ -14,42 +14,18 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/audit"
-	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/store"
 	"github.com/harness-dev/harness/workspace"
 )
 
-// Approval is the operator's rule for drafts that pass: promoted at once
+// Approval is how far a draft that passed goes without a person: promoted
 // up to a tier, pending above it.
-type Approval struct {
-	// UpTo is the highest tier promoted without a person; Never sends
-	// every draft to pending.
-	UpTo  skills.Risk
-	Never bool
-}
+type Approval = store.Approval
 
 // ParseApproval reads --approve-created: minimal, low, moderate or none.
-func ParseApproval(s string) (Approval, error) {
-	if s == "none" {
-		return Approval{Never: true}, nil
-	}
-	r, err := skills.ParseRisk(s)
-	if err != nil || r > skills.RiskModerate {
-		return Approval{}, outcome.Usage("approve_created_invalid", "--approve-created %q: give minimal, low, moderate or none (high and critical always wait for a person)", s)
-	}
-	return Approval{UpTo: r}, nil
-}
-
-func (a Approval) String() string {
-	if a.Never {
-		return "none"
-	}
-	return a.UpTo.String()
-}
-
-func (a Approval) auto(r skills.Risk) bool { return !a.Never && r <= a.UpTo }
+func ParseApproval(s string) (Approval, error) { return store.ParseApproval("--approve-created", s) }
 
 // Config is what a run gives the forge.
 type Config struct {
@@ -213,7 +189,7 @@ func (f *Forge) create(ctx context.Context, call Call, d Draft, a *record.ForgeA
 		return nil
 	}
 	risk, _ := skills.ParseRisk(a.Risk)
-	pending := !f.cfg.Approve.auto(risk)
+	pending := !f.cfg.Approve.Auto(risk)
 	v, err := f.cfg.Store.Put(ctx, store.PutRequest{Name: d.Name, Dir: skillDir, Root: f.cfg.Root, Actor: actor, Risk: risk,
 		Findings: a.Findings, Source: call.Tool, Pending: pending, Event: record.SkillPromoted})
 	if err != nil {

@@ -22,7 +22,9 @@ func TestReasoningItemsAreCheckedBeforeReuse(t *testing.T) {
 		ok     bool
 	}{
 		{"intact", func(*loop.ReasoningItem) {}, true},
-		{"bytes changed", func(it *loop.ReasoningItem) { it.Raw = []byte(`{"id":"rs_1","type":"reasoning","encrypted_content":"Zm9yZ2Vk","summary":[]}`) }, false},
+		{"bytes changed", func(it *loop.ReasoningItem) {
+			it.Raw = []byte(`{"id":"rs_1","type":"reasoning","encrypted_content":"Zm9yZ2Vk","summary":[]}`)
+		}, false},
 		{"digest changed", func(it *loop.ReasoningItem) { it.Digest = artifacts.DigestString("other") }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

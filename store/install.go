@@ -6,18 +6,12 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
-	"github.com/harness-dev/harness/audit"
-	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/skills"
@@ -51,6 +45,14 @@ type Installed struct {
 	// Version is the store's version of it, Parent the version it
 	// replaced ("" for a first install).
 	Version, Parent artifacts.Digest
+	Risk            skills.Risk
+	Permissions     *skills.Permissions
+	// Pending says the version waits for harness skills approve: the live
+	// copy is the one before.
+	Pending bool
+	// Changes are the files it changes against the live copy (nil for a
+	// first install).
+	Changes *FileChanges
 }
 
 // SkillsLock is skills.lock.json at a skills root: what was installed,
@@ -67,6 +69,24 @@ type LockEntry struct {
 	SkillDigest artifacts.Digest `json:"skillDigest"`
 	InstalledAt time.Time        `json:"installedAt"`
 	Findings    []record.Finding `json:"findings"`
+	// Git pins a skill added from a git repository: what was asked and
+	// the commit it named.
+	Git *GitPin `json:"git,omitempty"`
+	// Risk and Permissions are what the installed version was assessed
+	// as, which an update compares against.
+	Risk        *skills.Risk        `json:"risk,omitempty"`
+	Permissions *skills.Permissions `json:"permissions,omitempty"`
+}
+
+// GitPin is where a skill came from in a git repository.
+type GitPin struct {
+	URL string `json:"url"`
+	// Ref is the ref asked for ("" for the default branch); Commit the
+	// commit it named when the skill was added.
+	Ref    string `json:"ref,omitempty"`
+	Commit string `json:"commit"`
+	// Path is the skill's directory in the repository's tree.
+	Path string `json:"path"`
 }
 
 // Install copies a skill into a root without letting a malicious one
@@ -115,88 +135,8 @@ func Install(ctx context.Context, o InstallOptions) (*Installed, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The installed directory is named after the skill, whatever the
-	// source directory or archive was called: rename before validating.
-	if pre, err := skills.Validate(ctx, dir, skills.ValidateOptions{}); err == nil && len(pre.Skills) == 1 && pre.Skills[0].Name != "" &&
-		skills.ValidName(pre.Skills[0].Name) && filepath.Base(dir) != pre.Skills[0].Name {
-		named := filepath.Join(stage, "named", pre.Skills[0].Name)
-		if err := os.MkdirAll(filepath.Dir(named), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(dir, named); err != nil {
-			return nil, err
-		}
-		dir = named
-	}
-	val, err := skills.Validate(ctx, dir, skills.ValidateOptions{Strict: true})
-	if err != nil {
-		return nil, outcome.Usage("install_invalid", "validate %s: %v", o.Source, err)
-	}
-	if val.HasErrors() || len(val.Skills) != 1 {
-		var msgs []string
-		for _, s := range val.Skills {
-			for _, d := range s.Diagnostics {
-				if d.Severity == skills.SeverityError {
-					msgs = append(msgs, d.Detail)
-				}
-			}
-		}
-		return nil, outcome.Failed("install_invalid", "%s is not a valid skill: %s", o.Source, strings.Join(msgs, "; "))
-	}
-	name := val.Skills[0].Name
-	reg, err := skills.Scan(ctx, skills.ScanOptions{Roots: []string{filepath.Dir(dir)}})
-	if err != nil {
-		return nil, err
-	}
-	s, ok := reg.Lookup(name)
-	if !ok {
-		return nil, outcome.Failed("install_invalid", "%s does not load as a skill", o.Source)
-	}
-	findings := audit.Skill(s)
-	for i := range findings {
-		findings[i].Path = strings.TrimPrefix(findings[i].Path, dir+"/")
-	}
-	if slices.ContainsFunc(findings, func(f record.Finding) bool { return f.Severity == cfc.SeverityCritical }) && !o.AllowRisky {
-		var rules []string
-		for _, f := range findings {
-			if f.Severity == cfc.SeverityCritical {
-				rules = append(rules, fmt.Sprintf("%s (%s:%d)", f.Rule, f.Path, f.Line))
-			}
-		}
-		return nil, outcome.Policy("install_risky", "%s has critical findings: %s; nothing was installed (review it, then --allow-risky to install anyway)", o.Source, strings.Join(rules, ", "))
-	}
-	dest := filepath.Join(root, name)
-	if _, err := os.Lstat(dest); err == nil && !o.Force {
-		return nil, outcome.Usage("install_exists", "a skill named %s is already installed at %s: pass --force to replace it", name, dest)
-	}
-	// Into place through the store: kept as a version, then exchanged
-	// with the live copy atomically.
-	if o.Store == nil {
-		return nil, errors.New("install: no skill store")
-	}
-	assessed := audit.Assess(s)
-	if assessed.PermissionsError != "" {
-		return nil, outcome.Failed("install_invalid", "%s: %s; nothing was installed", o.Source, assessed.PermissionsError)
-	}
-	v, err := o.Store.Put(ctx, PutRequest{Name: name, Dir: dir, Root: root, Actor: record.Actor{Kind: "operator", Command: "harness skills install"},
-		Risk: assessed.Risk, Findings: findings, Source: src, Event: record.SkillInstalled})
-	if err != nil {
-		return nil, err
-	}
-	in := &Installed{Name: name, Dir: dest, Digest: s.TreeDigest, Findings: findings, InstallHints: s.InstallHints, Version: v.Version, Parent: v.Parent}
-	if in.Findings == nil {
-		in.Findings = []record.Finding{}
-	}
-	lock := SkillsLock{Envelope: artifacts.NewEnvelope("harness.skills-lock", 1), Skills: map[string]LockEntry{}}
-	lockPath := filepath.Join(root, fileSkillsLock)
-	if err := artifacts.ReadJSON(lockPath, "harness.skills-lock", 1, &lock); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return in, fmt.Errorf("read %s: %w", lockPath, err)
-	}
-	if lock.Skills == nil {
-		lock.Skills = map[string]LockEntry{}
-	}
-	lock.Skills[name] = LockEntry{Source: src, TreeDigest: s.TreeDigest, SkillDigest: s.Digest, InstalledAt: now().UTC(), Findings: in.Findings}
-	return in, artifacts.WriteJSON(lockPath, &lock)
+	return place(ctx, placement{Dir: dir, Stage: stage, Source: src, Shown: o.Source, Root: root, Store: o.Store,
+		Force: o.Force, AllowRisky: o.AllowRisky, Command: "harness skills install", Now: now})
 }
 
 func trusted(src string, prefixes []string) bool {

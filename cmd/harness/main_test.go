@@ -98,6 +98,7 @@ func scriptParams(files []string) testscript.Params {
 			"junit-parse":        cmdJUnitParse,
 			"testprogram":        cmdTestProgram,
 			"httptarget":         cmdHTTPTarget,
+			"gitserve":           cmdGitServe,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.

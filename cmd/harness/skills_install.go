@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/harness-dev/harness/store"
@@ -71,8 +72,8 @@ func skillsInstallCommand() *cli.Command {
 	}
 }
 
-// readTrustedSources reads skills.trustedSources from the config file;
-// relative entries are relative to the file.
+// readTrustedSources reads skills.trustedSources from the config file:
+// directories (relative ones are relative to the file) and URL prefixes.
 func readTrustedSources(file string) ([]string, error) {
 	if file == "" {
 		return nil, nil
@@ -91,7 +92,7 @@ func readTrustedSources(file string) ([]string, error) {
 	}
 	var out []string
 	for _, p := range cfg.Skills.TrustedSources {
-		if !filepath.IsAbs(p) {
+		if !filepath.IsAbs(p) && !strings.Contains(p, "://") {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
 		out = append(out, p)

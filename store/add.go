@@ -1,0 +1,495 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/gitsource"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/skills"
+)
+
+// AddOptions are `harness skills add`: skills from a git repository,
+// pinned in the root's skills.lock.json.
+type AddOptions struct {
+	// Source is where to take skills from; a zero Source installs what
+	// the lock says, exactly.
+	Source gitsource.Source
+	Root   string
+	// Skills, when given, are the only skills taken (by name).
+	Skills         []string
+	TrustedSources []string
+	Approve        Approval
+	Force          bool
+	AllowRisky     bool
+	Store          *Store
+	Now            func() time.Time
+	dryRun         bool
+}
+
+// Added is what an add did: per skill, the version placed (or why it was
+// left alone), and the refs that moved since the lock pinned them.
+type Added struct {
+	Skills []AddedSkill
+	Moved  []RefMove
+}
+
+// AddedSkill is one skill an add or update went through.
+type AddedSkill struct {
+	Name   string
+	Commit string
+	// Installed is nil when nothing changed (UpToDate).
+	Installed *Installed
+	UpToDate  bool
+}
+
+// RefMove is a ref that names another commit than the one pinned.
+type RefMove struct {
+	Skill, URL, Ref, Pinned, Now string
+}
+
+// Add installs skills from a git repository through the store, or, with
+// no source, re-installs what the lock pins (the same commit, the same
+// tree digest, or a clear error).
+func Add(ctx context.Context, o AddOptions) (*Added, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, outcome.Usage("install_root_invalid", "--to %s: %v", o.Root, err)
+	}
+	o.Root = root
+	if o.Source.URL == "" {
+		return addLocked(ctx, o)
+	}
+	if !trustedURL(o.Source.URL, o.TrustedSources) {
+		return nil, outcome.Policy("install_source_untrusted", "%s is not a trusted source; add a URL prefix of it to skills.trustedSources in the --config file (trusted now: %s)", o.Source.URL, listOrNone(o.TrustedSources))
+	}
+	repo, done, err := fetch(ctx, o.Root, o.Source.URL)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	commit, err := repo.Resolve(o.Source.Ref)
+	if err != nil {
+		return nil, outcome.Usage("install_ref_unknown", "%v", err)
+	}
+	return addAt(ctx, o, repo, commit, o.Source.Path, o.Source.Ref, nil)
+}
+
+// addAt stages dir of commit and places each skill in it.
+func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir, ref string, want map[string]artifacts.Digest) (*Added, error) {
+	if err := os.MkdirAll(o.Root, 0o755); err != nil {
+		return nil, outcome.Usage("install_root_invalid", "--to %s: %v", o.Root, err)
+	}
+	removeStaleStages(o.Root)
+	stage, err := os.MkdirTemp(o.Root, stagePrefix)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(stage)
+	held, err := holdStage(stage)
+	if err != nil {
+		return nil, err
+	}
+	defer held.Close()
+	tree := filepath.Join(stage, "tree")
+	if err := writeCommit(repo, commit, dir, tree); err != nil {
+		return nil, err
+	}
+	found, err := skillDirsIn(tree)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.Skills) > 0 {
+		var kept []string
+		for _, name := range o.Skills {
+			i := slices.IndexFunc(found, func(rel string) bool { return path.Base(rel) == name || rel == "." && path.Base(dir) == name })
+			if i < 0 {
+				return nil, outcome.Usage("install_skill_unknown", "%s at %s has no skill %s (it has: %s)", repo.URL, shortCommit(commit), name, strings.Join(skillNames(found, dir), ", "))
+			}
+			kept = append(kept, found[i])
+		}
+		found = kept
+	}
+	out := &Added{}
+	for _, rel := range found {
+		repoPath := path.Join(dir, rel)
+		if rel == "." {
+			repoPath = dir
+		}
+		pin := &GitPin{URL: repo.URL, Ref: ref, Commit: commit, Path: repoPath}
+		in, err := place(ctx, placement{
+			Dir: filepath.Join(tree, filepath.FromSlash(rel)), Stage: stage,
+			Source: pin.String(), Shown: pin.String(), Root: o.Root, Store: o.Store,
+			Force: o.Force, AllowRisky: o.AllowRisky, Approve: &o.Approve, Git: pin,
+			Replaces: func(e LockEntry) bool { return e.Git != nil && e.Git.URL == pin.URL && e.Git.Path == pin.Path },
+			Held:     grew, Want: want, DryRun: o.dryRun, Command: "harness skills add", Now: o.Now,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out.Skills = append(out.Skills, AddedSkill{Name: in.Name, Commit: commit, Installed: in})
+	}
+	return out, nil
+}
+
+// addLocked installs every git-pinned skill of the lock at its commit.
+func addLocked(ctx context.Context, o AddOptions) (*Added, error) {
+	lock, err := ReadLock(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	out := &Added{}
+	repos := map[string]*gitsource.Repo{}
+	for _, name := range sortedGit(lock, o.Skills) {
+		e := lock.Skills[name]
+		pin := e.Git
+		if !trustedURL(pin.URL, o.TrustedSources) {
+			return nil, outcome.Policy("install_source_untrusted", "%s (pinned for %s) is not a trusted source; add a URL prefix of it to skills.trustedSources (trusted now: %s)", pin.URL, name, listOrNone(o.TrustedSources))
+		}
+		if current(o.Root, name, e) {
+			out.Skills = append(out.Skills, AddedSkill{Name: name, Commit: pin.Commit, UpToDate: true})
+		} else {
+			repo, ok := repos[pin.URL]
+			if !ok {
+				var done func()
+				if repo, done, err = fetch(ctx, o.Root, pin.URL); err != nil {
+					return nil, err
+				}
+				defer done()
+				repos[pin.URL] = repo
+			}
+			if !repo.Has(pin.Commit) {
+				return nil, outcome.Failed("install_commit_gone", "%s pins %s of %s, which the repository no longer holds (the ref %q moved and nothing left in it reaches that commit): `harness skills update %s` takes what the ref names now", name, shortCommit(pin.Commit), pin.URL, pin.Ref, name)
+			}
+			o.Force = true
+			added, err := addAt(ctx, o, repo, pin.Commit, pin.Path, pin.Ref, map[string]artifacts.Digest{name: e.TreeDigest})
+			if err != nil {
+				return nil, err
+			}
+			out.Skills = append(out.Skills, added.Skills...)
+		}
+		if now, err := gitsource.RemoteRef(ctx, pin.URL, pin.Ref); err == nil && now != "" && now != pin.Commit {
+			out.Moved = append(out.Moved, RefMove{Skill: name, URL: pin.URL, Ref: pin.Ref, Pinned: pin.Commit, Now: now})
+		}
+	}
+	return out, nil
+}
+
+// Outdated lists the git-pinned skills of root whose ref names another
+// commit now.
+func Outdated(ctx context.Context, root string, names []string) ([]RefMove, error) {
+	lock, err := ReadLock(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []RefMove
+	for _, name := range sortedGit(lock, names) {
+		pin := lock.Skills[name].Git
+		now, err := gitsource.RemoteRef(ctx, pin.URL, pin.Ref)
+		if err != nil {
+			return nil, &outcome.Error{Code: "source_unreachable", Msg: fmt.Sprintf("%s (%s): %v", name, pin.URL, err), Exit: outcome.ExitProvider, Err: err}
+		}
+		if now != pin.Commit {
+			out = append(out, RefMove{Skill: name, URL: pin.URL, Ref: pin.Ref, Pinned: pin.Commit, Now: now})
+		}
+	}
+	return out, nil
+}
+
+// sortedGit are the git-pinned skills of the lock (only names, when
+// given), sorted.
+func sortedGit(lock *SkillsLock, names []string) []string {
+	var out []string
+	for name, e := range lock.Skills {
+		if e.Git != nil && (len(names) == 0 || slices.Contains(names, name)) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// current reports whether the live copy of name is the tree the lock pins.
+func current(root, name string, e LockEntry) bool {
+	reg, err := skills.Scan(context.Background(), skills.ScanOptions{Roots: []string{root}})
+	if err != nil {
+		return false
+	}
+	s, ok := reg.Lookup(name)
+	return ok && s.TreeDigest == e.TreeDigest
+}
+
+// grew holds a new version for a person when it asks for more than the
+// live one had: a higher risk tier, or a permission it did not have.
+func grew(live *LockEntry, risk skills.Risk, perms *skills.Permissions) bool {
+	if live == nil || live.Risk == nil {
+		return false
+	}
+	return risk > *live.Risk || len(NewPermissions(live.Permissions, perms)) > 0
+}
+
+// NewPermissions lists what after grants that before did not.
+func NewPermissions(before, after *skills.Permissions) []string {
+	if after == nil {
+		return nil
+	}
+	if before == nil {
+		before = &skills.Permissions{}
+	}
+	var out []string
+	add := func(kind string, was, now []string) {
+		for _, v := range now {
+			if !slices.Contains(was, v) {
+				out = append(out, kind+" "+v)
+			}
+		}
+	}
+	add("read", before.Filesystem.Read, after.Filesystem.Read)
+	add("write", before.Filesystem.Write, after.Filesystem.Write)
+	add("network", before.Network, after.Network)
+	add("env", before.Env, after.Env)
+	add("exec", before.Exec, after.Exec)
+	if after.Credentials && !before.Credentials {
+		out = append(out, "credentials")
+	}
+	return out
+}
+
+// fetch fetches u into a directory of root's stage area, removed when
+// done is called.
+func fetch(ctx context.Context, root, u string) (*gitsource.Repo, func(), error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, nil, outcome.Usage("install_root_invalid", "--to %s: %v", root, err)
+	}
+	dir, err := os.MkdirTemp(root, stagePrefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Held like a stage, so that a concurrent install's sweep of stale
+	// stages leaves it alone.
+	held, err := holdStage(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	done := func() { held.Close(); os.RemoveAll(dir) }
+	repo, err := gitsource.Fetch(ctx, u, filepath.Join(dir, "repo.git"))
+	if err != nil {
+		done()
+		return nil, nil, &outcome.Error{Code: "source_unreachable", Msg: err.Error() + "; check the URL, the network and your git credentials", Exit: outcome.ExitProvider, Err: err}
+	}
+	return repo, done, nil
+}
+
+// trustedURL reports whether u lies under a trusted source: a URL prefix
+// (at a path boundary), or, for a file:// URL, a trusted directory.
+func trustedURL(u string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.Contains(p, "://") {
+			p = strings.TrimSuffix(p, "/")
+			if u == p || strings.HasPrefix(u, p+"/") {
+				return true
+			}
+			continue
+		}
+		if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" && trusted(filepath.Clean(pu.Path), []string{p}) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeCommit writes dir of commit into dst with the install's rules:
+// nothing outside dst, no special files or submodules, bounded.
+func writeCommit(repo *gitsource.Repo, commit, dir, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	w := &treeWriter{root: root}
+	err = repo.Walk(commit, dir, func(e gitsource.Entry) error {
+		switch e.Kind {
+		case gitsource.KindDir:
+			return w.dir(e.Name)
+		case gitsource.KindLink:
+			return w.link(e.Name, e.Target)
+		case gitsource.KindFile, gitsource.KindExecutable:
+			if e.Size > maxInstallBytes {
+				return unsafeEntry("%s is %d bytes, more than a skill may hold (%d); nothing was installed", e.Name, e.Size, maxInstallBytes)
+			}
+			rc, err := e.Open()
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			mode := fs.FileMode(0o644)
+			if e.Kind == gitsource.KindExecutable {
+				mode = 0o755
+			}
+			return w.file(e.Name, mode, rc)
+		}
+		return unsafeEntry("%s is a submodule or another entry no skill can hold; nothing was installed", e.Name)
+	})
+	if err != nil {
+		var oe *outcome.Error
+		if errors.As(err, &oe) {
+			return err
+		}
+		return outcome.Usage("install_source_invalid", "%v", err)
+	}
+	return w.finishLinks()
+}
+
+// skillDirsIn are the directories of tree holding SKILL.md (slash paths,
+// "." for tree itself), not looking below a skill.
+func skillDirsIn(tree string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if fi, err := os.Lstat(filepath.Join(p, "SKILL.md")); err == nil && fi.Mode().IsRegular() {
+			rel, _ := filepath.Rel(tree, p)
+			out = append(out, filepath.ToSlash(rel))
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err == nil && len(out) == 0 {
+		err = outcome.Usage("install_invalid", "no SKILL.md in the source")
+	}
+	return out, err
+}
+
+func skillNames(found []string, dir string) []string {
+	var out []string
+	for _, rel := range found {
+		if rel == "." {
+			rel = dir
+		}
+		out = append(out, path.Base(rel))
+	}
+	return out
+}
+
+// String is the pin as a source: URL#PATH@COMMIT.
+func (p *GitPin) String() string {
+	s := p.URL
+	if p.Path != "" {
+		s += "#" + p.Path
+	}
+	return s + "@" + p.Commit
+}
+
+func shortCommit(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// UpdateOptions are `harness skills update`: the git-pinned skills of a
+// root taken to what their refs name now.
+type UpdateOptions struct {
+	Root           string
+	Skills         []string
+	DryRun         bool
+	TrustedSources []string
+	Approve        Approval
+	AllowRisky     bool
+	Store          *Store
+	Now            func() time.Time
+}
+
+// Updated is one skill an update looked at.
+type Updated struct {
+	Name             string
+	URL, Ref         string
+	From, To         string
+	RiskBefore       *skills.Risk
+	NewPermissions   []string
+	Installed        *Installed // nil when the ref has not moved
+	DryRun, UpToDate bool
+}
+
+// Update fetches each git-pinned skill's ref and, where it moved, places
+// the new version: pending when its risk or permissions grew, or its risk
+// is above the approval tier. DryRun only says what would change.
+func Update(ctx context.Context, o UpdateOptions) ([]Updated, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, outcome.Usage("install_root_invalid", "--to %s: %v", o.Root, err)
+	}
+	lock, err := ReadLock(root)
+	if err != nil {
+		return nil, err
+	}
+	names := sortedGit(lock, o.Skills)
+	for _, n := range o.Skills {
+		if !slices.Contains(names, n) {
+			return nil, outcome.Usage("update_skill_unknown", "%s is not a skill added from git in %s (skills.lock.json pins none by that name)", n, root)
+		}
+	}
+	var out []Updated
+	repos := map[string]*gitsource.Repo{}
+	for _, name := range names {
+		e := lock.Skills[name]
+		pin := e.Git
+		if !trustedURL(pin.URL, o.TrustedSources) {
+			return nil, outcome.Policy("install_source_untrusted", "%s (pinned for %s) is not a trusted source; add a URL prefix of it to skills.trustedSources (trusted now: %s)", pin.URL, name, listOrNone(o.TrustedSources))
+		}
+		repo, ok := repos[pin.URL]
+		if !ok {
+			var done func()
+			if repo, done, err = fetch(ctx, root, pin.URL); err != nil {
+				return nil, err
+			}
+			defer done()
+			repos[pin.URL] = repo
+		}
+		commit, err := repo.Resolve(pin.Ref)
+		if err != nil {
+			return nil, outcome.Usage("install_ref_unknown", "%s: %v", name, err)
+		}
+		u := Updated{Name: name, URL: pin.URL, Ref: pin.Ref, From: pin.Commit, To: commit, RiskBefore: e.Risk, DryRun: o.DryRun}
+		if commit == pin.Commit {
+			u.UpToDate = true
+			out = append(out, u)
+			continue
+		}
+		added, err := addAt(ctx, AddOptions{Root: root, Approve: o.Approve, AllowRisky: o.AllowRisky, Store: o.Store, Now: o.Now, Force: true, dryRun: o.DryRun},
+			repo, commit, pin.Path, pin.Ref, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range added.Skills {
+			if a.Name == name {
+				u.Installed = a.Installed
+				u.NewPermissions = NewPermissions(e.Permissions, a.Installed.Permissions)
+			}
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
