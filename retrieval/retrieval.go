@@ -39,6 +39,9 @@ type Hit struct {
 	Name        string  `json:"name"`
 	Description string  `json:"description"`
 	Score       float64 `json:"score"`
+	// Doc is the hit's position in the documents the index was built
+	// from, for callers that index more than names (Search sets it).
+	Doc int `json:"-"`
 }
 
 type posting struct {
@@ -197,7 +200,7 @@ func (ix *Index) Search(query string, k int) []Hit {
 	}
 	hits := make([]Hit, 0, len(scores))
 	for d, s := range scores {
-		hits = append(hits, Hit{Name: ix.docs[d].Name, Description: ix.docs[d].Description, Score: math.Round(s*1000) / 1000})
+		hits = append(hits, Hit{Name: ix.docs[d].Name, Description: ix.docs[d].Description, Score: math.Round(s*1000) / 1000, Doc: int(d)})
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if a.Score != b.Score {
@@ -206,7 +209,10 @@ func (ix *Index) Search(query string, k int) []Hit {
 			}
 			return 1
 		}
-		return strings.Compare(a.Name, b.Name)
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return a.Doc - b.Doc
 	})
 	if len(hits) > k {
 		hits = hits[:k]

@@ -372,3 +372,13 @@ func runtimeOf(shebang, rel string) string {
 	}
 	return "unknown"
 }
+
+// Version is the digest that names this version of the skill: SKILL.md
+// and every resource (Digest covers SKILL.md, TreeDigest the resources).
+func (s *Skill) Version() artifacts.Digest {
+	h := artifacts.NewHasher()
+	h.WriteField("harness.skill-version/1")
+	h.WriteField(string(s.Digest))
+	h.WriteField(string(s.TreeDigest))
+	return h.Digest()
+}

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
@@ -90,7 +89,7 @@ func Add(ctx context.Context, o AddOptions) (*Added, error) {
 }
 
 // addAt stages dir of commit and places each skill in it.
-func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir, ref string, want map[string]artifacts.Digest) (*Added, error) {
+func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir, ref string, want map[string]LockEntry) (*Added, error) {
 	if err := os.MkdirAll(o.Root, 0o755); err != nil {
 		return nil, outcome.Usage("install_root_invalid", "--to %s: %v", o.Root, err)
 	}
@@ -176,7 +175,7 @@ func addLocked(ctx context.Context, o AddOptions) (*Added, error) {
 				return nil, outcome.Failed("install_commit_gone", "%s pins %s of %s, which the repository no longer holds (the ref %q moved and nothing left in it reaches that commit): `harness skills update %s` takes what the ref names now", name, shortCommit(pin.Commit), pin.URL, pin.Ref, name)
 			}
 			o.Force = true
-			added, err := addAt(ctx, o, repo, pin.Commit, pin.Path, pin.Ref, map[string]artifacts.Digest{name: e.TreeDigest})
+			added, err := addAt(ctx, o, repo, pin.Commit, pin.Path, pin.Ref, map[string]LockEntry{name: e})
 			if err != nil {
 				return nil, err
 			}
@@ -230,7 +229,7 @@ func current(root, name string, e LockEntry) bool {
 		return false
 	}
 	s, ok := reg.Lookup(name)
-	return ok && s.TreeDigest == e.TreeDigest
+	return ok && s.TreeDigest == e.TreeDigest && s.Digest == e.SkillDigest
 }
 
 // grew holds a new version for a person when it asks for more than the

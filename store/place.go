@@ -41,9 +41,9 @@ type placement struct {
 	Approve *Approval
 	Held    func(live *LockEntry, risk skills.Risk, perms *skills.Permissions) bool
 	Git     *GitPin
-	// Want, when it names the skill, is the tree digest it must have (an
-	// install from the lock).
-	Want map[string]artifacts.Digest
+	// Want, when it names the skill, is the entry whose digests it must
+	// have (an install from the lock).
+	Want map[string]LockEntry
 	// DryRun stops before anything is kept or made live: the result says
 	// what would happen.
 	DryRun  bool
@@ -103,8 +103,9 @@ func place(ctx context.Context, p placement) (*Installed, error) {
 		}
 		return nil, outcome.Policy("install_risky", "%s has critical findings: %s; nothing was installed (review it, then --allow-risky to install anyway)", p.Shown, strings.Join(rules, ", "))
 	}
-	if want, ok := p.Want[name]; ok && want != s.TreeDigest {
-		return nil, outcome.Policy("install_digest_mismatch", "%s from %s has tree digest %s, not the %s skills.lock.json pins; nothing was installed", name, p.Shown, s.TreeDigest, want)
+	if want, ok := p.Want[name]; ok && (want.TreeDigest != s.TreeDigest || want.SkillDigest != s.Digest) {
+		return nil, outcome.Policy("install_digest_mismatch", "%s from %s is not the content skills.lock.json pins (SKILL.md %s, resources %s; pinned %s, %s); nothing was installed",
+			name, p.Shown, s.Digest, s.TreeDigest, want.SkillDigest, want.TreeDigest)
 	}
 	lock, err := ReadLock(p.Root)
 	if err != nil {

@@ -471,10 +471,4 @@ func short(d artifacts.Digest) string {
 
 // VersionOf is the digest that names a version of a skill: SKILL.md and
 // every resource.
-func VersionOf(sk *skills.Skill) artifacts.Digest {
-	h := artifacts.NewHasher()
-	h.WriteField("harness.skill-version/1")
-	h.WriteField(string(sk.Digest))
-	h.WriteField(string(sk.TreeDigest))
-	return h.Digest()
-}
+func VersionOf(sk *skills.Skill) artifacts.Digest { return sk.Version() }

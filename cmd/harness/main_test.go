@@ -99,6 +99,7 @@ func scriptParams(files []string) testscript.Params {
 			"testprogram":        cmdTestProgram,
 			"httptarget":         cmdHTTPTarget,
 			"gitserve":           cmdGitServe,
+			"httpfiles":          cmdHTTPFiles,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.

@@ -36,6 +36,8 @@ func skillsCommand() *cli.Command {
 			skillsAddCommand(),
 			skillsOutdatedCommand(),
 			skillsUpdateCommand(),
+			skillsIndexCommand(),
+			skillsDiscoverCommand(),
 			skillsSearchCommand(),
 			skillsValidateCommand(),
 			skillsInitCommand(),

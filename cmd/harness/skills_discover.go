@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/goccy/go-yaml"
+	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/discovery"
+	"github.com/harness-dev/harness/skills"
+)
+
+func skillsIndexCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "index",
+		Usage: "write the skill index of a root, for a team to host and others to discover",
+		UsageText: "harness skills index ROOT [--source URL] [--path DIR] [--ref REF] [-o FILE]\n\n" +
+			"Each skill of ROOT becomes an entry {name, description, source, ref, digest}: source is\n" +
+			"URL#DIR/<skill> (what harness skills add takes) when --source names the git repository ROOT\n" +
+			"is published in (--path: ROOT's directory in it), else the skill's directory. The format's\n" +
+			"JSON Schema is discovery/index.schema.json; list the file's URL under skills.sources.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "source", Usage: "the git repository `URL` the root is published in"},
+			&cli.StringFlag{Name: "path", Usage: "the root's `DIR` inside that repository"},
+			&cli.StringFlag{Name: "ref", Usage: "the tag, branch or commit (`REF`) entries name"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the index to `FILE` (default: stdout)"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness skills index takes exactly one ROOT")
+			}
+			reg, err := scanPlain(ctx, cmd.Args().First())
+			if err != nil {
+				return err
+			}
+			ix := discovery.Of(reg, cmd.String("source"), cmd.String("path"), cmd.String("ref"))
+			if out := cmd.String("output"); out != "" {
+				if err := artifacts.WriteJSON(out, ix); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.Root().ErrWriter, "wrote %d skills to %s\n", len(ix.Skills), out)
+				return nil
+			}
+			return writeJSONTo(cmd.Root().Writer, ix)
+		},
+	}
+}
+
+// skillsDiscovery is the --json output of harness skills discover.
+type skillsDiscovery struct {
+	artifacts.Envelope
+	Query      string                  `json:"query"`
+	Skills     []discovery.Candidate   `json:"skills"`
+	MCPServers []discovery.MCPServer   `json:"mcpServers,omitempty"`
+	Warnings   []string                `json:"warnings,omitempty"`
+	Sources    []discoverySourceStatus `json:"sources"`
+}
+
+type discoverySourceStatus struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // fetched | cached | stale | failed
+	Error  string `json:"error,omitempty"`
+}
+
+func skillsDiscoverCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "discover",
+		Usage: "find skills for a need in your roots and in the indexes you configured (and MCP servers in a registry)",
+		UsageText: "harness skills discover QUERY... [--skills-root DIR]... [--source NAME|local|all] [--mcp] [--json]\n\n" +
+			"Indexes are listed in the --config file:\n\n" +
+			"    skills:\n      sources:\n        - {name: team, url: https://skills.example.com/index.json}\n\n" +
+			"Each is fetched with a timeout and kept in the user cache by URL with its ETag; it is read\n" +
+			"as data (its JSON Schema is discovery/index.schema.json), never run. Local skills and index\n" +
+			"entries are ranked together by the BM25 harness skills search uses; each result says where\n" +
+			"it comes from and whether it is installed. harness skills add SOURCE installs one.",
+		Flags: append(scanFlags(),
+			&cli.StringFlag{Name: "source", Usage: "search only index `NAME`, local (your roots), or all", Value: "all"},
+			&cli.IntFlag{Name: "k", Usage: "how many results (`N`)", Value: 8},
+			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
+			&cli.BoolFlag{Name: "mcp", Usage: "also search the MCP registry for servers"},
+			&cli.StringFlag{Name: "mcp-registry", Usage: "MCP registry base `URL`", Value: discovery.DefaultMCPRegistry, Sources: cli.EnvVars("HARNESS_MCP_REGISTRY")},
+			&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.sources", Sources: cli.EnvVars("HARNESS_CONFIG")},
+			&cli.StringFlag{Name: "index-cache", Usage: "`DIR` keeping fetched indexes by URL (default: the user cache directory)", Sources: cli.EnvVars("HARNESS_INDEX_CACHE")},
+		),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			query := strings.TrimSpace(strings.Join(cmd.Args().Slice(), " "))
+			if query == "" {
+				return usagef("harness skills discover needs a QUERY: what the task needs, in a few words")
+			}
+			if cmd.Int("k") < 1 {
+				return usagef("-k must be at least 1")
+			}
+			sources, err := readSkillSources(cmd.String("config"))
+			if err != nil {
+				return err
+			}
+			which := cmd.String("source")
+			if which != "all" && which != discovery.FromLocal && !hasSource(sources, which) {
+				return usagef(fmt.Sprintf("--source %s: not local, all, or a source in skills.sources (%s)", which, sourceNames(sources)))
+			}
+			out := skillsDiscovery{Envelope: artifacts.NewEnvelope("harness.skill-discovery", 1), Query: query, Skills: []discovery.Candidate{}, Sources: []discoverySourceStatus{}}
+			var cands []discovery.Candidate
+			installed := map[string]artifacts.Digest{}
+			if len(cmd.StringSlice("skills-root")) > 0 {
+				reg, err := scanRoots(ctx, cmd)
+				if err != nil {
+					return err
+				}
+				local := discovery.Local(reg)
+				for _, c := range local {
+					installed[c.Name] = c.Digest
+				}
+				if which == "all" || which == discovery.FromLocal {
+					cands = append(cands, local...)
+				}
+			}
+			f := &discovery.Fetcher{CacheDir: indexCache(cmd.String("index-cache"))}
+			for _, src := range sources {
+				if which != "all" && which != src.Name {
+					continue
+				}
+				ix, got, err := f.Fetch(ctx, src)
+				st := discoverySourceStatus{Name: src.Name, Status: "fetched"}
+				switch {
+				case err != nil:
+					st.Status, st.Error = "failed", err.Error()
+					out.Warnings = append(out.Warnings, err.Error())
+				case got.Stale:
+					st.Status = "stale"
+					out.Warnings = append(out.Warnings, fmt.Sprintf("source %s cannot be reached: using the copy cached earlier", src.Name))
+				case got.Cached:
+					st.Status = "cached"
+				}
+				out.Sources = append(out.Sources, st)
+				if err == nil {
+					cands = append(cands, discovery.FromIndex(src.Name, ix, installed)...)
+				}
+			}
+			if r := discovery.Rank(query, cands, int(cmd.Int("k"))); r != nil {
+				out.Skills = r
+			}
+			if cmd.Bool("mcp") {
+				servers, err := discovery.SearchMCP(ctx, nil, cmd.String("mcp-registry"), query, int(cmd.Int("k")))
+				if err != nil {
+					out.Warnings = append(out.Warnings, err.Error())
+				}
+				out.MCPServers = servers
+				if out.MCPServers == nil {
+					out.MCPServers = []discovery.MCPServer{}
+				}
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				return writeJSONTo(w, out)
+			}
+			for _, warn := range out.Warnings {
+				fmt.Fprintf(cmd.Root().ErrWriter, "harness: %s\n", warn)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SCORE\tNAME\tFROM\tINSTALLED\tSOURCE\tDESCRIPTION")
+			for _, c := range out.Skills {
+				src := c.Source
+				if c.Ref != "" {
+					src += "@" + c.Ref
+				}
+				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", c.Score, c.Name, c.From, orDash(c.Installed), src, shorten(c.Description, 60))
+			}
+			tw.Flush()
+			if cmd.Bool("mcp") {
+				fmt.Fprintf(w, "\nMCP servers (%s):\n", cmd.String("mcp-registry"))
+				for _, s := range out.MCPServers {
+					fmt.Fprintf(w, "  %s %s: %s\n", s.Name, s.Version, shorten(s.Description, 70))
+					for _, h := range s.Install {
+						fmt.Fprintf(w, "    %s\n", h)
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// readSkillSources reads skills.sources from the config file; a relative
+// file path is relative to the file.
+func readSkillSources(file string) ([]discovery.Source, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := readFlagFile("config", file, maxOperatorFile)
+	if err != nil {
+		return nil, err
+	}
+	var cfg struct {
+		Skills struct {
+			Sources []discovery.Source `yaml:"sources"`
+		} `yaml:"skills"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", file, err))
+	}
+	seen := map[string]bool{}
+	for i, s := range cfg.Skills.Sources {
+		switch {
+		case s.Name == "" || s.URL == "":
+			return nil, usagef(fmt.Sprintf("--config %s: skills.sources[%d] needs a name and a url", file, i))
+		case s.Name == discovery.FromLocal || s.Name == "all" || seen[s.Name]:
+			return nil, usagef(fmt.Sprintf("--config %s: skills.sources[%d]: the name %q is taken", file, i, s.Name))
+		}
+		seen[s.Name] = true
+		if !strings.Contains(s.URL, "://") && !filepath.IsAbs(s.URL) {
+			cfg.Skills.Sources[i].URL = filepath.Join(filepath.Dir(file), s.URL)
+		}
+	}
+	return cfg.Skills.Sources, nil
+}
+
+func hasSource(sources []discovery.Source, name string) bool {
+	for _, s := range sources {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func sourceNames(sources []discovery.Source) string {
+	var names []string
+	for _, s := range sources {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return "none configured"
+	}
+	return strings.Join(names, ", ")
+}
+
+func indexCache(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "harness", "skill-indexes")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// scanPlain scans one root on its own (no workspace around it).
+func scanPlain(ctx context.Context, root string) (*skills.Registry, error) {
+	abs, err := realDir(root, "ROOT")
+	if err != nil {
+		return nil, err
+	}
+	return skills.Scan(ctx, skills.ScanOptions{Roots: []string{abs}})
+}
