@@ -150,4 +150,3 @@ func (f *Fetcher) keep(url string, body []byte, etag string) {
 		artifacts.WriteFile(p+".etag", []byte(etag), 0o600)
 	}
 }
-
