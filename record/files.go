@@ -53,6 +53,7 @@ const (
 	EventContentFlagged      = "content.flagged"
 	EventSkillActivated      = "skill.activated"
 	EventSkillsSearched      = "skills.searched"
+	EventSkillsDiscovered    = "skills.discovered"
 	EventSkillCreated        = "skill.created"
 	EventRegistryDelta       = "registry.delta"
 	EventEmbeddings          = "embeddings"

@@ -84,6 +84,8 @@ type Inputs struct {
 	EmbeddingModel      string     `json:"embeddingModel,omitempty"`
 	// Forge is how create_skill and compose_skills promote, when allowed.
 	Forge *ForgeInputs `json:"forge,omitempty"`
+	// Discovery is what discover_skills and install_skill were given.
+	Discovery *DiscoveryInputs `json:"discovery,omitempty"`
 	// Protect are further paths the tools never touch (a pipeline's
 	// records).
 	Protect      []string `json:"protect,omitempty"`
@@ -180,6 +182,14 @@ type ForgeInputs struct {
 	Root           string `json:"root"`
 	Store          string `json:"store"`
 	ReloadCreated  bool   `json:"reloadCreated,omitempty"`
+}
+
+// DiscoveryInputs are the skill indexes (NAME=URL), the trusted sources
+// and the approval tier of discover_skills and install_skill.
+type DiscoveryInputs struct {
+	Sources          []string `json:"sources"`
+	TrustedSources   []string `json:"trustedSources"`
+	ApproveInstalled string   `json:"approveInstalled"`
 }
 
 // Limits is loop.Limits in its written form.

@@ -161,12 +161,37 @@ type ForgeTestResult struct {
 }
 
 // SkillCreated is the data of a run's skill.created event: a draft of
-// this run that passed and was stored, live or pending. Resume does not
-// count a skill the run itself promoted as drift.
+// this run that passed, or a skill install_skill installed, stored live or
+// pending. Resume does not count a skill the run itself promoted as drift.
 type SkillCreated struct {
 	Skill   string           `json:"skill"`
 	Version artifacts.Digest `json:"version"`
 	Root    string           `json:"root"`
 	Outcome string           `json:"outcome"`
 	CallID  string           `json:"callId,omitempty"`
+	// From, for an installed skill, is the index it was found in and the
+	// source it was added from.
+	From   string `json:"from,omitempty"`
+	Source string `json:"source,omitempty"`
+}
+
+// SkillsDiscovered is the data of a skills.discovered event: a
+// discover_skills search and what it offered the model.
+type SkillsDiscovered struct {
+	Turn     int               `json:"turn"`
+	CallID   string            `json:"callId"`
+	Query    string            `json:"query"`
+	Source   string            `json:"source"`
+	Results  []DiscoveredSkill `json:"results"`
+	Warnings []string          `json:"warnings,omitempty"`
+}
+
+// DiscoveredSkill is one result of a discover_skills search.
+type DiscoveredSkill struct {
+	Name      string  `json:"name"`
+	From      string  `json:"from"`
+	Source    string  `json:"source"`
+	Ref       string  `json:"ref,omitempty"`
+	Installed string  `json:"installed,omitempty"`
+	Score     float64 `json:"score"`
 }

@@ -32,6 +32,7 @@ func inputsOf(o Options, lin lineage, res resolved) record.Inputs {
 		Protect:             o.Protect,
 		EmbeddingModel:      o.EmbeddingModel,
 		Forge:               o.Forge(),
+		Discovery:           o.Discovery(),
 		Skills:              nonNil(o.Skills),
 		Model:               o.Model,
 		BaseURL:             artifacts.NewRedactor(o.APIKey).String(artifacts.EndpointOf(o.BaseURL)),
@@ -114,6 +115,8 @@ func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 		Record:       in.Record, Replay: in.Replay,
 		Sources: sources.Values, ConfigFile: sources.ConfigFile,
 		ApproveCreated: forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.ApproveCreated }),
+		SkillSources:   discoveryField(in.Discovery, func(d *record.DiscoveryInputs) []string { return d.Sources }),
+		TrustedSources: discoveryField(in.Discovery, func(d *record.DiscoveryInputs) []string { return d.TrustedSources }),
 		ForgeRoot:      forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Root }),
 		SkillsStore:    forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Store }),
 		ReloadCreated:  in.Forge != nil && in.Forge.ReloadCreated,
@@ -124,6 +127,9 @@ func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 	}
 	for _, a := range in.Attachments {
 		o.Attach = append(o.Attach, a.Path)
+	}
+	if in.Discovery != nil {
+		o.ApproveInstalled = in.Discovery.ApproveInstalled
 	}
 	return o, lineage{depth: in.Depth, maxDepth: in.MaxDepth, activationSource: in.ActivationSource}
 }
@@ -149,6 +155,13 @@ func forgeField(f *record.ForgeInputs, get func(*record.ForgeInputs) string) str
 		return ""
 	}
 	return get(f)
+}
+
+func discoveryField(d *record.DiscoveryInputs, get func(*record.DiscoveryInputs) []string) []string {
+	if d == nil {
+		return nil
+	}
+	return get(d)
 }
 
 // outputsOf is what run.json and run.created record of o: nothing when the

@@ -31,6 +31,7 @@ var notRecorded = map[string]string{
 	"Previous":       "a cache of digests: the run's own snapshot is recorded",
 	"Audits":         "a cache of content-scan findings by digest: the findings are recorded",
 	"EmbeddingCache": "a cache of vectors: a resume uses its own",
+	"IndexCache":     "a cache of fetched skill indexes: a resume uses its own",
 	"SnapshotCache":  "a cache of digests by stat fingerprint: a resume uses its own",
 	"CommandCache":   "a cache of toolchain builds: a resume uses its own",
 	"Outputs":        "where the result is delivered, not what the run is: recorded beside the inputs (run.created outputs), and a resume may override it",
@@ -58,8 +59,9 @@ func TestOptionsRoundTripThroughRunJSON(t *testing.T) {
 	o.ExternalSkillsRoots = []string{"/shared/skills", "/team/skills"}
 	o.Sandbox, o.Profiles, o.ArtifactsDir, o.MCPConfig, o.CommandGrant = "landlock", "/profiles.yaml", "/runs", "/mcp.json", "/grant.yaml"
 	o.ReadOnly, o.AllowProtectedWrite = []string{"/ws/vendor", "/ws/ci"}, []string{"/ws/.git/info"}
-	// The SkillForge settings are recorded when its tools are allowed.
-	o.AllowTools = append(o.AllowTools, "create_skill")
+	// The SkillForge and discovery settings are recorded when their tools
+	// are allowed.
+	o.AllowTools = append(o.AllowTools, "create_skill", "discover_skills")
 	res := resolved{workspace: o.Workspace, cwd: o.Cwd, skillsRoots: o.SkillsRoots, externalRoots: o.ExternalSkillsRoots, runDir: "/runs/r1", runID: "r1"}
 	for _, p := range o.Attach {
 		res.attachments = append(res.attachments, record.Attachment{Path: p})

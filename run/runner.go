@@ -201,7 +201,7 @@ func (r *runner) resolve() error {
 		return err
 	}
 	r.res = resolved{workspace: ws, cwd: cwd, skillsRoots: roots, externalRoots: external, runID: id, attachments: atts}
-	if runopts.ForgeAllowed(r.opts.AllowTools) && r.opts.ForgeRoot == "" && len(roots) > 0 {
+	if runopts.StoresSkills(r.opts.AllowTools) && r.opts.ForgeRoot == "" && len(roots) > 0 {
 		// Settled here, once, so that a resume (which restores it from
 		// run.json) computes the same policy digest.
 		r.opts.ForgeRoot = roots[0]

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/harness-dev/harness/discovery"
 	"github.com/harness-dev/harness/egress"
 	"github.com/harness-dev/harness/forge"
+	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/grant"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
@@ -84,6 +86,13 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		}
 		toolset = append(toolset, tools.ForgeTools(f, r.res.runID, r.opts.AllowTools)...)
 	}
+	if runopts.DiscoveryAllowed(r.opts.AllowTools) {
+		d, err := r.discovery(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		toolset = append(toolset, tools.DiscoveryTools(d, r.opts.AllowTools)...)
+	}
 	stager := tools.NewStager()
 	closers = append(closers, stager.Close)
 	allowed, err := egress.ParseRules(r.opts.AllowNetwork)
@@ -142,4 +151,61 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			c()
 		}
 	}, nil
+}
+
+// discovery is what discover_skills and install_skill work with: the
+// configured indexes, and installs through the run's store into the forge
+// root, journaled as the run's own creations (so resume does not count
+// them as drift) and, with --reload-created, loadable in the run.
+func (r *runner) discovery(ctx context.Context) (*tools.Discovery, error) {
+	sources, err := runopts.SkillSources(r.opts.SkillSources)
+	if err != nil {
+		return nil, err
+	}
+	d := &tools.Discovery{Registry: r.registry, Sources: sources, Fetcher: &discovery.Fetcher{CacheDir: r.opts.IndexCache}, Live: r.opts.ReloadCreated,
+		Discovered: func(rec record.SkillsDiscovered) error {
+			_, err := r.journal.Append(record.EventSkillsDiscovered, rec)
+			return err
+		}}
+	if !slices.Contains(r.opts.AllowTools, tools.InstallSkillName) {
+		return d, nil
+	}
+	ap, err := store.ParseApproval("--approve-installed", r.opts.ApproveInstalled)
+	if err != nil {
+		return nil, err
+	}
+	d.Install = func(ctx context.Context, callID string, entry discovery.Entry, from string) (record.SkillCreated, error) {
+		src, err := gitsource.Parse(entry.Source)
+		if err != nil {
+			return record.SkillCreated{}, fmt.Errorf("index %s gives %s as the source of %s: %v", from, entry.Source, entry.Name, err)
+		}
+		if src.Ref == "" {
+			src.Ref = entry.Ref
+		}
+		st, err := store.Open(r.opts.SkillsStore, r.opts.RunKey)
+		if err != nil {
+			return record.SkillCreated{}, err
+		}
+		added, err := store.Add(ctx, store.AddOptions{Source: src, Root: r.opts.ForgeRoot, Skills: []string{entry.Name}, TrustedSources: r.opts.TrustedSources,
+			Approve: ap, Store: st, Now: r.now, Command: "install_skill in run " + r.res.runID})
+		if err != nil {
+			return record.SkillCreated{}, err
+		}
+		if len(added.Skills) != 1 || added.Skills[0].Installed == nil {
+			return record.SkillCreated{}, fmt.Errorf("%s from %s: nothing was installed", entry.Name, from)
+		}
+		in := added.Skills[0].Installed
+		c := record.SkillCreated{Skill: in.Name, Version: in.Version, Root: r.opts.ForgeRoot, Outcome: record.ForgePromoted, CallID: callID, From: from, Source: src.String()}
+		if in.Pending {
+			c.Outcome = record.ForgePending
+		}
+		if _, err := r.journal.Append(record.EventSkillCreated, c); err != nil {
+			return c, err
+		}
+		if r.opts.ReloadCreated && c.Outcome == record.ForgePromoted {
+			return c, r.reloadCreated(ctx, c)
+		}
+		return c, nil
+	}
+	return d, nil
 }

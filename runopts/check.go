@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/harness-dev/harness/cfc"
+	"github.com/harness-dev/harness/discovery"
 	"github.com/harness-dev/harness/egress"
 	"github.com/harness-dev/harness/forge"
 	"github.com/harness-dev/harness/loop"
@@ -74,6 +75,9 @@ func Check(o *Options, modelGiven bool) error {
 		return outcome.Usage("prompt_role_invalid", "--prompt-role %q: use direct-command, context or quote", o.PromptRole)
 	}
 	o.TrustSkills = dedupe(o.TrustSkills)
+	if err := checkDiscovery(o); err != nil {
+		return err
+	}
 	if err := checkForge(o); err != nil {
 		return err
 	}
@@ -243,9 +247,9 @@ func dedupe(xs []string) []string {
 // checkForge settles the SkillForge options when its tools are allowed:
 // the approval tier, and absolute paths for the forge root and store.
 func checkForge(o *Options) error {
-	if !ForgeAllowed(o.AllowTools) {
+	if !StoresSkills(o.AllowTools) {
 		if o.ReloadCreated {
-			return outcome.Usage("reload_created_unused", "--reload-created needs --allow-tool create_skill or compose_skills")
+			return outcome.Usage("reload_created_unused", "--reload-created needs --allow-tool create_skill, compose_skills or install_skill")
 		}
 		return nil
 	}
@@ -256,7 +260,7 @@ func checkForge(o *Options) error {
 		return err
 	}
 	if o.ForgeRoot == "" && len(o.SkillsRoots) == 0 {
-		return outcome.Usage("forge_root_missing", "--allow-tool create_skill needs a root for the skills it promotes: give --skills-root or --forge-root")
+		return outcome.Usage("forge_root_missing", "--allow-tool create_skill, compose_skills and install_skill need a root for the skills they add: give --skills-root or --forge-root")
 	}
 	if o.SkillsStore == "" {
 		o.SkillsStore = store.DefaultStoreDir
@@ -272,6 +276,60 @@ func checkForge(o *Options) error {
 		*p = abs
 	}
 	return nil
+}
+
+// StoresSkills reports whether a tool that adds skills through the store
+// (SkillForge's, or install_skill) is allowed.
+func StoresSkills(allow []string) bool {
+	return ForgeAllowed(allow) || slices.Contains(allow, tools.InstallSkillName)
+}
+
+// DiscoveryAllowed reports whether discover_skills or install_skill is.
+func DiscoveryAllowed(allow []string) bool {
+	return slices.Contains(allow, tools.DiscoverSkillsName) || slices.Contains(allow, tools.InstallSkillName)
+}
+
+// SkillSources reads the --skill-source entries, NAME=URL.
+func SkillSources(entries []string) ([]discovery.Source, error) {
+	var out []discovery.Source
+	for _, e := range entries {
+		name, u, ok := strings.Cut(e, "=")
+		name, u = strings.TrimSpace(name), strings.TrimSpace(u)
+		if !ok || name == "" || u == "" || name == discovery.FromLocal || name == "all" {
+			return nil, outcome.Usage("skill_source_invalid", "--skill-source %q: give NAME=URL (a skill index's URL or file; NAME neither local nor all)", e)
+		}
+		if slices.ContainsFunc(out, func(s discovery.Source) bool { return s.Name == name }) {
+			return nil, outcome.Usage("skill_source_invalid", "--skill-source %s is given twice", name)
+		}
+		out = append(out, discovery.Source{Name: name, URL: u})
+	}
+	return out, nil
+}
+
+// checkDiscovery settles discover_skills and install_skill: sources that
+// parse, at least one for install_skill, and the approval tier.
+func checkDiscovery(o *Options) error {
+	if !DiscoveryAllowed(o.AllowTools) {
+		if len(o.SkillSources) > 0 {
+			return outcome.Usage("skill_source_unused", "--skill-source is given but neither discover_skills nor install_skill is allowed: add --allow-tool discover_skills")
+		}
+		return nil
+	}
+	sources, err := SkillSources(o.SkillSources)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(o.AllowTools, tools.InstallSkillName) {
+		return nil
+	}
+	if len(sources) == 0 {
+		return outcome.Usage("skill_source_missing", "--allow-tool install_skill needs at least one --skill-source NAME=URL (or skills.sources in the config file): skills are installed only from indexes you configured")
+	}
+	if o.ApproveInstalled == "" {
+		o.ApproveInstalled = "low"
+	}
+	_, err = store.ParseApproval("--approve-installed", o.ApproveInstalled)
+	return err
 }
 
 // ForgeAllowed reports whether a SkillForge tool is allowed.

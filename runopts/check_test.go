@@ -41,6 +41,16 @@ func TestCheckRefuses(t *testing.T) {
 		{"output_schema_invalid", func(o *Options) { o.OutputSchema = []byte(`{`) }},
 		{"base_url_invalid", func(o *Options) { o.BaseURL = "ftp://x" }},
 		{"tool_unknown", func(o *Options) { o.AllowTools = []string{"shell"} }},
+		{"wire_api_invalid", func(o *Options) { o.WireAPI = "soap" }},
+		{"wire_api_param", func(o *Options) { o.WireAPI, o.Stop = "responses", []string{"END"} }},
+		{"skill_source_unused", func(o *Options) { o.SkillSources = []string{"team=https://x/index.json"} }},
+		{"skill_source_invalid", func(o *Options) {
+			o.AllowTools, o.SkillSources = []string{"discover_skills"}, []string{"local=https://x/index.json"}
+		}},
+		{"skill_source_missing", func(o *Options) { o.AllowTools, o.SkillsRoots = []string{"install_skill"}, []string{"/ws/skills"} }},
+		{"approve_installed_invalid", func(o *Options) {
+			o.AllowTools, o.SkillSources, o.ApproveInstalled = []string{"install_skill"}, []string{"team=https://x/i.json"}, "high"
+		}},
 		{"pass_env_refused", func(o *Options) { o.PassEnv = []string{"HARNESS_API_KEY"} }},
 		{"allow_network_invalid", func(o *Options) { o.AllowNetwork = []string{"http://x/"} }},
 		{"mcp_config_unreadable", func(o *Options) { o.MCPConfig = filepath.Join(dir, "missing.json") }},

@@ -97,6 +97,15 @@ type Options struct {
 	ApproveCreated string
 	ForgeRoot      string
 	SkillsStore    string
+	// Discovery configures discover_skills and install_skill: the skill
+	// indexes they search (NAME=URL), the sources an install may come
+	// from (URL prefixes, directories), the approval tier up to which an
+	// installed skill goes live at once ("" = low), and where fetched
+	// indexes are kept.
+	SkillSources     []string
+	TrustedSources   []string
+	ApproveInstalled string
+	IndexCache       string
 	// ReloadCreated adds a skill the run promoted to the run's own
 	// registry (a registry.delta event), so that it can load it later in
 	// the same run; without it the run keeps its start snapshot.

@@ -77,6 +77,7 @@ func (o *Options) PolicyDigest(profiles []byte) artifacts.Digest {
 	if ForgeAllowed(o.AllowTools) {
 		// Where created skills go and who must approve them.
 		h.WriteField(fmt.Sprint("forge:", o.ApproveCreated, "\x00", o.ForgeRoot, "\x00", o.SkillsStore, "\x00", o.ReloadCreated))
+		h.WriteField(fmt.Sprint("discovery:", strings.Join(o.SkillSources, "\x00"), "\x01", strings.Join(o.TrustedSources, "\x00"), "\x01", o.ApproveInstalled))
 	}
 	h.WriteField("cfc:" + o.CFCMode)
 	// The prompt's role decides what enforce-explicit allows: a run
@@ -116,10 +117,25 @@ func (o *Options) Limits() record.Limits {
 // Forge records the SkillForge settings when its tools are allowed (Check
 // made their paths absolute).
 func (o *Options) Forge() *record.ForgeInputs {
-	if !ForgeAllowed(o.AllowTools) {
+	if !StoresSkills(o.AllowTools) {
 		return nil
 	}
 	return &record.ForgeInputs{ApproveCreated: o.ApproveCreated, Root: o.ForgeRoot, Store: o.SkillsStore, ReloadCreated: o.ReloadCreated}
+}
+
+// Discovery records the discovery tools' settings when one is allowed.
+func (o *Options) Discovery() *record.DiscoveryInputs {
+	if !DiscoveryAllowed(o.AllowTools) {
+		return nil
+	}
+	return &record.DiscoveryInputs{Sources: nonNilStrings(o.SkillSources), TrustedSources: nonNilStrings(o.TrustedSources), ApproveInstalled: o.ApproveInstalled}
+}
+
+func nonNilStrings(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
 }
 
 // OperatorValues are the values the operator gave one by one that a tool

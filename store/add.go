@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +35,10 @@ type AddOptions struct {
 	AllowRisky     bool
 	Store          *Store
 	Now            func() time.Time
-	dryRun         bool
+	// Command is who adds, for the store's history ("" = harness skills
+	// add).
+	Command string
+	dryRun  bool
 }
 
 // Added is what an add did: per skill, the version placed (or why it was
@@ -64,6 +68,9 @@ type RefMove struct {
 func Add(ctx context.Context, o AddOptions) (*Added, error) {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Root == "" {
+		return nil, outcome.Usage("install_root_invalid", "no skills root to add to: give --to ROOT")
 	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {
@@ -135,7 +142,7 @@ func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir,
 			Source: pin.String(), Shown: pin.String(), Root: o.Root, Store: o.Store,
 			Force: o.Force, AllowRisky: o.AllowRisky, Approve: &o.Approve, Git: pin,
 			Replaces: func(e LockEntry) bool { return e.Git != nil && e.Git.URL == pin.URL && e.Git.Path == pin.Path },
-			Held:     grew, Want: want, DryRun: o.dryRun, Command: "harness skills add", Now: o.Now,
+			Held:     grew, Want: want, DryRun: o.dryRun, Command: cmp.Or(o.Command, "harness skills add"), Now: o.Now,
 		})
 		if err != nil {
 			return nil, err

@@ -10,7 +10,7 @@ import (
 )
 
 // Names are the tool names --allow-tool accepts.
-var Names = []string{"find_skills", "list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "skills", "write_file", "delegate_task", "create_skill", "compose_skills", "run_command"}
+var Names = []string{"find_skills", "list_files", "load_skill", "read_file", "read_skill_resource", "run_skill_script", "skills", "write_file", "delegate_task", "create_skill", "compose_skills", "run_command", "discover_skills", "install_skill"}
 
 // ReadOnly are the read tools, always offered (a subagent profile may list
 // them without the parent's permission).

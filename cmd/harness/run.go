@@ -44,6 +44,9 @@ var runOptions = []option{
 	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file, run_skill_script, delegate_task, create_skill, compose_skills, or an MCP server's KEY__TOOL or KEY__* (KEY is the skill's name, or the server's name in --mcp-config); a server starts only when one of its tools is allowed"},
 	{name: "approve-created", usage: "with create_skill/compose_skills: the highest risk `TIER` promoted at once when a draft passes (minimal, low, moderate, or none: every draft waits for harness skills approve)", def: "low"},
 	{name: "reload-created", kind: kindBool, usage: "make a skill this run promotes loadable later in the same run (recorded as a registry delta; resume applies it)"},
+	{name: "skill-source", kind: kindStrings, usage: "a skill index discover_skills searches and install_skill installs from, as `NAME=URL` (a URL or a file; skills.sources in the config file adds more)"},
+	{name: "trusted-source", kind: kindStrings, usage: "a URL `PREFIX` or directory install_skill may add skills from (skills.trustedSources in the config file adds more)"},
+	{name: "approve-installed", usage: "with install_skill: the highest risk `TIER` made live at once (minimal, low, moderate, or none: every install waits for harness skills approve)", def: "low"},
 	{name: "forge-root", usage: "skills root `DIR` promoted skills go into (default: the first --skills-root)", def: ""},
 	{name: "store", usage: "skill store `DIR` keeping every version, its history and the audit log", def: ".harness/skills-store", envFallbacks: []string{"HARNESS_SKILLS_STORE"}},
 	{name: "allow-skill-script", kind: kindStrings, usage: "allow run_skill_script to run exactly `SKILL:scripts/PATH` (needs --skills-root and --allow-tool run_skill_script)"},
@@ -178,6 +181,10 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 			return nil, err
 		}
 	}
+	skillSources, trusted, err := discoverySettings(ro)
+	if err != nil {
+		return nil, err
+	}
 	opts := run.Options{
 		ScriptMemoryLimit:   memory,
 		WasmMemoryLimit:     wasmMemory,
@@ -226,6 +233,10 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 		AllowTools:          ro.strs("allow-tool"),
 		ApproveCreated:      ro.str("approve-created"),
 		ForgeRoot:           ro.str("forge-root"),
+		SkillSources:        skillSources,
+		TrustedSources:      trusted,
+		ApproveInstalled:    ro.str("approve-installed"),
+		IndexCache:          indexCache(""),
 		SkillsStore:         ro.str("store"),
 		ReloadCreated:       ro.boolean("reload-created"),
 		NoSkillCatalog:      ro.boolean("no-skill-catalog"),

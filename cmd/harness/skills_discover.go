@@ -41,6 +41,9 @@ func skillsIndexCommand() *cli.Command {
 			}
 			ix := discovery.Of(reg, cmd.String("source"), cmd.String("path"), cmd.String("ref"))
 			if out := cmd.String("output"); out != "" {
+				if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+					return err
+				}
 				if err := artifacts.WriteJSON(out, ix); err != nil {
 					return err
 				}
@@ -265,4 +268,27 @@ func scanPlain(ctx context.Context, root string) (*skills.Registry, error) {
 		return nil, err
 	}
 	return skills.Scan(ctx, skills.ScanOptions{Roots: []string{abs}})
+}
+
+// discoverySettings are a run's skill indexes (NAME=URL) and trusted
+// sources: --skill-source and --trusted-source, then skills.sources and
+// skills.trustedSources of the config file, the ones `harness skills`
+// reads.
+func discoverySettings(ro *resolvedOptions) (sources, trusted []string, err error) {
+	sources, trusted = ro.strs("skill-source"), ro.strs("trusted-source")
+	if ro.config == "" {
+		return sources, trusted, nil
+	}
+	cfgSources, err := readSkillSources(ro.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range cfgSources {
+		sources = append(sources, s.Name+"="+s.URL)
+	}
+	cfgTrusted, err := readTrustedSources(ro.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sources, append(trusted, cfgTrusted...), nil
 }
