@@ -42,7 +42,10 @@ type Config struct {
 	// Registry is the run's snapshot: the names taken and the skills a
 	// composed skill may order.
 	Registry *skills.Registry
-	Now      func() time.Time
+	// LearnedFrom is the run a reflection run studies: the history of
+	// what it proposes names it.
+	LearnedFrom string
+	Now         func() time.Time
 	// OnStored is told of every draft the store took (promoted or
 	// pending) before the model is: the run journals it.
 	OnStored func(record.SkillCreated) error
@@ -123,7 +126,7 @@ func (f *Forge) create(ctx context.Context, call Call, d Draft, a *record.ForgeA
 	if msg := f.nameTaken(d.Name); msg != "" {
 		return refuse(msg)
 	}
-	actor := record.Actor{Kind: "run", RunID: call.RunID, Turn: call.Turn, CallID: call.CallID}
+	actor := record.Actor{Kind: "run", RunID: call.RunID, Turn: call.Turn, CallID: call.CallID, LearnedFrom: f.cfg.LearnedFrom}
 	draftRel := filepath.Join(record.DirSkillForgeDrafts, d.Name, fmt.Sprintf("attempt-%d", a.Attempt))
 	attemptDir := filepath.Join(f.cfg.RunDir, draftRel)
 	os.RemoveAll(attemptDir) // a resumed run may have left a partial one

@@ -84,6 +84,8 @@ type Inputs struct {
 	EmbeddingModel      string     `json:"embeddingModel,omitempty"`
 	// Forge is how create_skill and compose_skills promote, when allowed.
 	Forge *ForgeInputs `json:"forge,omitempty"`
+	// LearnedFrom is the run this one reflects on (harness reflect).
+	LearnedFrom string `json:"learnedFrom,omitempty"`
 	// Discovery is what discover_skills and install_skill were given.
 	Discovery *DiscoveryInputs `json:"discovery,omitempty"`
 	// Protect are further paths the tools never touch (a pipeline's

@@ -56,6 +56,8 @@ type Actor struct {
 	RunID   string `json:"runId,omitempty"`
 	Turn    int    `json:"turn,omitempty"`
 	CallID  string `json:"callId,omitempty"`
+	// LearnedFrom is the run a reflection studied to propose the skill.
+	LearnedFrom string `json:"learnedFrom,omitempty"`
 }
 
 // SkillHistory is versions/<name>/history.json.

@@ -71,7 +71,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		}
 		f, err := forge.New(forge.Config{Store: st, Root: r.opts.ForgeRoot, RunDir: r.res.runDir, Redact: r.redact, Approve: ap, Workspace: ws,
 			Sandbox:  forge.Sandbox{Backend: backend, Probe: probe, Helper: helper, MemoryLimit: r.opts.ScriptMemoryLimit, RunID: r.res.runID},
-			Registry: r.registry, Now: r.now,
+			Registry: r.registry, Now: r.now, LearnedFrom: r.opts.LearnedFrom,
 			OnStored: func(c record.SkillCreated) error {
 				if _, err := r.journal.Append(record.EventSkillCreated, c); err != nil {
 					return err

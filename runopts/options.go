@@ -102,6 +102,9 @@ type Options struct {
 	// from (URL prefixes, directories), the approval tier up to which an
 	// installed skill goes live at once ("" = low), and where fetched
 	// indexes are kept.
+	// LearnedFrom makes this a reflection on that run (harness reflect):
+	// the skills it proposes name it in their history.
+	LearnedFrom      string
 	SkillSources     []string
 	TrustedSources   []string
 	ApproveInstalled string

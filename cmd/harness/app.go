@@ -85,6 +85,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Commands: []*cli.Command{
 			runCommand(),
+			reflectCommand(),
 			resumeCommand(),
 			continueCommand(),
 			verifyCommand(),

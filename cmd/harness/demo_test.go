@@ -46,3 +46,34 @@ func replayDemo(t *testing.T, wire, cassette string) {
 		t.Fatalf("want one run directory in %s, got %v (%v)", runs, entries, err)
 	}
 }
+
+// TestDemoReflectionReplays replays the demo, then harness reflect on it
+// from examples/demo/reflect.cassette.jsonl (recorded against the scripted
+// server): the proposed skill waits in the store, its history naming the
+// demo run.
+func TestDemoReflectionReplays(t *testing.T) {
+	demo, err := filepath.Abs("../../examples/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, st := t.TempDir(), filepath.Join(t.TempDir(), "store")
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"harness", "run", "--workspace", filepath.Join(demo, "workspace"), "--skills-root", filepath.Join(demo, "workspace", "skills"),
+		"--skill", "release-notes", "--model", "gpt-4.1-mini", "--prompt-file", filepath.Join(demo, "prompt.txt"),
+		"--replay", filepath.Join(demo, "cassette.jsonl"), "--artifacts-dir", runs, "--run-id", "demo"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("demo replay exited %d: %s", code, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := Main([]string{"harness", "reflect", filepath.Join(runs, "demo"), "--replay", filepath.Join(demo, "reflect.cassette.jsonl"),
+		"--approve-created", "none", "--store", st, "--artifacts-dir", runs, "--run-id", "reflection"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("reflection replay exited %d:\n%s\nThe cassette is stale if a request changed: run examples/demo/record.sh", code, stderr.String())
+	}
+	stdout.Reset()
+	if code := Main([]string{"harness", "skills", "pending", "--store", st}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("skills pending exited %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "changelog-release-notes") || !strings.Contains(stdout.String(), "run reflection turn 1, learned from run demo") {
+		t.Errorf("pending skills:\n%s", stdout.String())
+	}
+}

@@ -44,6 +44,7 @@ var runOptions = []option{
 	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file, run_skill_script, delegate_task, create_skill, compose_skills, or an MCP server's KEY__TOOL or KEY__* (KEY is the skill's name, or the server's name in --mcp-config); a server starts only when one of its tools is allowed"},
 	{name: "approve-created", usage: "with create_skill/compose_skills: the highest risk `TIER` promoted at once when a draft passes (minimal, low, moderate, or none: every draft waits for harness skills approve)", def: "low"},
 	{name: "reload-created", kind: kindBool, usage: "make a skill this run promotes loadable later in the same run (recorded as a registry delta; resume applies it)"},
+	{name: "reflect", kind: kindBool, usage: "once the run succeeded, reflect on it as harness reflect does: a model may propose a skill from what the run did, through SkillForge (--approve-created decides how far it goes; a --record or --replay FILE becomes FILE.reflect.jsonl for the reflection)"},
 	{name: "skill-source", kind: kindStrings, usage: "a skill index discover_skills searches and install_skill installs from, as `NAME=URL` (a URL or a file; skills.sources in the config file adds more)"},
 	{name: "trusted-source", kind: kindStrings, usage: "a URL `PREFIX` or directory install_skill may add skills from (skills.trustedSources in the config file adds more)"},
 	{name: "approve-installed", usage: "with install_skill: the highest risk `TIER` made live at once (minimal, low, moderate, or none: every install waits for harness skills approve)", def: "low"},
@@ -134,13 +135,16 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
 		return werr
 	}
+	if err == nil && res != nil && res.ExitCode == 0 && ro.boolean("reflect") {
+		reflectAfter(ctx, cmd, ro, res)
+	}
 	return err
 }
 
 // startRun runs what ro describes; every error before the run begins is
 // still an attempt the job's outputs describe.
 func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs record.Outputs) (*run.Result, error) {
-	if cmd.NArg() > 0 {
+	if cmd.NArg() > 0 && cmd.Name == "run" {
 		return nil, usagef(fmt.Sprintf("unexpected argument %q: pass the task with --prompt TEXT", cmd.Args().First()))
 	}
 	prompt, promptSource, err := readPrompt(cmd.Root().Reader, ro, cmd)
@@ -233,6 +237,7 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 		AllowTools:          ro.strs("allow-tool"),
 		ApproveCreated:      ro.str("approve-created"),
 		ForgeRoot:           ro.str("forge-root"),
+		LearnedFrom:         ro.str("learned-from"),
 		SkillSources:        skillSources,
 		TrustedSources:      trusted,
 		ApproveInstalled:    ro.str("approve-installed"),

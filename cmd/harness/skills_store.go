@@ -81,7 +81,11 @@ func skillsVersionsCommand() *cli.Command {
 
 func actorText(a record.Actor) string {
 	if a.Kind == "run" {
-		return fmt.Sprintf("run %s turn %d", a.RunID, a.Turn)
+		s := fmt.Sprintf("run %s turn %d", a.RunID, a.Turn)
+		if a.LearnedFrom != "" {
+			s += ", learned from run " + a.LearnedFrom
+		}
+		return s
 	}
 	return a.Command
 }
