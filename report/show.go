@@ -39,6 +39,10 @@ type RunView struct {
 	// Approvals are every call that waited for a person, and what was
 	// decided (from the journal).
 	Approvals []ApprovalView `json:"approvals,omitempty"`
+	// Discoveries are the run's discover_skills searches; SkillsAdded the
+	// skills it created or installed through the store (live or pending).
+	Discoveries []record.SkillsDiscovered `json:"discoveries,omitempty"`
+	SkillsAdded []record.SkillCreated     `json:"skillsAdded,omitempty"`
 }
 
 // ApprovalView is one call that waited for a person.
@@ -164,6 +168,16 @@ func readTurns(dir string, v *RunView) {
 					c.Label = string(lb)
 				}
 			}
+		case record.EventSkillsDiscovered:
+			var d record.SkillsDiscovered
+			if json.Unmarshal(ev.Data, &d) == nil {
+				v.Discoveries = append(v.Discoveries, d)
+			}
+		case record.EventSkillCreated:
+			var d record.SkillCreated
+			if json.Unmarshal(ev.Data, &d) == nil {
+				v.SkillsAdded = append(v.SkillsAdded, d)
+			}
 		case record.EventApprovalRequested:
 			var d record.ApprovalRequested
 			if json.Unmarshal(ev.Data, &d) == nil {
@@ -266,6 +280,20 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 	}
 	if v.Answer != "" {
 		fmt.Fprintf(w, "answer:\n%s\n", v.Answer)
+	}
+	for _, d := range v.Discoveries {
+		var names []string
+		for _, r := range d.Results {
+			names = append(names, r.Name+" ("+r.From+")")
+		}
+		fmt.Fprintf(w, "skills discovered for %q: %s\n", d.Query, strings.Join(names, ", "))
+	}
+	for _, c := range v.SkillsAdded {
+		how := "created"
+		if c.From != "" {
+			how = "installed from " + c.From
+		}
+		fmt.Fprintf(w, "skill %s %s: %s\n", c.Skill, how, c.Outcome)
 	}
 	for _, a := range v.Approvals {
 		if a.Decision != "waiting" {
