@@ -97,20 +97,11 @@ func Add(ctx context.Context, o AddOptions) (*Added, error) {
 
 // addAt stages dir of commit and places each skill in it.
 func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir, ref string, want map[string]LockEntry) (*Added, error) {
-	if err := os.MkdirAll(o.Root, 0o755); err != nil {
-		return nil, outcome.Usage("install_root_invalid", "--to %s: %v", o.Root, err)
-	}
-	removeStaleStages(o.Root)
-	stage, err := os.MkdirTemp(o.Root, stagePrefix)
+	stage, done, err := newStage(o.Root)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(stage)
-	held, err := holdStage(stage)
-	if err != nil {
-		return nil, err
-	}
-	defer held.Close()
+	defer done()
 	tree := filepath.Join(stage, "tree")
 	if err := writeCommit(repo, commit, dir, tree); err != nil {
 		return nil, err
@@ -275,24 +266,14 @@ func NewPermissions(before, after *skills.Permissions) []string {
 	return out
 }
 
-// fetch fetches u into a directory of root's stage area, removed when
-// done is called.
+// fetch fetches u into a staging directory of root (held, so that a
+// concurrent install's sweep of stale stages leaves it alone), removed
+// when done is called.
 func fetch(ctx context.Context, root, u string) (*gitsource.Repo, func(), error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, nil, outcome.Usage("install_root_invalid", "--to %s: %v", root, err)
-	}
-	dir, err := os.MkdirTemp(root, stagePrefix)
+	dir, done, err := newStage(root)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Held like a stage, so that a concurrent install's sweep of stale
-	// stages leaves it alone.
-	held, err := holdStage(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	done := func() { held.Close(); os.RemoveAll(dir) }
 	repo, err := gitsource.Fetch(ctx, u, filepath.Join(dir, "repo.git"))
 	if err != nil {
 		done()
@@ -322,15 +303,11 @@ func trustedURL(u string, prefixes []string) bool {
 // writeCommit writes dir of commit into dst with the install's rules:
 // nothing outside dst, no special files or submodules, bounded.
 func writeCommit(repo *gitsource.Repo, commit, dir, dst string) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(dst)
+	w, err := newTreeWriter(dst)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
-	w := &treeWriter{root: root}
+	defer w.root.Close()
 	err = repo.Walk(commit, dir, func(e gitsource.Entry) error {
 		switch e.Kind {
 		case gitsource.KindDir:

@@ -111,20 +111,11 @@ func Install(ctx context.Context, o InstallOptions) (*Installed, error) {
 	if err != nil {
 		return nil, outcome.Usage("install_root_invalid", "--to %s: %v", o.Root, err)
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, outcome.Usage("install_root_invalid", "--to %s: %v", o.Root, err)
-	}
-	removeStaleStages(root)
-	stage, err := os.MkdirTemp(root, stagePrefix)
+	stage, done, err := newStage(root)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(stage)
-	held, err := holdStage(stage)
-	if err != nil {
-		return nil, err
-	}
-	defer held.Close()
+	defer done()
 	tree := filepath.Join(stage, "skill")
 	if err := unpack(src, tree); err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/harness-dev/harness/outcome"
 )
 
 // stagePrefix names an install's staging directory inside the skills
@@ -48,4 +50,22 @@ func removeStaleStages(root string) {
 		}
 		os.RemoveAll(dir)
 	}
+}
+
+// newStage makes a held staging directory in root (made if missing),
+// after sweeping the stale ones; done releases and removes it.
+func newStage(root string) (stage string, done func(), err error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", nil, outcome.Usage("install_root_invalid", "--to %s: %v", root, err)
+	}
+	removeStaleStages(root)
+	if stage, err = os.MkdirTemp(root, stagePrefix); err != nil {
+		return "", nil, err
+	}
+	held, err := holdStage(stage)
+	if err != nil {
+		os.RemoveAll(stage)
+		return "", nil, err
+	}
+	return stage, func() { held.Close(); os.RemoveAll(stage) }, nil
 }

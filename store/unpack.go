@@ -29,15 +29,11 @@ func unpack(src, dst string) error {
 	if err != nil {
 		return outcome.Usage("install_source_invalid", "%s: %v", src, err)
 	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(dst)
+	w, err := newTreeWriter(dst)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
-	w := &treeWriter{root: root}
+	defer w.root.Close()
 	switch {
 	case fi.IsDir():
 		err = w.copyDir(src)
@@ -52,6 +48,19 @@ func unpack(src, dst string) error {
 		return err
 	}
 	return w.finishLinks()
+}
+
+// newTreeWriter writes beneath dst (made if missing) through an os.Root;
+// the caller closes w.root.
+func newTreeWriter(dst string) (*treeWriter, error) {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return nil, err
+	}
+	return &treeWriter{root: root}, nil
 }
 
 type treeWriter struct {

@@ -15,10 +15,6 @@ import (
 )
 
 func reflectCommand() *cli.Command {
-	flags := []cli.Flag{&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with the same keys as harness run's flags [$HARNESS_CONFIG]"}}
-	for _, o := range runOptions {
-		flags = append(flags, o.cliFlag())
-	}
 	return &cli.Command{
 		Name:  "reflect",
 		Usage: "ask a model whether a finished run followed a reusable procedure, and let it propose the skill through SkillForge",
@@ -32,7 +28,7 @@ func reflectCommand() *cli.Command {
 			"pending by --approve-created (default low); its history names the run it was learned from.\n" +
 			"The model, workspace and skill roots default to the run's; the reflection is a run like any\n" +
 			"other (cassettes, resume, exit codes).",
-		Flags: flags,
+		Flags: runFlags(),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness reflect takes exactly one RUN_DIR: the finished run to learn from")

@@ -96,11 +96,17 @@ var runOptions = []option{
 	{name: "quiet", kind: kindBool, usage: "no progress on stderr"},
 }
 
-func runCommand() *cli.Command {
+// runFlags are harness run's flags: --config and every run option.
+func runFlags() []cli.Flag {
 	flags := []cli.Flag{&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with the same keys as the flags (flag > env > config > default) [$HARNESS_CONFIG]"}}
 	for _, o := range runOptions {
 		flags = append(flags, o.cliFlag())
 	}
+	return flags
+}
+
+func runCommand() *cli.Command {
+	flags := runFlags()
 	return &cli.Command{
 		Name:  "run",
 		Usage: "run one agent task against an OpenAI-compatible model",

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/goccy/go-yaml"
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -192,20 +191,9 @@ func skillsDiscoverCommand() *cli.Command {
 // readSkillSources reads skills.sources from the config file; a relative
 // file path is relative to the file.
 func readSkillSources(file string) ([]discovery.Source, error) {
-	if file == "" {
-		return nil, nil
-	}
-	data, err := readFlagFile("config", file, maxOperatorFile)
+	cfg, err := readSkillsConfig(file)
 	if err != nil {
 		return nil, err
-	}
-	var cfg struct {
-		Skills struct {
-			Sources []discovery.Source `yaml:"sources"`
-		} `yaml:"skills"`
-	}
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return nil, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", file, err))
 	}
 	seen := map[string]bool{}
 	for i, s := range cfg.Skills.Sources {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/harness-dev/harness/discovery"
 	"github.com/harness-dev/harness/store"
 	"github.com/urfave/cli/v3"
 )
@@ -75,20 +77,9 @@ func skillsInstallCommand() *cli.Command {
 // readTrustedSources reads skills.trustedSources from the config file:
 // directories (relative ones are relative to the file) and URL prefixes.
 func readTrustedSources(file string) ([]string, error) {
-	if file == "" {
-		return nil, nil
-	}
-	data, err := readFlagFile("config", file, maxOperatorFile)
+	cfg, err := readSkillsConfig(file)
 	if err != nil {
 		return nil, err
-	}
-	var cfg struct {
-		Skills struct {
-			TrustedSources []string `yaml:"trustedSources"`
-		} `yaml:"skills"`
-	}
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return nil, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", file, err))
 	}
 	var out []string
 	for _, p := range cfg.Skills.TrustedSources {
@@ -98,4 +89,30 @@ func readTrustedSources(file string) ([]string, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// skillsConfig is the skills: section of the config file, the settings of
+// harness skills (and of a run's discovery tools).
+type skillsConfig struct {
+	Skills struct {
+		TrustedSources []string           `yaml:"trustedSources"`
+		Sources        []discovery.Source `yaml:"sources"`
+	} `yaml:"skills"`
+}
+
+// readSkillsConfig reads the skills: section of the config file ("" reads
+// nothing).
+func readSkillsConfig(file string) (skillsConfig, error) {
+	var cfg skillsConfig
+	if file == "" {
+		return cfg, nil
+	}
+	data, err := readFlagFile("config", file, maxOperatorFile)
+	if err != nil {
+		return cfg, err
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return cfg, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", file, err))
+	}
+	return cfg, nil
 }
