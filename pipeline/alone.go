@@ -66,7 +66,7 @@ func runAlone(ctx context.Context, f *File, o Options) (*record.PipelineResult, 
 	p.journal.Close()
 	unlock()
 
-	done := p.runPhase(ctx, ph, start.resume, p.templateData(ph))
+	done := p.runPhase(ctx, ph, start.resume, p.templateData(ph), p.handedOff(ph))
 
 	// What other phases recorded meanwhile comes first in the journal.
 	unlock, err = lockWait(ctx, dir)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -73,7 +74,7 @@ func (p *pipe) answerFile(name string) string {
 // runPhase runs (or resumes) one phase as a harness run and reports how
 // it ended. It touches no pipeline state: the scheduler records the
 // outcome.
-func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[string]any) *phaseDone {
+func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[string]any, handed map[string]artifacts.Digest) *phaseDone {
 	started := clock(p.common.Now)()
 	stderr := newPrefixWriter(p.out, "["+ph.Name+"] ")
 	defer stderr.Flush()
@@ -91,7 +92,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 			Stderr: stderr, Now: p.common.Now, Version: p.common.Version, SnapshotCache: p.common.SnapshotCache,
 			Approve: p.decisions[ph.Name].approve, Deny: p.decisions[ph.Name].deny, DenyReason: p.decisionReason, Actor: p.decisionActor,
 		})
-	} else if err = p.checkHandOff(ph); err == nil {
+	} else if err = p.checkHandOff(handed); err == nil {
 		var opts run.Options
 		opts, err = p.options(ph, data)
 		if err == nil {
@@ -378,14 +379,25 @@ func (p *prefixWriter) Flush() {
 	}
 }
 
-// checkHandOff holds every answer file ph is handed (its needs') to the
-// digest recorded when it was written, right before ph starts.
-func (p *pipe) checkHandOff(ph *Phase) error {
+// handedOff are the answer digests of ph's needs, read where the phases'
+// outcomes are kept (never from a phase's own goroutine, while others
+// finish).
+func (p *pipe) handedOff(ph *Phase) map[string]artifacts.Digest {
+	out := map[string]artifacts.Digest{}
 	for _, n := range ph.Needs {
 		if d := p.done[n]; d != nil {
-			if err := p.checkAnswer(n, d.outcome.AnswerDigest); err != nil {
-				return err
-			}
+			out[n] = d.outcome.AnswerDigest
+		}
+	}
+	return out
+}
+
+// checkHandOff holds every answer file a phase is handed (its needs') to
+// the digest recorded when it was written, right before the phase starts.
+func (p *pipe) checkHandOff(handed map[string]artifacts.Digest) error {
+	for _, n := range slices.Sorted(maps.Keys(handed)) {
+		if err := p.checkAnswer(n, handed[n]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -368,10 +368,10 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 			state[n] = "running"
 			running++
 			resume := p.resumable[n]
-			data := p.templateData(ph)
+			data, handed := p.templateData(ph), p.handedOff(ph)
 			note(p.layout.unitStarted(), map[string]any{p.layout.unit: n, "runDir": p.runDir(n), "resume": resume})
 			go func() {
-				results <- finished{n, p.runPhase(ctx, ph, resume, data)}
+				results <- finished{n, p.runPhase(ctx, ph, resume, data, handed)}
 			}()
 		}
 		if running == 0 {

@@ -260,7 +260,14 @@ func checkForge(o *Options) error {
 		return err
 	}
 	if o.ForgeRoot == "" && len(o.SkillsRoots) == 0 {
-		return outcome.Usage("forge_root_missing", "--allow-tool create_skill, compose_skills and install_skill need a root for the skills they add: give --skills-root or --forge-root")
+		tool := tools.InstallSkillName
+		for _, t := range []string{tools.CreateSkillName, tools.ComposeSkillsName} {
+			if slices.Contains(o.AllowTools, t) {
+				tool = t
+				break
+			}
+		}
+		return outcome.Usage("forge_root_missing", "--allow-tool %s needs a root for the skills it promotes: give --skills-root or --forge-root", tool)
 	}
 	if o.SkillsStore == "" {
 		o.SkillsStore = store.DefaultStoreDir

@@ -74,9 +74,13 @@ func (o *Options) PolicyDigest(profiles []byte) artifacts.Digest {
 	if o.WasmMemoryLimit != 0 {
 		h.WriteField(fmt.Sprint("wasm-memory:", o.WasmMemoryLimit))
 	}
-	if ForgeAllowed(o.AllowTools) {
-		// Where created skills go and who must approve them.
+	if StoresSkills(o.AllowTools) {
+		// Where created or installed skills go and who must approve them.
 		h.WriteField(fmt.Sprint("forge:", o.ApproveCreated, "\x00", o.ForgeRoot, "\x00", o.SkillsStore, "\x00", o.ReloadCreated))
+	}
+	if DiscoveryAllowed(o.AllowTools) {
+		// Which indexes the model searches and installs from, and how far
+		// an install goes without a person.
 		h.WriteField(fmt.Sprint("discovery:", strings.Join(o.SkillSources, "\x00"), "\x01", strings.Join(o.TrustedSources, "\x00"), "\x01", o.ApproveInstalled))
 	}
 	h.WriteField("cfc:" + o.CFCMode)

@@ -20,9 +20,9 @@ func skillsIndexCommand() *cli.Command {
 		Name:  "index",
 		Usage: "write the skill index of a root, for a team to host and others to discover",
 		UsageText: "harness skills index ROOT [--source URL] [--path DIR] [--ref REF] [-o FILE]\n\n" +
-			"Each skill of ROOT becomes an entry {name, description, source, ref, digest}: source is\n" +
-			"URL#DIR/<skill> (what harness skills add takes) when --source names the git repository ROOT\n" +
-			"is published in (--path: ROOT's directory in it), else the skill's directory. The format's\n" +
+			"Each skill of ROOT becomes an entry {name, description, source, ref, digest}. With --source,\n" +
+			"the git repository ROOT is published in (--path: ROOT's directory in it), an entry's source\n" +
+			"is URL#DIR/<skill>, which harness skills add takes; without it, the skill's directory. The format's\n" +
 			"JSON Schema is discovery/index.schema.json; list the file's URL under skills.sources.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "source", Usage: "the git repository `URL` the root is published in"},
