@@ -40,6 +40,8 @@ type ResumeOptions struct {
 	RetryMaxWait   time.Duration
 	// SnapshotCache is as in Options (the drift check's re-scan uses it).
 	SnapshotCache string
+	// IndexCache is where discover_skills keeps fetched skill indexes.
+	IndexCache string
 	// RunKey is HARNESS_RUN_KEY: a sealed run resumes only with it.
 	RunKey []byte
 	// BaseURL moves the run to another endpoint: transport, not identity.
@@ -135,6 +137,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	r.manifest = m
 	r.opts, r.lin = optionsOf(st.Created.Inputs, st.Created.Sources)
+	r.opts.IndexCache = ro.IndexCache
 	if o := st.Created.Outputs; o != nil {
 		r.opts.Outputs = *o
 	}

@@ -20,6 +20,9 @@ import (
 	"github.com/harness-dev/harness/skills"
 )
 
+// FetchTimeout bounds fetching one repository.
+const FetchTimeout = 5 * time.Minute
+
 // AddOptions are `harness skills add`: skills from a git repository,
 // pinned in the root's skills.lock.json.
 type AddOptions struct {
@@ -274,6 +277,10 @@ func fetch(ctx context.Context, root, u string) (*gitsource.Repo, func(), error)
 	if err != nil {
 		return nil, nil, err
 	}
+	// A CI job must not hang on a server that stops sending; what was
+	// fetched is read from disk afterwards, outside this bound.
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	defer cancel()
 	repo, err := gitsource.Fetch(ctx, u, filepath.Join(dir, "repo.git"))
 	if err != nil {
 		done()

@@ -176,6 +176,7 @@ func resume(ctx context.Context, cmd *cli.Command, outs record.Outputs, followUp
 		OnEvent:          ev.render,
 		Stderr:           ev.stderr(),
 		SnapshotCache:    snapshotCacheDir(cmd.String("snapshot-cache"), cmd.Bool("no-snapshot-cache")),
+		IndexCache:       indexCache(""),
 		Version:          version,
 		Approve:          cmd.StringSlice("approve"),
 		Deny:             cmd.StringSlice("deny"),
