@@ -63,6 +63,9 @@ func skillsAddCommand() *cli.Command {
 				return err
 			}
 			w := cmd.Root().Writer
+			if len(added.Skills) == 0 {
+				fmt.Fprintf(w, "%s/skills.lock.json pins no skill from git: nothing to install (give a SOURCE to add one)\n", ao.Root)
+			}
 			for _, a := range added.Skills {
 				if a.UpToDate {
 					fmt.Fprintf(w, "%s: up to date at %s\n", a.Name, shortCommit(a.Commit))
