@@ -44,6 +44,14 @@ func (c ownCache) Run() int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Go's build cache is under the user cache directory too: the test
+	// programs the scripts build keep the one this machine has, or each
+	// run would build the standard library and the MCP SDK from nothing.
+	if os.Getenv("GOCACHE") == "" {
+		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+			os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
+		}
+	}
 	os.Setenv("XDG_CACHE_HOME", dir)
 	return c.m.Run()
 }
