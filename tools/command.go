@@ -166,11 +166,8 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 		return fail("command_not_allowed", fmt.Sprintf("%q is not an allowed command; the operator allows %s (argv is matched word for word, and is never given to a shell)", strings.Join(argv, " "), strings.Join(allowed, ", ")))
 	}
 	rec.Pattern = cfg.Patterns[i].Text
-	timeout := defaultScriptTimeout
-	if timeoutMs != nil {
-		timeout = *timeoutMs
-	}
-	if timeout < 1 || timeout > maxScriptTimeout {
+	timeout, ok := callTimeout(timeoutMs)
+	if !ok {
 		return fail("timeout_invalid", fmt.Sprintf("timeoutMs must be between 1 and %d", maxScriptTimeout))
 	}
 	rec.TimeoutMs = timeout
@@ -185,13 +182,9 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 		rec.ExecutionTarget = "host"
 	}
 	ws := cfg.Workspace
-	cwdRel := "."
-	if cwd != "" {
-		var err error
-		if cwdRel, err = ws.Resolve(cwd); err != nil {
-			pr := workspace.AsRefusal(err)
-			return fail(pr.Code, pr.Msg)
-		}
+	cwdRel, pr := callCwd(ws, cwd)
+	if pr != nil {
+		return fail(pr.Code, pr.Msg)
 	}
 	rec.Cwd = ws.SandboxPath(cwdRel)
 	cwdPath := ws.SandboxPath(cwdRel)
@@ -234,14 +227,8 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 		Timeout: time.Duration(timeout) * time.Millisecond,
 		Limits:  scripts.Limits{Memory: cfg.MemoryLimit},
 	})
-	if made := g.Sweep(); len(made) > 0 {
-		return fail("protected_path", fmt.Sprintf("the command made %s, which is kept read-only (git, harness and the next run use it on the host); it was removed", strings.Join(made, ", ")))
-	}
-	if err != nil {
-		if ctx.Err() != nil && !errors.As(err, new(*scripts.Refusal)) {
-			return fail("interrupted", "the run was interrupted while the command ran; it was killed")
-		}
-		return fail(refusal(err, "command_failed_to_start"))
+	if code, msg := afterRun(ctx, g, err, "command"); code != "" {
+		return fail(code, msg)
 	}
 	rec.DurationMs = out.Duration.Milliseconds()
 	rec.StdoutBytes, rec.StderrBytes, rec.Truncated, rec.Signal = out.StdoutLen, out.StderrLen, out.Truncated, out.Signal

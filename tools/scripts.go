@@ -193,11 +193,8 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		return fail("script_not_indexed", fmt.Sprintf("%s is not a script of skill '%s' in the run-start snapshot", rel, s.Name))
 	}
 	rec.Runtime, rec.ResourcePath, rec.SandboxResourcePath, rec.RegistryDigest = res.Runtime, res.HostPath, res.SandboxPath, res.Digest
-	timeout := defaultScriptTimeout
-	if timeoutMs != nil {
-		timeout = *timeoutMs
-	}
-	if timeout < 1 || timeout > maxScriptTimeout {
+	timeout, ok := callTimeout(timeoutMs)
+	if !ok {
 		return fail("timeout_invalid", fmt.Sprintf("timeoutMs must be between 1 and %d", maxScriptTimeout))
 	}
 	// The skill's own limit narrows, never widens, what the call asks.
@@ -230,12 +227,9 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		return fail("script_staging_failed", err.Error())
 	}
 	ws := cfg.Workspace
-	cwdRel := "."
-	if cwd != "" {
-		if cwdRel, err = ws.Resolve(cwd); err != nil {
-			pr := workspace.AsRefusal(err)
-			return fail(pr.Code, pr.Msg)
-		}
+	cwdRel, pr := callCwd(ws, cwd)
+	if pr != nil {
+		return fail(pr.Code, pr.Msg)
 	}
 	// Paths as the script sees them: sandbox paths, or the staged copy on
 	// the host when the operator chose no sandbox.
@@ -286,14 +280,8 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 			})
 		}
 	}
-	if made := g.Sweep(); len(made) > 0 {
-		return fail("protected_path", fmt.Sprintf("the script made %s, which is kept read-only (git, harness and the next run use it on the host); it was removed", strings.Join(made, ", ")))
-	}
-	if err != nil {
-		if ctx.Err() != nil && !errors.As(err, new(*scripts.Refusal)) {
-			return fail("interrupted", "the run was interrupted while the script ran; it was killed")
-		}
-		return fail(refusal(err, "script_failed_to_start"))
+	if code, msg := afterRun(ctx, g, err, "script"); code != "" {
+		return fail(code, msg)
 	}
 	rec.Argv, rec.DurationMs = out.Argv, out.Duration.Milliseconds()
 	rec.StdoutBytes, rec.StderrBytes, rec.Truncated, rec.Signal = out.StdoutLen, out.StderrLen, out.Truncated, out.Signal
@@ -310,6 +298,45 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 	}
 	b, _ := json.Marshal(result)
 	return loop.ToolResult{Content: string(b), Status: loop.StatusOK, Record: rec}
+}
+
+// callTimeout is a call's timeoutMs, or the default; ok is false outside
+// 1 to maxScriptTimeout.
+func callTimeout(timeoutMs *int) (timeout int, ok bool) {
+	timeout = defaultScriptTimeout
+	if timeoutMs != nil {
+		timeout = *timeoutMs
+	}
+	return timeout, timeout >= 1 && timeout <= maxScriptTimeout
+}
+
+// callCwd is a call's working directory relative to the workspace ("."
+// when it names none), or why it is refused.
+func callCwd(ws *workspace.Workspace, cwd string) (string, *workspace.Refusal) {
+	if cwd == "" {
+		return ".", nil
+	}
+	rel, err := ws.Resolve(cwd)
+	if err != nil {
+		return "", workspace.AsRefusal(err)
+	}
+	return rel, nil
+}
+
+// afterRun is the refusal a finished script or command call ends in ("" when
+// it ran): a protected path it made (removed by the sweep), an interrupt,
+// or a start the sandbox refused. what names the thing run.
+func afterRun(ctx context.Context, g *grant.Grant, err error, what string) (code, msg string) {
+	if made := g.Sweep(); len(made) > 0 {
+		return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git, harness and the next run use it on the host); it was removed", what, strings.Join(made, ", "))
+	}
+	if err == nil {
+		return "", ""
+	}
+	if ctx.Err() != nil && !errors.As(err, new(*scripts.Refusal)) {
+		return "interrupted", fmt.Sprintf("the run was interrupted while the %s ran; it was killed", what)
+	}
+	return refusal(err, what+"_failed_to_start")
 }
 
 // hiddenPaths are the protected paths inside the workspace, as the sandbox

@@ -87,14 +87,7 @@ func reflectOn(ctx context.Context, cmd *cli.Command, dir string) error {
 		return err
 	}
 	ro.values["learned-from"] = src.RunID
-	outs, err := outputTargets(ro.str("result-file"), ro.str("output-last-message"))
-	if err != nil {
-		return err
-	}
-	res, err := startRun(ctx, cmd, ro, outs)
-	if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
-		return werr
-	}
+	_, err = runResolved(ctx, cmd, ro)
 	return err
 }
 

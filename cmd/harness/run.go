@@ -133,18 +133,25 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	outs, err := outputTargets(ro.str("result-file"), ro.str("output-last-message"))
-	if err != nil {
-		return err
-	}
-	res, err := startRun(ctx, cmd, ro, outs)
-	if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
-		return werr
-	}
+	res, err := runResolved(ctx, cmd, ro)
 	if err == nil && res != nil && res.ExitCode == 0 && ro.boolean("reflect") {
 		reflectAfter(ctx, cmd, ro, res)
 	}
 	return err
+}
+
+// runResolved runs what ro describes and delivers its result and answer
+// where the job asked, whatever the outcome.
+func runResolved(ctx context.Context, cmd *cli.Command, ro *resolvedOptions) (*run.Result, error) {
+	outs, err := outputTargets(ro.str("result-file"), ro.str("output-last-message"))
+	if err != nil {
+		return nil, err
+	}
+	res, err := startRun(ctx, cmd, ro, outs)
+	if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
+		return res, werr
+	}
+	return res, err
 }
 
 // startRun runs what ro describes; every error before the run begins is
