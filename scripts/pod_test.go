@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -29,12 +28,8 @@ import (
 // rules): which backend --sandbox auto finds, and that a script runs
 // confined by it.
 func TestSandboxUnderRuntimeDefaultSeccomp(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the profile is translated for amd64 here")
-	}
-	if os.Getuid() != 0 {
-		t.Skip("needs root to start the child as the image's user")
-	}
+	testenv.NeedArch(t, "amd64", "the profile is translated for amd64 here")
+	testenv.NeedRoot(t, "it starts the child as the image's user")
 	_, err := Probe(context.Background(), BackendLandlock, helper(t))
 	testenv.Need(t, "sandbox backend landlock", err)
 	// Everything the child touches must be reachable by uid 10001.

@@ -198,7 +198,12 @@ func (w *Workspace) leadsToProtected(rel string) bool {
 }
 
 // AsRefusal returns err as a *Refusal, wrapping other errors as io_error.
+// A nil error is a Refusal with no code, so a caller (or a test) comparing
+// codes sees a mismatch instead of a nil dereference.
 func AsRefusal(err error) *Refusal {
+	if err == nil {
+		return &Refusal{Msg: "no refusal: the operation succeeded"}
+	}
 	var r *Refusal
 	if errors.As(err, &r) {
 		return r
