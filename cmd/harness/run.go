@@ -14,6 +14,7 @@ import (
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
 	"github.com/harness-dev/harness/runopts"
+	"github.com/harness-dev/harness/scripts"
 )
 
 var runOptions = []option{
@@ -287,10 +288,20 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	ev := newEvents(cmd, jsonOut, quiet)
 	opts.OnEvent, opts.Stderr = ev.render, ev.stderr()
+	warnRelativePath(opts.Stderr)
 	res, err := run.Run(ctx, opts)
 	ev.Close()
 	reportResult(stdout, stderr, res, err, jsonOut, quiet)
 	return res, err
+}
+
+// warnRelativePath says which PATH entries the run's sandboxed programs
+// are never looked up in (scripts.LookupBinary skips them), so a command
+// that is not found is not a mystery.
+func warnRelativePath(w io.Writer) {
+	for _, dir := range scripts.RelativePathEntries(os.Getenv("PATH")) {
+		fmt.Fprintf(w, "harness: PATH entry %q is relative; programs a run starts are looked up only in absolute PATH entries\n", dir)
+	}
 }
 
 // reportResult prints the answer on stdout (unless --json, whose stream
