@@ -233,8 +233,12 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			}
 			return e.end(ReasonProviderError, err)
 		}
+		var reported *Usage
 		if resp.Usage.TotalTokens == 0 && resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
 			resp.Usage = estimateUsage(req, resp.Message)
+		} else if u, corrected := checkUsage(resp.Usage, req, resp.Message); corrected {
+			raw := resp.Usage
+			reported, resp.Usage = &raw, u
 		}
 		if resp.Usage.Model == "" {
 			resp.Usage.Model = req.Model
@@ -250,7 +254,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if calls == nil {
 			calls = []ToolCall{}
 		}
-		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, ReasoningItems: msg.Reasoning, Refusal: resp.Refusal, Usage: resp.Usage}); err != nil {
+		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, ReasoningItems: msg.Reasoning, Refusal: resp.Refusal, Usage: resp.Usage, ReportedUsage: reported}); err != nil {
 			return e.fail(err)
 		}
 		e.out.FinishReason = resp.FinishReason
