@@ -134,3 +134,30 @@ func PendingCalls(msgs []Message) []ToolCall {
 	}
 	return nil
 }
+
+// codeTooManyCalls answers a call past --max-tool-calls-per-turn.
+const codeTooManyCalls = "tool_calls_per_turn"
+
+// overBound are the calls of the turn's answer past the bound, by id, each
+// with the result it gets instead of running. They are counted in the
+// answer as the model gave it, so a resumed turn refuses the same ones.
+func (e *engine) overBound() map[string]*ToolResult {
+	m := e.cfg.Limits.MaxToolCallsPerTurn
+	var answer []ToolCall
+	for i := len(e.out.Messages) - 1; i >= 0; i-- {
+		if e.out.Messages[i].Role == RoleAssistant {
+			answer = e.out.Messages[i].ToolCalls
+			break
+		}
+	}
+	if m <= 0 || len(answer) <= m {
+		return nil
+	}
+	msg := fmt.Sprintf("this answer made %d tool calls; at most %d run in one turn (--max-tool-calls-per-turn), so this one did not run: make fewer calls, and call again what is still needed", len(answer), m)
+	over := map[string]*ToolResult{}
+	for _, c := range answer[m:] {
+		res := ErrorResult(codeTooManyCalls, msg, nil)
+		over[c.ID] = &res
+	}
+	return over
+}

@@ -52,6 +52,9 @@ type Limits struct {
 	MaxTurns  int
 	Timeout   time.Duration
 	MaxTokens int64
+	// MaxToolCallsPerTurn bounds the calls of one answer that run; the
+	// rest are answered with tool_calls_per_turn (0: no bound).
+	MaxToolCallsPerTurn int
 }
 
 // Config is what one run of the loop needs.
@@ -358,14 +361,15 @@ func (e *engine) journalDeferred(typ string, data any) error {
 // callTool runs one tool call and records it. Problems with the call
 // itself become error results the model sees; only a harness fault (a Go
 // error from the tool, or a failed write) is returned.
-func (e *engine) callTool(ctx context.Context, turn int, call ToolCall, refused *ToolResult) error {
+func (e *engine) callTool(ctx context.Context, turn int, call ToolCall, refused *ToolResult, refusedCode string) error {
 	if err := e.journalDeferred("tool.started", ToolStartedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments}); err != nil {
 		return err
 	}
 	res, code, toolErr := ToolResult{}, "", error(nil)
 	if refused != nil {
-		// A person refused it: it never runs; the model is told why.
-		res, code = *refused, codeRefusedByPerson
+		// A person refused it, or it is past the turn's bound: it never
+		// runs; the model is told why.
+		res, code = *refused, refusedCode
 	} else {
 		res, code, toolErr = e.invoke(ctx, turn, call)
 	}

@@ -47,6 +47,12 @@ func Check(o *Options, modelGiven bool) error {
 	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {
 		return outcome.Usage("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")
 	}
+	if o.MaxToolCallsPerTurn < 0 {
+		return outcome.Usage("limit_invalid", "--max-tool-calls-per-turn must be at least 1 (default %d)", DefaultMaxToolCallsPerTurn)
+	}
+	if o.MaxToolCallsPerTurn == 0 {
+		o.MaxToolCallsPerTurn = DefaultMaxToolCallsPerTurn
+	}
 	o.AllowSkillScripts = dedupe(o.AllowSkillScripts)
 	if len(o.AllowSkillScripts) > 0 && len(o.SkillsRoots)+len(o.ExternalSkillsRoots) == 0 {
 		return outcome.Usage("script_allow_requires_root", "--allow-skill-script requires --skills-root DIR")
