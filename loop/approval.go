@@ -30,25 +30,29 @@ type Approver interface {
 // call that must wait for a person, listing that call and every later one
 // of the turn that must wait too (Outcome.Pending); none of them starts.
 func (e *engine) runCalls(parent, ctx context.Context, turn int, calls []ToolCall) (Outcome, bool) {
+	over := e.overBound()
 	for i, call := range calls {
 		// An interrupt stops before the next call; a call already
 		// running sees the cancelled context itself.
 		if r, ok := e.stopped(parent, ctx); ok {
 			return e.end(r, nil), true
 		}
-		var refused *ToolResult
-		if d, res := e.approval(turn, call); d == Wait {
-			e.out.Pending = []ToolCall{call}
-			for _, later := range calls[i+1:] {
-				if d, _ := e.approval(turn, later); d == Wait {
-					e.out.Pending = append(e.out.Pending, later)
+		refused, code := over[call.ID], codeTooManyCalls
+		if refused == nil {
+			code = codeRefusedByPerson
+			if d, res := e.approval(turn, call); d == Wait {
+				e.out.Pending = []ToolCall{call}
+				for _, later := range calls[i+1:] {
+					if d, _ := e.approval(turn, later); d == Wait && over[later.ID] == nil {
+						e.out.Pending = append(e.out.Pending, later)
+					}
 				}
+				return e.end(ReasonAwaitingApproval, nil), true
+			} else if d == Refuse {
+				refused = res
 			}
-			return e.end(ReasonAwaitingApproval, nil), true
-		} else if d == Refuse {
-			refused = res
 		}
-		if err := e.callTool(ctx, turn, call, refused); err != nil {
+		if err := e.callTool(ctx, turn, call, refused, code); err != nil {
 			if err == errPolicyEnd {
 				return e.end(ReasonPolicyDenied, err), true
 			}

@@ -140,10 +140,12 @@ func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewPa
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	var reasoning strings.Builder
+	finished := false
 	for stream.Next() {
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
 		if len(chunk.Choices) > 0 {
+			finished = finished || chunk.Choices[0].FinishReason != ""
 			if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
 				var part string
 				json.Unmarshal([]byte(f.Raw()), &part)
@@ -153,6 +155,13 @@ func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewPa
 	}
 	if err := stream.Err(); err != nil {
 		return nil, "", err
+	}
+	// A stream that stops before the model said why it stopped was cut
+	// (a dropped connection, a proxy's timeout): what came is not an
+	// answer, and a tool call in it may be missing arguments or be one of
+	// several. Asked again, like a failed request.
+	if !finished {
+		return nil, "", &transientError{errors.New("the chat stream ended before a finish_reason")}
 	}
 	return &acc.ChatCompletion, reasoning.String(), nil
 }

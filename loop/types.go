@@ -83,6 +83,10 @@ type Usage struct {
 	// Estimated marks counts harness estimated (characters / 4) because
 	// the provider reported none: --max-tokens must not count zero.
 	Estimated bool `json:"estimated,omitempty"`
+	// Corrected marks counts harness changed because the provider's could
+	// not be true: negative, beyond any request, or a total below its
+	// parts (the reported ones are in the turn's model.response event).
+	Corrected bool `json:"corrected,omitempty"`
 	// Model is the model that spent these tokens ("" in a sum over
 	// several).
 	Model string `json:"model,omitempty"`
@@ -97,6 +101,7 @@ func (u Usage) Add(v Usage) Usage {
 		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
 		TotalTokens:      u.TotalTokens + v.TotalTokens,
 		Estimated:        u.Estimated || v.Estimated,
+		Corrected:        u.Corrected || v.Corrected,
 		Model:            sameModel(u, v),
 	}
 }

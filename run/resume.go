@@ -238,7 +238,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 // resumeLimits applies the limits given on resume: a raised limit counts
 // the whole run, "+N" counts from the turns already used.
 func resumeLimits(recorded record.Limits, ro ResumeOptions, used int) (loop.Limits, error) {
-	l := loop.Limits{MaxTurns: recorded.MaxTurns, MaxTokens: recorded.MaxTokens, Timeout: ro.Timeout}
+	l := loop.Limits{MaxTurns: recorded.MaxTurns, MaxTokens: recorded.MaxTokens, Timeout: ro.Timeout, MaxToolCallsPerTurn: recorded.MaxToolCallsPerTurn}
 	if t := ro.MaxTurns; t != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(t, "+"))
 		if err != nil || n < 0 {

@@ -237,7 +237,7 @@ func (r *runner) create() error {
 		return err
 	}
 	r.segment, r.segStart = 1, r.now().UTC()
-	r.limits = loop.Limits{MaxTurns: r.opts.MaxTurns, Timeout: r.opts.Timeout, MaxTokens: r.opts.MaxTokens}
+	r.limits = loop.Limits{MaxTurns: r.opts.MaxTurns, Timeout: r.opts.Timeout, MaxTokens: r.opts.MaxTokens, MaxToolCallsPerTurn: r.opts.MaxToolCallsPerTurn}
 	if err := r.openJournal(1, ""); err != nil {
 		return err
 	}

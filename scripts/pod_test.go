@@ -34,11 +34,12 @@ func TestSandboxUnderRuntimeDefaultSeccomp(t *testing.T) {
 	testenv.Need(t, "sandbox backend landlock", err)
 	// Everything the child touches must be reachable by uid 10001.
 	dir := t.TempDir()
-	for d := dir; d != "/"; d = filepath.Dir(d) {
+	eachAncestor(dir, func(d string) error {
 		if strings.HasPrefix(d, os.TempDir()+"/") {
 			os.Chmod(d, 0o755)
 		}
-	}
+		return nil
+	})
 	exe := filepath.Join(dir, "scripts.test")
 	if err := copyFile(helper(t), exe, 0o755); err != nil {
 		t.Fatal(err)

@@ -82,7 +82,13 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 		// it: on the host, with the environment cleared.
 		spec = scripts.Spec{Argv: append([]string{srv.Command}, srv.Args...), Env: env, Path: os.Getenv("PATH"), Cwd: filepath.Join(ws.Host, cwdRel)}
 		if strings.Contains(srv.Command, "/") {
-			spec.Argv[0], spec.Path = filepath.Base(srv.Command), filepath.Dir(srv.Command)
+			// A relative command is the operator's path from where harness
+			// started; programs are looked up only in absolute directories.
+			dir, err := filepath.Abs(filepath.Dir(srv.Command))
+			if err != nil {
+				return nil, err
+			}
+			spec.Argv[0], spec.Path = filepath.Base(srv.Command), dir
 		}
 	} else {
 		if h.cfg.Probe != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
 	"github.com/harness-dev/harness/runopts"
+	"github.com/harness-dev/harness/scripts"
 )
 
 var runOptions = []option{
@@ -86,6 +87,7 @@ var runOptions = []option{
 	{name: "max-retries", kind: kindInt, usage: "retries of a transient provider failure (`N`: timeouts, 408, 409, 429, 5xx, broken connections), with exponential backoff and jitter that honours Retry-After", def: runopts.DefaultMaxRetries},
 	{name: "retry-max-wait", kind: kindDuration, usage: "longest wait `DUR` between retries (default 30s)"},
 	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: runopts.DefaultMaxTurns},
+	{name: "max-tool-calls-per-turn", kind: kindInt, usage: "run at most `N` tool calls of one answer; the rest are answered tool_calls_per_turn without running", def: runopts.DefaultMaxToolCallsPerTurn},
 	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DUR` for the run, e.g. 10m (exit 3, resumable)"},
 	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
 	{name: "artifacts-dir", usage: "`DIR` that holds run directories", def: ".harness/runs"},
@@ -271,6 +273,7 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 		Profiles:            ro.str("profiles"),
 		Sandbox:             ro.str("sandbox"),
 		MaxTurns:            ro.int("max-turns"),
+		MaxToolCallsPerTurn: ro.int("max-tool-calls-per-turn"),
 		Timeout:             ro.dur("timeout"),
 		MaxTokens:           int64(ro.int("max-tokens")),
 		ArtifactsDir:        ro.str("artifacts-dir"),
@@ -287,10 +290,20 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	ev := newEvents(cmd, jsonOut, quiet)
 	opts.OnEvent, opts.Stderr = ev.render, ev.stderr()
+	warnRelativePath(opts.Stderr)
 	res, err := run.Run(ctx, opts)
 	ev.Close()
 	reportResult(stdout, stderr, res, err, jsonOut, quiet)
 	return res, err
+}
+
+// warnRelativePath says which PATH entries the run's sandboxed programs
+// are never looked up in (scripts.LookupBinary skips them), so a command
+// that is not found is not a mystery.
+func warnRelativePath(w io.Writer) {
+	for _, dir := range scripts.RelativePathEntries(os.Getenv("PATH")) {
+		fmt.Fprintf(w, "harness: PATH entry %q is relative; programs a run starts are looked up only in absolute PATH entries\n", dir)
+	}
 }
 
 // reportResult prints the answer on stdout (unless --json, whose stream
