@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -83,8 +82,8 @@ func Add(ctx context.Context, o AddOptions) (*Added, error) {
 	if o.Source.URL == "" {
 		return addLocked(ctx, o)
 	}
-	if !trustedURL(o.Source.URL, o.TrustedSources) {
-		return nil, outcome.Policy("install_source_untrusted", "%s is not a trusted source; add a URL prefix of it to skills.trustedSources in the --config file (trusted now: %s)", o.Source.URL, listOrNone(o.TrustedSources))
+	if err := trustSource(o.Source.URL, "", o.TrustedSources); err != nil {
+		return nil, err
 	}
 	repo, done, err := fetch(ctx, o.Root, o.Source.URL)
 	if err != nil {
@@ -157,8 +156,8 @@ func addLocked(ctx context.Context, o AddOptions) (*Added, error) {
 	for _, name := range sortedGit(lock, o.Skills) {
 		e := lock.Skills[name]
 		pin := e.Git
-		if !trustedURL(pin.URL, o.TrustedSources) {
-			return nil, outcome.Policy("install_source_untrusted", "%s (pinned for %s) is not a trusted source; add a URL prefix of it to skills.trustedSources (trusted now: %s)", pin.URL, name, listOrNone(o.TrustedSources))
+		if err := trustSource(pin.URL, name, o.TrustedSources); err != nil {
+			return nil, err
 		}
 		if current(o.Root, name, e) {
 			out.Skills = append(out.Skills, AddedSkill{Name: name, Commit: pin.Commit, UpToDate: true})
@@ -289,22 +288,22 @@ func fetch(ctx context.Context, root, u string) (*gitsource.Repo, func(), error)
 	return repo, done, nil
 }
 
-// trustedURL reports whether u lies under a trusted source: a URL prefix
-// (at a path boundary), or, for a file:// URL, a trusted directory.
-func trustedURL(u string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.Contains(p, "://") {
-			p = strings.TrimSuffix(p, "/")
-			if u == p || strings.HasPrefix(u, p+"/") {
-				return true
-			}
-			continue
-		}
-		if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" && trusted(filepath.Clean(pu.Path), []string{p}) {
-			return true
-		}
+// trustSource refuses u unless it lies under a trusted source (the rule
+// is gitsource.Trusted's); pinned names the skill a lock pins it for.
+// A URL whose path a server may resolve elsewhere is refused as such, so
+// that a lock written by hand cannot carry it past the check.
+func trustSource(u, pinned string, prefixes []string) error {
+	what := u
+	if pinned != "" {
+		what = fmt.Sprintf("%s (pinned for %s)", u, pinned)
 	}
-	return false
+	if err := gitsource.CheckURL(u); err != nil {
+		return outcome.Policy("install_source_invalid", "%s is refused: %v", what, err)
+	}
+	if !gitsource.Trusted(u, prefixes) {
+		return outcome.Policy("install_source_untrusted", "%s is not a trusted source; add a URL prefix of it to skills.trustedSources in the --config file (trusted now: %s)", what, listOrNone(prefixes))
+	}
+	return nil
 }
 
 // writeCommit writes dir of commit into dst with the install's rules:
@@ -446,8 +445,8 @@ func Update(ctx context.Context, o UpdateOptions) ([]Updated, error) {
 	for _, name := range names {
 		e := lock.Skills[name]
 		pin := e.Git
-		if !trustedURL(pin.URL, o.TrustedSources) {
-			return nil, outcome.Policy("install_source_untrusted", "%s (pinned for %s) is not a trusted source; add a URL prefix of it to skills.trustedSources (trusted now: %s)", pin.URL, name, listOrNone(o.TrustedSources))
+		if err := trustSource(pin.URL, name, o.TrustedSources); err != nil {
+			return nil, err
 		}
 		repo, ok := repos[pin.URL]
 		if !ok {
