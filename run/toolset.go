@@ -186,7 +186,7 @@ func (r *runner) discovery(ctx context.Context) (*tools.Discovery, error) {
 		if err != nil {
 			return record.SkillCreated{}, err
 		}
-		added, err := store.Add(ctx, store.AddOptions{Source: src, Root: r.opts.ForgeRoot, Skills: []string{entry.Name}, TrustedSources: r.opts.TrustedSources,
+		added, err := store.Add(ctx, store.AddOptions{Source: src, Root: r.opts.ForgeRoot, Skills: []string{entry.Name}, Version: entry.Digest, TrustedSources: r.opts.TrustedSources,
 			Approve: ap, Store: st, Now: r.now, Command: "install_skill in run " + r.res.runID})
 		if err != nil {
 			return record.SkillCreated{}, err

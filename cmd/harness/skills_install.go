@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/harness-dev/harness/discovery"
 	"github.com/harness-dev/harness/store"
+	"github.com/harness-dev/harness/yamlsafe"
 	"github.com/urfave/cli/v3"
 )
 
@@ -111,7 +110,7 @@ func readSkillsConfig(file string) (skillsConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
+	if err := yamlsafe.Unmarshal(file, data, &cfg); err != nil {
 		return cfg, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", file, err))
 	}
 	return cfg, nil
