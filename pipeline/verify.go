@@ -112,19 +112,8 @@ func Verify(dir string, key []byte) (*Verification, error) {
 		}
 		v.Units = append(v.Units, uv)
 	}
-	// The result file is a summary written after the journal's end: each
-	// unit it names must be as the journal says.
-	var res record.PipelineResult
-	if err := artifacts.ReadJSON(filepath.Join(abs, l.result), l.resultType, record.PipelineVersion, &res); err == nil {
-		for _, u := range append(res.Phases, res.Tasks...) {
-			o, ok := last[u.Name]
-			switch {
-			case !ok && u.Status != statusSkipped && u.Status != statusNotStarted:
-				bad("%s says %s %s %s, which the journal never finished", l.result, l.unit, u.Name, u.Status)
-			case ok && (o.Status != u.Status || o.ExitCode != u.ExitCode):
-				bad("%s says %s %s %s (exit %d); the journal says %s (exit %d)", l.result, l.unit, u.Name, u.Status, u.ExitCode, o.Status, o.ExitCode)
-			}
-		}
+	if err == nil {
+		v.Problems = append(v.Problems, checkResult(abs, l, m, events)...)
 	}
 	v.OK = len(v.Problems) == 0
 	for _, u := range v.Units {
