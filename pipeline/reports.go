@@ -271,8 +271,24 @@ func firstN(xs []string, n int) []string {
 	return xs
 }
 
-// WriteMerged writes a merged result into dir (created if needed).
+// CheckMergeOut refuses a batch, pipeline or run directory as where a
+// merged result goes: its own result would be replaced with one its
+// journal never recorded.
+func CheckMergeOut(dir string) error {
+	for _, f := range []string{record.FileBatch, record.FilePipeline, record.FileManifest} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return outcome.Usage("batch_merge_out_invalid", "--out %s holds %s: it is a batch, pipeline or run directory, and its own result would be replaced; give a new directory", dir, f)
+		}
+	}
+	return nil
+}
+
+// WriteMerged writes a merged result into dir (created if needed), which
+// CheckMergeOut allows.
 func WriteMerged(dir string, res *record.PipelineResult) error {
+	if err := CheckMergeOut(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
