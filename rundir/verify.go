@@ -100,7 +100,7 @@ func Open(dir string, m record.Manifest, key []byte) (*State, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s has no journal: %v", dir, err)
 	}
-	c, err := artifacts.ReadJournal(f)
+	c, err := readJournal(f, m.Status)
 	f.Close()
 	if err != nil {
 		if errors.Is(err, artifacts.ErrJournalCorrupt) {
