@@ -23,6 +23,8 @@ type Verification struct {
 	ID     string `json:"id"`
 	OK     bool   `json:"ok"`
 	Sealed bool   `json:"sealed"`
+	// SealChecked says the key was at hand and every line's seal matched.
+	SealChecked bool `json:"sealChecked"`
 	// Problems are what does not verify of the directory itself.
 	Problems []string           `json:"problems,omitempty"`
 	Units    []UnitVerification `json:"units"`
@@ -69,6 +71,7 @@ func Verify(dir string, key []byte) (*Verification, error) {
 	}
 	if len(events) > 0 {
 		v.Sealed = artifacts.Sealed(events[0].Raw)
+		v.SealChecked = v.Sealed && err == nil && len(key) > 0
 	}
 	last := lastOutcomes(events, l.unitFinished())
 	units := m.Phases
