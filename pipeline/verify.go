@@ -27,6 +27,9 @@ type Verification struct {
 	SealChecked bool `json:"sealChecked"`
 	// Problems are what does not verify of the directory itself.
 	Problems []string           `json:"problems,omitempty"`
+	// Recomputed is the result as the journal gives it, when the result
+	// file is not that: what a reader shows instead of the file's word.
+	Recomputed *record.PipelineResult `json:"-"`
 	Units    []UnitVerification `json:"units"`
 }
 
@@ -116,7 +119,10 @@ func Verify(dir string, key []byte) (*Verification, error) {
 		v.Units = append(v.Units, uv)
 	}
 	if err == nil {
-		v.Problems = append(v.Problems, checkResult(abs, l, m, events)...)
+		problems, want := checkResult(abs, l, m, events)
+		if len(problems) > 0 {
+			v.Problems, v.Recomputed = append(v.Problems, problems...), want
+		}
 	}
 	v.OK = len(v.Problems) == 0
 	for _, u := range v.Units {

@@ -22,40 +22,43 @@ import (
 // lines before it. A result file that is missing once the journal
 // recorded one, that the journal never recorded, that does not decode or
 // is of a version this harness does not know, is not what harness wrote.
-func checkResult(dir string, l layout, m record.PipelineManifest, events []artifacts.Event) []string {
+// It also returns the result recomputed from the journal (nil: none was
+// recorded, or the journal line does not decode).
+func checkResult(dir string, l layout, m record.PipelineManifest, events []artifacts.Event) ([]string, *record.PipelineResult) {
 	end, rec := -1, resultWritten{}
 	for i := len(events) - 1; i >= 0; i-- {
 		if t := events[i].Type; t == l.finished() || t == l.summarized() {
 			if err := json.Unmarshal(events[i].Data, &rec); err != nil {
-				return []string{fmt.Sprintf("journal line %d (%s) does not decode: %v", i+1, events[i].Type, err)}
+				return []string{fmt.Sprintf("journal line %d (%s) does not decode: %v", i+1, events[i].Type, err)}, nil
 			}
 			end = i
 			break
 		}
 	}
-	data, err := artifacts.ReadBeneath(dir, l.result)
-	switch {
-	case end < 0 && errors.Is(err, fs.ErrNotExist):
-		return nil // nothing summed up yet
-	case end < 0:
-		return []string{fmt.Sprintf("%s is there, but the journal never recorded writing one", l.result)}
-	case err != nil:
-		return []string{fmt.Sprintf("%s cannot be read (%v); the journal recorded it at line %d", l.result, err, end+1)}
-	}
-	var got record.PipelineResult
-	if err := decodeStrict(data, l.resultType, &got); err != nil {
-		return []string{fmt.Sprintf("%s cannot be read as harness wrote it: %v", l.result, err)}
+	if end < 0 {
+		if _, err := artifacts.ReadBeneath(dir, l.result); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // nothing summed up yet
+		}
+		return []string{fmt.Sprintf("%s is there, but the journal never recorded writing one", l.result)}, nil
 	}
 	names := rec.Order
 	if len(names) == 0 {
 		names = manifestOrder(m, l)
 	}
 	units := recomputeUnits(l, events[:end], names, rec.Alone)
-	resultDir := dir
-	if got.Dir != dir && sameDir(got.Dir, dir) {
-		resultDir = got.Dir // the same directory, reached by another path
+	want := summarize(l, m.PipelineID, dir, units)
+	data, err := artifacts.ReadBeneath(dir, l.result)
+	if err != nil {
+		return []string{fmt.Sprintf("%s cannot be read (%v); the journal recorded it at line %d", l.result, err, end+1)}, want
 	}
-	want := summarize(l, m.PipelineID, resultDir, units)
+	var got record.PipelineResult
+	if err := decodeStrict(data, l.resultType, &got); err != nil {
+		return []string{fmt.Sprintf("%s cannot be read as harness wrote it: %v", l.result, err)}, want
+	}
+	if got.Dir != dir && sameDir(got.Dir, dir) {
+		// The same directory, reached by another path.
+		want = summarize(l, m.PipelineID, got.Dir, units)
+	}
 	want.DurationMs = got.DurationMs // only the digest can hold it
 	problems := differences(l, &got, want)
 	if len(problems) == 0 && (rec.Status != want.Status || rec.ExitCode != want.ExitCode) {
@@ -64,7 +67,7 @@ func checkResult(dir string, l layout, m record.PipelineManifest, events []artif
 	if len(problems) == 0 && rec.ResultDigest != "" && artifacts.DigestBytes(data) != rec.ResultDigest {
 		problems = append(problems, fmt.Sprintf("%s is not the file the journal recorded (digest %s, journal line %d %s)", l.result, artifacts.DigestBytes(data), end+1, rec.ResultDigest))
 	}
-	return problems
+	return problems, want
 }
 
 // decodeStrict decodes an artifact of type typ at a version this harness
