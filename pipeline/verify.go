@@ -26,11 +26,11 @@ type Verification struct {
 	// SealChecked says the key was at hand and every line's seal matched.
 	SealChecked bool `json:"sealChecked"`
 	// Problems are what does not verify of the directory itself.
-	Problems []string           `json:"problems,omitempty"`
+	Problems []string `json:"problems,omitempty"`
 	// Recomputed is the result as the journal gives it, when the result
 	// file is not that: what a reader shows instead of the file's word.
 	Recomputed *record.PipelineResult `json:"-"`
-	Units    []UnitVerification `json:"units"`
+	Units      []UnitVerification     `json:"units"`
 }
 
 // UnitVerification is one phase or task.
