@@ -47,6 +47,9 @@ type runner struct {
 	pendingApprovals []record.PendingApproval
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
 	mcp  *tools.MCPHub
+	// gitScan finds the workspace's git control paths (nil: no tool of
+	// the run can write the workspace).
+	gitScan *gitScan
 	opts Options
 	lin  lineage
 	// decisions are what the operator decided on resume (--approve,
