@@ -46,12 +46,12 @@ type runner struct {
 	approvals        *gate.Approvals
 	pendingApprovals []record.PendingApproval
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
-	mcp  *tools.MCPHub
+	mcp *tools.MCPHub
 	// gitScan finds the workspace's git control paths (nil: no tool of
 	// the run can write the workspace).
 	gitScan *gitScan
-	opts Options
-	lin  lineage
+	opts    Options
+	lin     lineage
 	// decisions are what the operator decided on resume (--approve,
 	// --deny); they are journaled, not recorded in run.json.
 	decisions decisions
