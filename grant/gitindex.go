@@ -50,10 +50,11 @@ type GitIndex struct {
 	skip  []string // clean relative paths not walked: .harness, run directories
 	allow []string // host paths the operator allows writes to (--allow-protected-write)
 
-	mu   sync.Mutex
-	dirs map[string]dirStamp
-	gits map[string]gitEntry // every .git entry, by relative path
-	mods []string            // .gitmodules files, relative
+	mu     sync.Mutex
+	dirs   map[string]dirStamp
+	gits   map[string]gitEntry // every .git entry, by relative path
+	mods   []string            // .gitmodules files, relative
+	listed int                 // directories listed, for tests and benchmarks
 }
 
 type dirStamp struct {
@@ -321,6 +322,7 @@ func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
+	x.listed++
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil {
 		return nil
