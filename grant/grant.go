@@ -30,6 +30,9 @@ type Request struct {
 	// reads their values (the operator's environment).
 	PassEnv []string
 	Lookup  func(string) (string, bool)
+	// Git is the run's index of git control paths (nil: only the
+	// read-only paths missing at the start are swept after the call).
+	Git *GitIndex
 }
 
 // Grant is what the execution gets.
@@ -47,6 +50,7 @@ type Grant struct {
 
 	ws      *workspace.Workspace
 	missing []string // read-only paths that did not exist before the call
+	git     *GitIndex
 }
 
 // Refusal is an execution that must not start, with a stable code.
@@ -61,7 +65,7 @@ func For(r Request) (*Grant, error) {
 	if err != nil {
 		return nil, &Refusal{Code: "skill_permissions_invalid", Msg: fmt.Sprintf("skill %s: %v", r.Skill.Name, err)}
 	}
-	g := &Grant{ws: ws, View: ws, Env: []string{}}
+	g := &Grant{ws: ws, View: ws, Env: []string{}, git: r.Git}
 	g.Record = record.Grant{Declared: perms != nil, Read: []string{}, Write: []string{}, ReadOnly: []string{}, Env: []string{}, Exec: []string{}}
 	for _, rel := range ws.ReadOnlyRel() {
 		if _, err := os.Lstat(filepath.Join(ws.Host, filepath.FromSlash(rel))); err != nil {
@@ -124,13 +128,19 @@ func For(r Request) (*Grant, error) {
 
 // Sweep removes what the execution made at a read-only path that did not
 // exist when it started (a .git made in a workspace that had none, where
-// the sandbox had nothing to bind read-only), and returns those paths.
+// the sandbox had nothing to bind read-only) and every .git it made
+// anywhere (GitIndex.Sweep), and returns those paths.
 func (g *Grant) Sweep() []string {
 	var made []string
 	for _, rel := range g.missing {
 		p := filepath.Join(g.ws.Host, filepath.FromSlash(rel))
 		if _, err := os.Lstat(p); err == nil {
 			os.RemoveAll(p)
+			made = append(made, rel)
+		}
+	}
+	for _, rel := range g.git.Sweep() {
+		if !slices.Contains(made, rel) {
 			made = append(made, rel)
 		}
 	}

@@ -46,9 +46,12 @@ type runner struct {
 	approvals        *gate.Approvals
 	pendingApprovals []record.PendingApproval
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
-	mcp  *tools.MCPHub
-	opts Options
-	lin  lineage
+	mcp *tools.MCPHub
+	// gitScan finds the workspace's git control paths (nil: no tool of
+	// the run can write the workspace).
+	gitScan *gitScan
+	opts    Options
+	lin     lineage
 	// decisions are what the operator decided on resume (--approve,
 	// --deny); they are journaled, not recorded in run.json.
 	decisions decisions

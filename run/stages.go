@@ -42,6 +42,8 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		}
 		r.schema = s
 	}
+	r.startGitScan(ctx)
+	defer r.stopGitScan()
 	if err := r.registryStage(ctx); err != nil {
 		return nil, err
 	}

@@ -88,6 +88,10 @@ type Commands struct {
 	PassEnv []string
 	Lookup  func(string) (string, bool)
 	Network *Network
+	// Git is the run's index of git control paths: a .git a command makes
+	// anywhere in the workspace is removed after the call (nil: only the
+	// root's).
+	Git *grant.GitIndex
 	// Cache is a host directory (absolute) shared by every call and run
 	// as the toolchains' cache (--command-cache; "": each call's own
 	// private /tmp, gone with it).
@@ -196,7 +200,7 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	// workspace, its protected paths read-only, no network, none of the
 	// operator's variables.
 	as := &skills.Skill{Name: CommandToolName, Frontmatter: cfg.Grant}
-	g, err := grant.For(grant.Request{Skill: as, Workspace: ws, Backend: cfg.Backend, PassEnv: cfg.PassEnv, Lookup: cfg.Lookup})
+	g, err := grant.For(grant.Request{Skill: as, Workspace: ws, Backend: cfg.Backend, PassEnv: cfg.PassEnv, Lookup: cfg.Lookup, Git: cfg.Git})
 	if err != nil {
 		return fail(refusal(err, "grant_failed"))
 	}

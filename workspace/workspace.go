@@ -29,6 +29,9 @@ type Workspace struct {
 	// ReadOnly are absolute host paths (symlinks resolved) that tools may
 	// read but never write (readonly.go).
 	ReadOnly []string
+	// GitAllowed are absolute host paths where tools may make a .git
+	// (the operator's --allow-protected-write); nowhere else (gitpath.go).
+	GitAllowed []string
 
 	root *os.Root
 	view *view // nil: the whole workspace
