@@ -23,6 +23,11 @@ const EgressArg = "__harness-egress"
 
 const egressChildArg = "--child"
 
+// egressNoexecArg asks the forwarder, the first process in a sandbox
+// whose programs are limited, to make the writable mounts noexec and then
+// give up its capabilities (see noexecWritableMounts).
+const egressNoexecArg = "--noexec-writable"
+
 // Where the forwarder's parts are inside the sandbox.
 const (
 	sandboxEgressSocket = "/run/harness/egress.sock"
@@ -81,6 +86,15 @@ func EgressMain(args []string) int {
 		case args[i] == "--listen" && i+1 < len(args):
 			listen = args[i+1]
 			i++
+		case args[i] == egressNoexecArg:
+			if err := noexecWritableMounts(); err != nil {
+				fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
+				return 126
+			}
+			if err := dropPrivileges(-1); err != nil {
+				fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
+				return 126
+			}
 		default:
 			fmt.Fprintf(os.Stderr, "harness egress: bad argument %q\n", args[i])
 			return 2
@@ -151,7 +165,7 @@ func execConfined(argv []string) int {
 		fmt.Fprintf(os.Stderr, "harness egress: no_new_privs: %v\n", err)
 		return 126
 	}
-	if err := installFilter(socketFilter(unix.AF_INET, unix.AF_INET6)); err != nil {
+	if err := installFilter(sandboxFilter(filterRules{allowFamilies: []uint32{unix.AF_INET, unix.AF_INET6}})); err != nil {
 		fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
 		return 126
 	}
