@@ -50,12 +50,13 @@ func bwrapBase(view *execView) []string {
 		"--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
 		"--die-with-parent", "--new-session",
 	}
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	if view == nil {
 		args = append(args, "--ro-bind", "/usr", "/usr")
 	} else {
+		// After /tmp: a program may live there (a skill's staged copy).
 		args = append(args, view.bwrapArgs()...)
 	}
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	for _, e := range etcAllowed {
 		args = append(args, "--ro-bind-try", "/etc/"+e, "/etc/"+e)
 	}

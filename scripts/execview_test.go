@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +176,103 @@ print("done")`, nil, "PY-OK"},
 			})
 		}
 	}
+}
+
+// TestExecView: the view holds each program the script may run with what
+// the loader maps for it, and no other program.
+func TestExecView(t *testing.T) {
+	real := func(p string) string {
+		r, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			t.Skipf("%s: %v", p, err)
+		}
+		return r
+	}
+	bash, libc, ls, git := real("/usr/bin/bash"), real("/lib/x86_64-linux-gnu/libc.so.6"), real("/usr/bin/ls"), real("/usr/bin/git")
+	loader := loaderOf(bash)
+	progs := t.TempDir()
+	if err := copyFile("/usr/bin/id", filepath.Join(progs, "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shown := func(v *execView, p string) bool {
+		for _, d := range v.dirs {
+			if p == d || strings.HasPrefix(p, d+"/") {
+				return true
+			}
+		}
+		return slices.Contains(v.files, p)
+	}
+	for _, c := range []struct {
+		name             string
+		allowed          []string
+		exec, show, hide []string
+	}{
+		{"runtime alone", nil, []string{bash, loader}, []string{bash, libc, real(loader)}, []string{ls, git}},
+		{"a program by name", []string{"git", "no-such-program"}, []string{bash, git}, []string{git, libc}, []string{ls}},
+		{"a program by path", []string{"/usr/bin/git"}, []string{bash, "/usr/bin/git"}, []string{git}, []string{ls}},
+		{"a directory of programs", []string{progs}, []string{bash, progs}, []string{filepath.Join(progs, "tool"), libc}, []string{ls, git}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := viewFor(bash, c.allowed, "/usr/bin:/bin", "")
+			for _, e := range c.exec {
+				if !slices.Contains(v.exec, e) {
+					t.Errorf("%s may not be executed: %v", e, v.exec)
+				}
+			}
+			for _, p := range c.show {
+				if !shown(v, p) {
+					t.Errorf("%s is not shown: files %v dirs %v", p, v.files, v.dirs)
+				}
+			}
+			for _, p := range c.hide {
+				if shown(v, p) || slices.Contains(v.exec, p) {
+					t.Errorf("%s is shown", p)
+				}
+			}
+			for _, l := range v.links {
+				if slices.Contains(topLinks, l.path) {
+					t.Errorf("top-level link %s made again", l.path)
+				}
+			}
+		})
+	}
+}
+
+func TestUnescapeMountinfo(t *testing.T) {
+	for in, want := range map[string]string{
+		"/workspace":           "/workspace",
+		`/work\040space`:       "/work space",
+		`/a\134b`:              `/a\b`,
+		`/trailing\04`:         `/trailing\04`,
+		`/not\999octal\011tab`: "/not\\999octal\ttab",
+	} {
+		if got := unescapeMountinfo(in); got != want {
+			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzParseLdCache: a cache file of any shape gives absolute paths or an
+// error, never a panic.
+func FuzzParseLdCache(f *testing.F) {
+	f.Add([]byte("glibc-ld.so.cache1.1"))
+	hdr := append([]byte("glibc-ld.so.cache1.1"), make([]byte, 28)...)
+	hdr[20] = 1
+	f.Add(append(hdr, make([]byte, 24)...))
+	if raw, err := os.ReadFile("/etc/ld.so.cache"); err == nil && len(raw) < 1<<20 {
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m, err := parseLdCache(raw)
+		if err != nil {
+			return
+		}
+		for name, paths := range m {
+			for _, p := range paths {
+				if !filepath.IsAbs(p) {
+					t.Fatalf("%s: relative path %q", name, p)
+				}
+			}
+		}
+	})
 }
