@@ -95,7 +95,9 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	}
 	var view *execView
 	if spec.LimitExec {
-		view = viewFor(bin, spec.Exec, spec.Path, helper)
+		// The helper as given, not a per-call copy of it: its libraries
+		// are the same, and the view stays cached.
+		view = viewFor(bin, spec.Exec, spec.Path, spec.Helper)
 	}
 	argv := append([]string{bw}, bwrapBase(view)...)
 	if view == nil && !strings.HasPrefix(bin, "/usr/") {

@@ -2,6 +2,8 @@ package scripts
 
 import (
 	"context"
+	"debug/elf"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +38,7 @@ func limitedRun(t *testing.T, b Backend, argv []string, name, script string, all
 	}
 	spec := Spec{
 		Argv: append(append([]string{}, argv...), skillPath+"/"+name),
-		Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "LOADER=" + loaderOf("/usr/bin/id")},
+		Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "LOADER=" + elfInterpreter("/usr/bin/id")},
 		Path: os.Getenv("PATH"), Cwd: cwd,
 		Mounts: []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/skill"}},
 		Helper: helper(t), Timeout: 60 * time.Second, LimitExec: true, Exec: allowed,
@@ -189,7 +191,7 @@ func TestExecView(t *testing.T) {
 		return r
 	}
 	bash, libc, ls, git := real("/usr/bin/bash"), real("/lib/x86_64-linux-gnu/libc.so.6"), real("/usr/bin/ls"), real("/usr/bin/git")
-	loader := loaderOf(bash)
+	loader := elfInterpreter(bash)
 	progs := t.TempDir()
 	if err := copyFile("/usr/bin/id", filepath.Join(progs, "tool"), 0o755); err != nil {
 		t.Fatal(err)
@@ -275,4 +277,20 @@ func FuzzParseLdCache(f *testing.F) {
 			}
 		}
 	})
+}
+
+// elfInterpreter is the loader named in p's PT_INTERP ("" if none).
+func elfInterpreter(p string) string {
+	f, err := elf.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			raw, _ := io.ReadAll(io.LimitReader(prog.Open(), 4096))
+			return strings.TrimRight(string(raw), "\x00")
+		}
+	}
+	return ""
 }
