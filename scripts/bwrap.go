@@ -134,12 +134,15 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		// the sandbox's: the view shows each file where it is on the
 		// host.
 		bindHelper()
-		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: view.exec, noexecWritable: spec.Egress == ""}
+		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: view.exec}
+		if spec.Egress == "" {
+			h.noexec, h.execMounts = true, view.mounts()
+		}
 		inner = h.args(sandboxHelper, inner)
 		// The first process in the sandbox (this helper, or the network
-		// forwarder before it) makes every writable mount noexec, which
-		// needs CAP_SYS_ADMIN in the sandbox's user namespace; it gives
-		// up every capability before anything of the script runs.
+		// forwarder before it) makes every mount but the view's noexec,
+		// which needs CAP_SYS_ADMIN in the sandbox's user namespace; it
+		// gives up every capability before anything of the script runs.
 		argv = append(argv, "--cap-add", "CAP_SYS_ADMIN")
 	}
 	// The same socket filter as under Landlock: with the network
@@ -154,6 +157,9 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		fwd := []string{sandboxHelper, EgressArg, "--socket", sandboxEgressSocket, "--listen", EgressProxyAddr}
 		if spec.LimitExec {
 			fwd = append(fwd, egressNoexecArg)
+			for _, m := range view.mounts() {
+				fwd = append(fwd, egressExecMountArg, m)
+			}
 		}
 		inner = append(append(fwd, "--"), inner...)
 		p.env = append(slices.Clone(spec.Env), egressEnv()...)
@@ -309,6 +315,13 @@ func filterFile(rules filterRules) (*os.File, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// mounts are the mount points of the view in a bwrap sandbox, and the
+// helper: the only mounts whose files may be executed or mapped
+// executable.
+func (v *execView) mounts() []string {
+	return append(append(slices.Clone(v.dirs), v.files...), sandboxHelper)
 }
 
 // bwrapArgs shows the view: each directory and file bound read-only where

@@ -24,9 +24,12 @@ const EgressArg = "__harness-egress"
 const egressChildArg = "--child"
 
 // egressNoexecArg asks the forwarder, the first process in a sandbox
-// whose programs are limited, to make the writable mounts noexec and then
-// give up its capabilities (see noexecWritableMounts).
-const egressNoexecArg = "--noexec-writable"
+// whose programs are limited, to make every mount noexec but those given
+// with egressExecMountArg, then give up its capabilities (noexecMounts).
+const (
+	egressNoexecArg    = "--noexec"
+	egressExecMountArg = "--exec-mount"
+)
 
 // Where the forwarder's parts are inside the sandbox.
 const (
@@ -71,6 +74,8 @@ func HelperDispatch(args []string) (code int, ok bool) {
 // child; "--child -- argv..." confines itself to IP sockets and execs argv.
 func EgressMain(args []string) int {
 	var sock, listen string
+	var noexec bool
+	var execMounts []string
 	i := 0
 	for ; i < len(args) && args[i] != "--"; i++ {
 		switch {
@@ -87,14 +92,10 @@ func EgressMain(args []string) int {
 			listen = args[i+1]
 			i++
 		case args[i] == egressNoexecArg:
-			if err := noexecWritableMounts(); err != nil {
-				fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
-				return 126
-			}
-			if err := dropPrivileges(-1); err != nil {
-				fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
-				return 126
-			}
+			noexec = true
+		case args[i] == egressExecMountArg && i+1 < len(args):
+			execMounts = append(execMounts, args[i+1])
+			i++
 		default:
 			fmt.Fprintf(os.Stderr, "harness egress: bad argument %q\n", args[i])
 			return 2
@@ -103,6 +104,16 @@ func EgressMain(args []string) int {
 	if sock == "" || listen == "" || i+1 >= len(args) {
 		fmt.Fprintln(os.Stderr, "harness egress: usage: --socket PATH --listen ADDR -- COMMAND...")
 		return 2
+	}
+	if noexec {
+		if err := noexecMounts(execMounts); err != nil {
+			fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
+			return 126
+		}
+		if err := dropPrivileges(-1); err != nil {
+			fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
+			return 126
+		}
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

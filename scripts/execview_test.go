@@ -17,7 +17,7 @@ import (
 
 // limitedRun runs a script under runtime (argv before the script path)
 // with the execute limit and the programs in allowed, in a writable
-// workspace that holds payload: a copy of /usr/bin/id the test put
+// workspace that holds payload: a copy of /usr/bin/env the test put
 // there, as a script could have written it itself.
 func limitedRun(t *testing.T, b Backend, argv []string, name, script string, allowed []string) *Result {
 	t.Helper()
@@ -25,11 +25,15 @@ func limitedRun(t *testing.T, b Backend, argv []string, name, script string, all
 	testenv.Need(t, "sandbox backend "+string(b), err)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
 	os.Chmod(ws, 0o777)
-	if err := copyFile("/usr/bin/id", filepath.Join(ws, "payload"), 0o755); err != nil {
+	if err := copyFile("/usr/bin/env", filepath.Join(ws, "payload"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	skill, _ := filepath.EvalSymlinks(t.TempDir())
 	os.WriteFile(filepath.Join(skill, name), []byte(script), 0o444)
+	// A program the skill ships among its files, read-only to it.
+	if err := copyFile("/usr/bin/env", filepath.Join(skill, "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	os.Chmod(skill, 0o755)
 	os.Chmod(filepath.Dir(skill), 0o755)
 	cwd, skillPath := "/workspace", "/skill"
@@ -38,7 +42,7 @@ func limitedRun(t *testing.T, b Backend, argv []string, name, script string, all
 	}
 	spec := Spec{
 		Argv: append(append([]string{}, argv...), skillPath+"/"+name),
-		Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "LOADER=" + elfInterpreter("/usr/bin/id")},
+		Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "LOADER=" + elfInterpreter("/usr/bin/id"), "SKILL=" + skillPath},
 		Path: os.Getenv("PATH"), Cwd: cwd,
 		Mounts: []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/skill"}},
 		Helper: helper(t), Timeout: 60 * time.Second, LimitExec: true, Exec: allowed,
@@ -64,14 +68,17 @@ func TestExecLimitHoldsAgainstLoader(t *testing.T) {
 "$LOADER" /bin/ls / >/dev/null 2>&1 && echo LOADER-RAN-LS
 "$LOADER" /usr/bin/id >/dev/null 2>&1 && echo LOADER-RAN-ID
 "$LOADER" ./payload >/dev/null 2>&1 && echo LOADER-RAN-WORKSPACE-COPY
+"$LOADER" "$SKILL/tool" >/dev/null 2>&1 && echo LOADER-RAN-SKILL-COPY
+"$SKILL/tool" >/dev/null 2>&1 && echo EXECVE-SKILL-COPY
 { read -r -n 1 _ < /usr/bin/ls; } 2>/dev/null && echo READ-LS
 echo builtin-ok
 echo done`, nil)
-			bad := []string{"LOADER-RAN-LS", "LOADER-RAN-ID", "READ-LS"}
+			bad := []string{"LOADER-RAN-LS", "LOADER-RAN-ID", "READ-LS", "EXECVE-SKILL-COPY"}
 			if b == BackendBwrap {
 				// Landlock cannot refuse mmap PROT_EXEC of a file the
-				// script may write (docs/sandbox.md says so).
-				bad = append(bad, "LOADER-RAN-WORKSPACE-COPY")
+				// script can read outside the system directories
+				// (docs/permissions.md says so).
+				bad = append(bad, "LOADER-RAN-WORKSPACE-COPY", "LOADER-RAN-SKILL-COPY")
 			}
 			expectLines(t, res, []string{"builtin-ok"}, bad)
 		})

@@ -37,10 +37,11 @@ type helperRules struct {
 	execLayerOnly bool
 	limitExec     bool
 	exec          []string // files, and directories of files, that may be executed under limitExec
-	// noexecWritable makes every writable mount of the sandbox noexec
-	// before confining (bwrap only, which gives the helper
+	// noexec makes every mount of the sandbox noexec but those at
+	// execMounts before confining (bwrap only, which gives the helper
 	// CAP_SYS_ADMIN in the sandbox's user namespace for it).
-	noexecWritable bool
+	noexec     bool
+	execMounts []string
 }
 
 // args builds the helper's command line for argv.
@@ -55,8 +56,8 @@ func (h helperRules) args(helper string, argv []string) []string {
 	if h.limitExec {
 		out = append(out, "--limit-exec", "1")
 	}
-	if h.noexecWritable {
-		out = append(out, "--noexec-writable", "1")
+	if h.noexec {
+		out = append(out, "--noexec", "1")
 	}
 	add := func(flag string, ps []string) {
 		for _, p := range ps {
@@ -70,6 +71,7 @@ func (h helperRules) args(helper string, argv []string) []string {
 	add("--read-dir", h.readDirs)
 	add("--beneath", h.beneath)
 	add("--exec", h.exec)
+	add("--exec-mount", h.execMounts)
 	return append(append(out, "--"), argv...)
 }
 
@@ -107,8 +109,10 @@ func HelperMain(args []string) int {
 			h.execLayerOnly = v == "1"
 		case "--limit-exec":
 			h.limitExec = v == "1"
-		case "--noexec-writable":
-			h.noexecWritable = v == "1"
+		case "--noexec":
+			h.noexec = v == "1"
+		case "--exec-mount":
+			h.execMounts = append(h.execMounts, v)
 		case "--uid":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
@@ -126,9 +130,9 @@ func HelperMain(args []string) int {
 		return 2
 	}
 	argv := args[i+1:]
-	if h.noexecWritable {
+	if h.noexec {
 		// Before Landlock, which forbids a confined process to mount.
-		if err := noexecWritableMounts(); err != nil {
+		if err := noexecMounts(h.execMounts); err != nil {
 			fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 			return 126
 		}

@@ -12,12 +12,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// noexecWritableMounts makes every mount that is not read-only noexec
-// (MOUNT_ATTR_NOEXEC): the sandbox's /tmp, /dev and writable workspace
-// parts. A program the script writes there can then neither be executed
-// nor mapped executable, so the dynamic loader, which the script may run,
-// cannot load it either. It runs before Landlock, which forbids a
-// confined process to mount.
+// noexecMounts makes every mount noexec (MOUNT_ATTR_NOEXEC) but those
+// whose mount point is in keep (the view's programs and libraries, the
+// helper): the sandbox's /tmp and /dev, the workspace and the skill's
+// files, writable or not. A program the script writes there, or finds
+// there, can then neither be executed nor mapped executable, so the
+// dynamic loader, which the script may run, cannot load it either. It
+// runs before Landlock, which forbids a confined process to mount.
 //
 // bwrap gives the sandbox a user namespace of its own inside the one that
 // owns its mounts, so CAP_SYS_ADMIN there (bwrap --cap-add) cannot change
@@ -25,7 +26,7 @@ import (
 // owned by the sandbox's user namespace), which is the one everything it
 // then starts or execs inherits. The thread stays locked to the calling
 // goroutine for good.
-func noexecWritableMounts() error {
+func noexecMounts(keep []string) error {
 	runtime.LockOSThread()
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("noexec: a mount namespace of its own: %w", err)
@@ -37,7 +38,7 @@ func noexecWritableMounts() error {
 		return fmt.Errorf("noexec: %w", err)
 	}
 	defer f.Close()
-	var writable []string
+	var mounts []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -45,14 +46,15 @@ func noexecWritableMounts() error {
 		if len(fields) < 6 {
 			continue
 		}
-		if opts := strings.Split(fields[5], ","); !slices.Contains(opts, "ro") && !slices.Contains(opts, "noexec") {
-			writable = append(writable, unescapeMountinfo(fields[4]))
+		p := unescapeMountinfo(fields[4])
+		if !slices.Contains(strings.Split(fields[5], ","), "noexec") && !slices.Contains(keep, p) {
+			mounts = append(mounts, p)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("noexec: %w", err)
 	}
-	for _, p := range writable {
+	for _, p := range mounts {
 		err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOEXEC})
 		if err != nil {
 			return fmt.Errorf("make %s noexec: %w", p, err)
