@@ -63,8 +63,15 @@ const maxDirEntries = 50000
 
 // viewCache keeps computed views per harness process: the same runtime
 // and programs are asked for at every call of a run. An entry is used
-// again only while each root it started from is the same file.
-var viewCache sync.Map // key string -> *cachedView
+// again only while each root it started from is the same file. It is
+// emptied when it reaches maxCachedViews: a runtime copied per call (one
+// under a private directory, as root) makes a new key every time.
+var viewCache = struct {
+	sync.Mutex
+	views map[string]*cachedView
+}{views: map[string]*cachedView{}}
+
+const maxCachedViews = 64
 
 type cachedView struct {
 	roots []rootStamp
@@ -105,8 +112,11 @@ func viewFor(runtime string, allowed []string, path, helper string) *execView {
 			stamps = append(stamps, stampOf(r))
 		}
 	}
-	if c, ok := viewCache.Load(key); ok && slices.Equal(c.(*cachedView).roots, stamps) {
-		return c.(*cachedView).view
+	viewCache.Lock()
+	c, ok := viewCache.views[key]
+	viewCache.Unlock()
+	if ok && slices.Equal(c.roots, stamps) {
+		return c.view
 	}
 	b := newViewBuilder()
 	b.program(runtime, true)
@@ -134,7 +144,12 @@ func viewFor(runtime string, allowed []string, path, helper string) *execView {
 		b.dir(d)
 	}
 	v := b.finish()
-	viewCache.Store(key, &cachedView{roots: stamps, view: v})
+	viewCache.Lock()
+	if len(viewCache.views) >= maxCachedViews {
+		clear(viewCache.views)
+	}
+	viewCache.views[key] = &cachedView{roots: stamps, view: v}
+	viewCache.Unlock()
 	return v
 }
 

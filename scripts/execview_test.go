@@ -301,3 +301,27 @@ func elfInterpreter(p string) string {
 	}
 	return ""
 }
+
+// TestExecViewFollowsChanges: a cached view is computed again when a
+// program it started from is replaced.
+func TestExecViewFollowsChanges(t *testing.T) {
+	selinux, err := filepath.EvalSymlinks("/lib/x86_64-linux-gnu/libselinux.so.1")
+	if err != nil {
+		t.Skipf("libselinux: %v", err)
+	}
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "tool")
+	if err := copyFile("/usr/bin/env", tool, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if v := viewFor("/usr/bin/bash", []string{tool}, "", ""); slices.Contains(v.files, selinux) {
+		t.Fatalf("env needs no libselinux, yet the view shows it")
+	}
+	os.Remove(tool)
+	if err := copyFile("/usr/bin/id", tool, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if v := viewFor("/usr/bin/bash", []string{tool}, "", ""); !slices.Contains(v.files, selinux) {
+		t.Errorf("the replaced program's library %s is not shown: %v", selinux, v.files)
+	}
+}
