@@ -23,7 +23,7 @@ func probeBwrap(ctx context.Context) error {
 	if err != nil {
 		return errors.New("bwrap is not installed (Debian: apt-get install bubblewrap)")
 	}
-	args := append(bwrapBase(), "--", "/bin/true")
+	args := append(bwrapBase(nil), "--", "/bin/true")
 	out, err := exec.CommandContext(ctx, bw, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("bwrap cannot start a sandbox: %v: %s", err, strings.TrimSpace(string(out)))
@@ -42,14 +42,20 @@ var etcAllowed = []string{
 
 // bwrapBase confines everything: new user (unprivileged uid and gid, no
 // capabilities), pid, network, ipc and uts namespaces; read-only system
-// directories and a curated /etc; private /tmp and /proc; the sandbox dies
+// directories (all of /usr, or only view when the script's programs are
+// limited) and a curated /etc; private /tmp and /proc; the sandbox dies
 // with harness and cannot reach its terminal.
-func bwrapBase() []string {
+func bwrapBase(view *execView) []string {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
 		"--die-with-parent", "--new-session",
-		"--ro-bind", "/usr", "/usr",
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+	}
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	if view == nil {
+		args = append(args, "--ro-bind", "/usr", "/usr")
+	} else {
+		// After /tmp: a program may live there (a skill's staged copy).
+		args = append(args, view.bwrapArgs()...)
 	}
 	for _, e := range etcAllowed {
 		args = append(args, "--ro-bind-try", "/etc/"+e, "/etc/"+e)
@@ -78,8 +84,23 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	if err != nil {
 		return nil, &Refusal{Code: "sandbox_unavailable", Msg: "bwrap is not installed"}
 	}
-	argv := append([]string{bw}, bwrapBase()...)
-	if !strings.HasPrefix(bin, "/usr/") {
+	// The helper (the execute layer, the network forwarder) is the
+	// harness binary: with the view narrowed, the libraries it loads
+	// must be in it too.
+	helper := ""
+	if spec.LimitExec || spec.Egress != "" {
+		if helper, err = p.helperPath(spec); err != nil {
+			return nil, err
+		}
+	}
+	var view *execView
+	if spec.LimitExec {
+		// The helper as given, not a per-call copy of it: its libraries
+		// are the same, and the view stays cached.
+		view = viewFor(bin, spec.Exec, spec.Path, spec.Helper)
+	}
+	argv := append([]string{bw}, bwrapBase(view)...)
+	if view == nil && !strings.HasPrefix(bin, "/usr/") {
 		argv = append(argv, "--ro-bind", bin, bin)
 	}
 	var seal []string
@@ -102,27 +123,27 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	}
 	argv = append(argv, seal...)
 	helperBound := false
-	bindHelper := func() error {
-		if helperBound {
-			return nil
+	bindHelper := func() {
+		if !helperBound {
+			argv = append(argv, "--ro-bind", helper, sandboxHelper)
+			helperBound = true
 		}
-		helper, err := p.helperPath(spec)
-		if err != nil {
-			return err
-		}
-		argv = append(argv, "--ro-bind", helper, sandboxHelper)
-		helperBound = true
-		return nil
 	}
 	if spec.LimitExec {
 		// The execute layer runs inside the sandbox, so its paths are
-		// the sandbox's: the runtime and /usr are bound where they are
-		// on the host.
-		if err := bindHelper(); err != nil {
-			return nil, err
+		// the sandbox's: the view shows each file where it is on the
+		// host.
+		bindHelper()
+		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: view.exec}
+		if spec.Egress == "" {
+			h.noexec, h.execMounts = true, view.mounts()
 		}
-		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: executables(bin, spec.Exec, spec.Path)}
 		inner = h.args(sandboxHelper, inner)
+		// The first process in the sandbox (this helper, or the network
+		// forwarder before it) makes every mount but the view's noexec,
+		// which needs CAP_SYS_ADMIN in the sandbox's user namespace; it
+		// gives up every capability before anything of the script runs.
+		argv = append(argv, "--cap-add", "CAP_SYS_ADMIN")
 	}
 	// The same socket filter as under Landlock: with the network
 	// unshared only Unix sockets are left, and a socket file in the
@@ -131,16 +152,21 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	// the Unix ones away from the script (EgressMain).
 	var families []uint32
 	if spec.Egress != "" {
-		if err := bindHelper(); err != nil {
-			return nil, err
-		}
+		bindHelper()
 		argv = append(argv, "--ro-bind", spec.Egress, sandboxEgressSocket)
-		inner = append([]string{sandboxHelper, EgressArg, "--socket", sandboxEgressSocket, "--listen", EgressProxyAddr, "--"}, inner...)
+		fwd := []string{sandboxHelper, EgressArg, "--socket", sandboxEgressSocket, "--listen", EgressProxyAddr}
+		if spec.LimitExec {
+			fwd = append(fwd, egressNoexecArg)
+			for _, m := range view.mounts() {
+				fwd = append(fwd, egressExecMountArg, m)
+			}
+		}
+		inner = append(append(fwd, "--"), inner...)
 		p.env = append(slices.Clone(spec.Env), egressEnv()...)
 		families = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6}
 	}
 	argv = append(argv, bwrapSeal()...)
-	filter, err := filterFile(families...)
+	filter, err := filterFile(filterRules{allowFamilies: families, noAnonymousExec: spec.LimitExec})
 	if err != nil {
 		return nil, err
 	}
@@ -276,17 +302,42 @@ func (p *prepared) helperPath(spec Spec) (string, error) {
 	return helper, nil
 }
 
-// filterFile holds the encoded socket filter for bwrap to read.
-func filterFile(allowFamilies ...uint32) (*os.File, error) {
+// filterFile holds the encoded seccomp filter for bwrap to read.
+func filterFile(rules filterRules) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	_, err = w.Write(encodeFilter(socketFilter(allowFamilies...)))
+	_, err = w.Write(encodeFilter(sandboxFilter(rules)))
 	w.Close()
 	if err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// mounts are the mount points of the view in a bwrap sandbox, and the
+// helper: the only mounts whose files may be executed or mapped
+// executable.
+func (v *execView) mounts() []string {
+	return append(append(slices.Clone(v.dirs), v.files...), sandboxHelper)
+}
+
+// bwrapArgs shows the view: each directory and file bound read-only where
+// it is on the host, then the links that lead to them (bwrap makes the
+// directories each needs on the sandbox's own root, sealed read-only
+// later).
+func (v *execView) bwrapArgs() []string {
+	args := make([]string, 0, 3*(len(v.dirs)+len(v.files)+len(v.links)))
+	for _, d := range v.dirs {
+		args = append(args, "--ro-bind", d, d)
+	}
+	for _, f := range v.files {
+		args = append(args, "--ro-bind", f, f)
+	}
+	for _, l := range v.links {
+		args = append(args, "--symlink", l.target, l.path)
+	}
+	return args
 }

@@ -23,6 +23,14 @@ const EgressArg = "__harness-egress"
 
 const egressChildArg = "--child"
 
+// egressNoexecArg asks the forwarder, the first process in a sandbox
+// whose programs are limited, to make every mount noexec but those given
+// with egressExecMountArg, then give up its capabilities (noexecMounts).
+const (
+	egressNoexecArg    = "--noexec"
+	egressExecMountArg = "--exec-mount"
+)
+
 // Where the forwarder's parts are inside the sandbox.
 const (
 	sandboxEgressSocket = "/run/harness/egress.sock"
@@ -66,6 +74,8 @@ func HelperDispatch(args []string) (code int, ok bool) {
 // child; "--child -- argv..." confines itself to IP sockets and execs argv.
 func EgressMain(args []string) int {
 	var sock, listen string
+	var noexec bool
+	var execMounts []string
 	i := 0
 	for ; i < len(args) && args[i] != "--"; i++ {
 		switch {
@@ -81,6 +91,11 @@ func EgressMain(args []string) int {
 		case args[i] == "--listen" && i+1 < len(args):
 			listen = args[i+1]
 			i++
+		case args[i] == egressNoexecArg:
+			noexec = true
+		case args[i] == egressExecMountArg && i+1 < len(args):
+			execMounts = append(execMounts, args[i+1])
+			i++
 		default:
 			fmt.Fprintf(os.Stderr, "harness egress: bad argument %q\n", args[i])
 			return 2
@@ -89,6 +104,16 @@ func EgressMain(args []string) int {
 	if sock == "" || listen == "" || i+1 >= len(args) {
 		fmt.Fprintln(os.Stderr, "harness egress: usage: --socket PATH --listen ADDR -- COMMAND...")
 		return 2
+	}
+	if noexec {
+		if err := noexecMounts(execMounts); err != nil {
+			fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
+			return 126
+		}
+		if err := dropPrivileges(-1); err != nil {
+			fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
+			return 126
+		}
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -151,7 +176,7 @@ func execConfined(argv []string) int {
 		fmt.Fprintf(os.Stderr, "harness egress: no_new_privs: %v\n", err)
 		return 126
 	}
-	if err := installFilter(socketFilter(unix.AF_INET, unix.AF_INET6)); err != nil {
+	if err := installFilter(sandboxFilter(filterRules{allowFamilies: []uint32{unix.AF_INET, unix.AF_INET6}})); err != nil {
 		fmt.Fprintf(os.Stderr, "harness egress: %v\n", err)
 		return 126
 	}

@@ -187,7 +187,8 @@ func TestHostileAsOrdinaryUser(t *testing.T) {
 	if err := copyFile(self, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	suite := []string{"TestHostile", "TestNarrowedView", "TestReadOnlyInsideWritable", "TestExecLimited", "TestNarrowedViewRefusesLinks"}
+	suite := []string{"TestHostile", "TestNarrowedView", "TestReadOnlyInsideWritable", "TestExecLimited", "TestNarrowedViewRefusesLinks",
+		"TestExecLimitHoldsAgainstLoader", "TestExecLimitHoldsAgainstAnonymousFiles", "TestExecLimitKeepsRuntimes"}
 	cmd := exec.Command("setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", "--", bin, "-test.run", "^("+strings.Join(suite, "|")+")$", "-test.count", "1", "-test.v")
 	cmd.Env = append(os.Environ(), "HOME=/tmp", "TMPDIR=/tmp")
 	cmd.Dir = dir

@@ -1,7 +1,6 @@
 package scripts
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
@@ -38,7 +36,12 @@ type helperRules struct {
 	// mounts and socket filter already confine the rest.
 	execLayerOnly bool
 	limitExec     bool
-	exec          []string // files that may be executed under limitExec
+	exec          []string // files, and directories of files, that may be executed under limitExec
+	// noexec makes every mount of the sandbox noexec but those at
+	// execMounts before confining (bwrap only, which gives the helper
+	// CAP_SYS_ADMIN in the sandbox's user namespace for it).
+	noexec     bool
+	execMounts []string
 }
 
 // args builds the helper's command line for argv.
@@ -53,6 +56,9 @@ func (h helperRules) args(helper string, argv []string) []string {
 	if h.limitExec {
 		out = append(out, "--limit-exec", "1")
 	}
+	if h.noexec {
+		out = append(out, "--noexec", "1")
+	}
 	add := func(flag string, ps []string) {
 		for _, p := range ps {
 			out = append(out, flag, p)
@@ -65,6 +71,7 @@ func (h helperRules) args(helper string, argv []string) []string {
 	add("--read-dir", h.readDirs)
 	add("--beneath", h.beneath)
 	add("--exec", h.exec)
+	add("--exec-mount", h.execMounts)
 	return append(append(out, "--"), argv...)
 }
 
@@ -102,6 +109,10 @@ func HelperMain(args []string) int {
 			h.execLayerOnly = v == "1"
 		case "--limit-exec":
 			h.limitExec = v == "1"
+		case "--noexec":
+			h.noexec = v == "1"
+		case "--exec-mount":
+			h.execMounts = append(h.execMounts, v)
 		case "--uid":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
@@ -119,6 +130,13 @@ func HelperMain(args []string) int {
 		return 2
 	}
 	argv := args[i+1:]
+	if h.noexec {
+		// Before Landlock, which forbids a confined process to mount.
+		if err := noexecMounts(h.execMounts); err != nil {
+			fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
+			return 126
+		}
+	}
 	if err := confine(h); err != nil {
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 		return 126
@@ -286,9 +304,10 @@ func confine(h helperRules) error {
 		}
 	}
 	if h.execLayerOnly {
+		// bwrap loaded the filter already (sandboxFilter).
 		return nil
 	}
-	return denySockets()
+	return installFilter(sandboxFilter(filterRules{noAnonymousExec: h.limitExec}))
 }
 
 // limitExec adds the execute layer: only files may be executed. The
@@ -307,79 +326,22 @@ func limitExec(files []string) error {
 	return nil
 }
 
-// denySockets installs a seccomp filter: socket() of every family, and
-// io_uring (which can open sockets too), fail with EACCES. AF_UNIX is
-// refused too: Landlock does not govern connecting to a socket file, and
-// a host socket (docker.sock, the D-Bus bus) is a way out of the sandbox.
-// socketpair() stays allowed: an unnamed pair reaches nothing outside.
-func denySockets() error {
-	return installFilter(socketFilter())
-}
-
-// installFilter loads prog for every thread of this process (TSYNC);
-// no_new_privs must already be set.
-func installFilter(prog []unix.SockFilter) error {
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, 1 /* SECCOMP_SET_MODE_FILTER */, 1 /* TSYNC */, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return fmt.Errorf("seccomp: %w", errno)
-	}
-	return nil
-}
-
-// socketFilter is the classic BPF program the sandboxes load: bwrap reads
-// it from a file descriptor (--seccomp), the Landlock helper and the
-// egress forwarder's child install it. socket() fails with EACCES unless
-// its family is one of allowFamilies (none: every socket is refused).
-func socketFilter(allowFamilies ...uint32) []unix.SockFilter {
-	const (
-		auditArchX86_64 = 0xc000003e
-		retAllow        = 0x7fff0000
-		retErrno        = 0x00050000
-		retKill         = 0x80000000
-		argFamily       = 16 // seccomp_data.args[0], low half on little-endian
-	)
-	eacces := uint32(retErrno | uint32(unix.EACCES))
-	n := uint8(len(allowFamilies))
-	prog := []unix.SockFilter{
-		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4}, // arch
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: auditArchX86_64, Jt: 1, Jf: 0},
-		{Code: unix.BPF_RET | unix.BPF_K, K: retKill},
-		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // syscall number
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_IO_URING_SETUP, Jt: 0, Jf: 1},
-		{Code: unix.BPF_RET | unix.BPF_K, K: eacces},
-		// Not socket(): on to the final allow, past the family checks.
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_SOCKET, Jt: 0, Jf: n + 2},
-		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: argFamily},
-	}
-	for i, f := range allowFamilies {
-		prog = append(prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: f, Jt: n - uint8(i), Jf: 0})
-	}
-	return append(prog,
-		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: eacces},
-		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: retAllow})
-}
-
-// encodeFilter lays a program out as the kernel's struct sock_filter
-// array, which is what bwrap --seccomp expects to read.
-func encodeFilter(prog []unix.SockFilter) []byte {
-	out := make([]byte, 0, 8*len(prog))
-	for _, f := range prog {
-		out = binary.LittleEndian.AppendUint16(out, f.Code)
-		out = append(out, f.Jt, f.Jf)
-		out = binary.LittleEndian.AppendUint32(out, f.K)
-	}
-	return out
-}
-
 // landlockRules computes what the confined process may touch: system
 // directories read-only; each mount (or each visible part of a narrowed
 // one) read-only or read-write, except the paths to hide, which get no
 // access at all, and the mount's read-only paths, which get read access
 // only (Landlock rights are inherited by a whole tree and add up, so both
 // are carved out by granting their siblings).
-func landlockRules(spec Spec, bin, tmp string) helperRules {
+//
+// With view (the execute limit), the system directories are narrowed to
+// it: the programs the script may run, their loaders and libraries, and
+// what its runtime reads, each by a rule of its own.
+func landlockRules(spec Spec, bin, tmp string, view *execView) helperRules {
 	h := helperRules{uid: -1, ro: []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", filepath.Dir(bin)}}
+	if view != nil {
+		h.ro = slices.Clone(view.dirs)
+		h.roFiles = slices.Clone(view.files)
+	}
 	for _, e := range etcAllowed {
 		p := "/etc/" + e
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {

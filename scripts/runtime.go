@@ -2,13 +2,10 @@ package scripts
 
 import (
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -104,58 +101,6 @@ func isELF(p string) bool {
 	var head [4]byte
 	n, _ := f.Read(head[:])
 	return n == 4 && bytes.Equal(head[:], []byte("\x7fELF"))
-}
-
-// executables are the files a script limited to its runtime and the
-// binaries named in exec may execute: each one found on path, and the
-// program the kernel loads to start it (an ELF interpreter, or a
-// script's #! interpreter). A name not found is left out: it cannot be
-// executed in the sandbox either.
-func executables(runtime string, exec []string, path string) []string {
-	out := []string{}
-	add := func(p string) {
-		for p != "" && !slices.Contains(out, p) {
-			out = append(out, p)
-			p = loaderOf(p)
-		}
-	}
-	add(runtime)
-	for _, name := range exec {
-		if p, err := LookupBinary(name, path); err == nil {
-			add(p)
-		}
-	}
-	return out
-}
-
-// loaderOf is what execve of p loads first: the ELF interpreter named in
-// its PT_INTERP header, or the interpreter of its #! line ("" if none).
-func loaderOf(p string) string {
-	if f, err := elf.Open(p); err == nil {
-		defer f.Close()
-		for _, prog := range f.Progs {
-			if prog.Type == elf.PT_INTERP {
-				b, err := io.ReadAll(io.LimitReader(prog.Open(), 4096))
-				if err != nil {
-					return ""
-				}
-				return strings.TrimRight(string(b), "\x00")
-			}
-		}
-		return ""
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	head := make([]byte, 256)
-	n, _ := io.ReadFull(f, head)
-	line, _, _ := strings.Cut(string(head[:n]), "\n")
-	if fields := strings.Fields(strings.TrimPrefix(line, "#!")); strings.HasPrefix(line, "#!") && len(fields) > 0 {
-		return fields[0]
-	}
-	return ""
 }
 
 // HelperName is the sandbox helper's own program, found beside the

@@ -92,11 +92,16 @@ type Spec struct {
 	// that proxy (bwrap only; the other sandboxes refuse it).
 	Egress string
 	// LimitExec confines what the script may execute to its runtime (and
-	// the runtime's ELF interpreter) and Exec, binary names looked up on
-	// Path: a Landlock layer that handles only the execute right, inside
-	// bwrap as under the Landlock backend.
+	// the runtime's ELF interpreter) and Exec: a Landlock layer that
+	// handles only the execute right, inside bwrap as under the Landlock
+	// backend. The script then sees of the system only those programs,
+	// what they load and what its runtime reads (execview.go); it cannot
+	// make an executable anonymous file (sandboxFilter), and under bwrap
+	// every mount it can write is noexec.
 	LimitExec bool
-	Exec      []string
+	// Exec are binary names looked up on Path, or absolute host paths:
+	// a program, or a directory whose every program may run.
+	Exec []string
 }
 
 // Result is what an execution did.
@@ -267,10 +272,14 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		if err := checkParts(spec.Mounts); err != nil {
 			return nil, err
 		}
-		h := landlockRules(spec, bin, tmp)
-		h.uid = uid
+		var view *execView
 		if spec.LimitExec {
-			h.limitExec, h.exec = true, executables(bin, spec.Exec, spec.Path)
+			view = viewFor(bin, spec.Exec, spec.Path, "")
+		}
+		h := landlockRules(spec, bin, tmp, view)
+		h.uid = uid
+		if view != nil {
+			h.limitExec, h.exec = true, view.exec
 		}
 		argv = h.args(spec.Helper, inner)
 		var env []string
