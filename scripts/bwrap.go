@@ -121,7 +121,7 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		if err := bindHelper(); err != nil {
 			return nil, err
 		}
-		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: executables(bin, spec.Exec, spec.Path)}
+		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: executables(bin, execList(spec, "/tmp"), spec.Path)}
 		inner = h.args(sandboxHelper, inner)
 	}
 	// The same socket filter as under Landlock: with the network

@@ -90,6 +90,41 @@ func LookupBinary(name, path string) (string, error) {
 	return "", errors.New(name + " not found on PATH")
 }
 
+// LookupProgram finds name on PATH as LookupBinary does, and, where no
+// ELF binary has that name, an executable script with a #! line (npm,
+// whose file is JavaScript run through /usr/bin/env node). A script runs
+// only if its interpreter may run too (ExecChain names it).
+func LookupProgram(name, path string) (string, error) {
+	if p, err := LookupBinary(name, path); err == nil {
+		return p, nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p, err := filepath.EvalSymlinks(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && loaderOf(p) != "" {
+			return p, nil
+		}
+	}
+	return "", errors.New(name + " not found on PATH")
+}
+
+// ExecChain is p and what execve of p loads before it runs, in order: its
+// ELF interpreter, or its #! interpreter and that one's.
+func ExecChain(p string) []string {
+	var out []string
+	for p != "" && !slices.Contains(out, p) {
+		out = append(out, p)
+		p = loaderOf(p)
+	}
+	return out
+}
+
 func isELF(p string) bool {
 	f, err := os.Open(p)
 	if err != nil {
@@ -101,11 +136,12 @@ func isELF(p string) bool {
 	return n == 4 && bytes.Equal(head[:], []byte("\x7fELF"))
 }
 
-// executables are the files a script limited to its runtime and the
-// binaries named in exec may execute: each one found on path, and the
-// program the kernel loads to start it (an ELF interpreter, or a
-// script's #! interpreter). A name not found is left out: it cannot be
-// executed in the sandbox either.
+// executables are the files a script limited to its runtime and exec
+// may execute: the runtime, each entry of exec (an absolute file or
+// directory taken as it is, a name found on path), and the program the
+// kernel loads to start each file (an ELF interpreter, or a script's #!
+// interpreter). A name not found is left out: it cannot be executed in
+// the sandbox either.
 func executables(runtime string, exec []string, path string) []string {
 	out := []string{}
 	add := func(p string) {
@@ -116,7 +152,9 @@ func executables(runtime string, exec []string, path string) []string {
 	}
 	add(runtime)
 	for _, name := range exec {
-		if p, err := LookupBinary(name, path); err == nil {
+		if filepath.IsAbs(name) {
+			add(name)
+		} else if p, err := LookupBinary(name, path); err == nil {
 			add(p)
 		}
 	}

@@ -92,11 +92,23 @@ type Spec struct {
 	// that proxy (bwrap only; the other sandboxes refuse it).
 	Egress string
 	// LimitExec confines what the script may execute to its runtime (and
-	// the runtime's ELF interpreter) and Exec, binary names looked up on
-	// Path: a Landlock layer that handles only the execute right, inside
+	// the runtime's ELF interpreter) and Exec: absolute paths, each a
+	// file or a directory whose every file may run (a name is looked up
+	// on Path); with ExecTemp, the call's private temporary directory
+	// too. A Landlock layer that handles only the execute right, inside
 	// bwrap as under the Landlock backend.
 	LimitExec bool
 	Exec      []string
+	ExecTemp  bool
+}
+
+// execList is spec.Exec with tmp, the call's temporary directory as the
+// execute layer sees it, when spec.ExecTemp asks for it.
+func execList(spec Spec, tmp string) []string {
+	if !spec.ExecTemp {
+		return spec.Exec
+	}
+	return append(slices.Clone(spec.Exec), tmp)
 }
 
 // Result is what an execution did.
@@ -197,7 +209,7 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty command")
 	}
-	bin, err := LookupBinary(spec.Argv[0], spec.Path)
+	bin, err := LookupProgram(spec.Argv[0], spec.Path)
 	if err != nil {
 		return nil, &Refusal{Code: "script_runtime_missing", Msg: fmt.Sprintf("runtime %s is not installed on this machine: %v", spec.Argv[0], err)}
 	}
@@ -270,7 +282,7 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		h := landlockRules(spec, bin, tmp)
 		h.uid = uid
 		if spec.LimitExec {
-			h.limitExec, h.exec = true, executables(bin, spec.Exec, spec.Path)
+			h.limitExec, h.exec = true, executables(bin, execList(spec, tmp), spec.Path)
 		}
 		argv = h.args(spec.Helper, inner)
 		var env []string

@@ -223,7 +223,7 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	env = append(env, g.Env...)
 	out, err := scripts.Run(ctx, cfg.Backend, scripts.Spec{
 		Argv: argv, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath, Stdin: []byte(stdin), Egress: sock,
-		Mounts: mounts, Hide: hide, HideHost: hideHost, Helper: cfg.Helper, LimitExec: g.LimitExec, Exec: g.Exec,
+		Mounts: mounts, Hide: hide, HideHost: hideHost, Helper: cfg.Helper, LimitExec: g.LimitExec, Exec: g.Exec, ExecTemp: g.ExecTemp,
 		Timeout: time.Duration(timeout) * time.Millisecond,
 		Limits:  scripts.Limits{Memory: cfg.MemoryLimit},
 	})
