@@ -115,12 +115,16 @@ func LookupProgram(name, path string) (string, error) {
 }
 
 // ExecChain is p and what execve of p loads before it runs, in order: its
-// ELF interpreter, or its #! interpreter and that one's.
+// ELF interpreter, or its #! interpreter and that one's, each as its real
+// file (the one the kernel checks), links followed.
 func ExecChain(p string) []string {
 	var out []string
 	for p != "" && !slices.Contains(out, p) {
 		out = append(out, p)
 		p = loaderOf(p)
+		if real, err := filepath.EvalSymlinks(p); p != "" && err == nil {
+			p = real
+		}
 	}
 	return out
 }
