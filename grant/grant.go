@@ -91,6 +91,9 @@ func For(r Request) (*Grant, error) {
 			return nil, &Refusal{Code: pr.Code, Msg: fmt.Sprintf("skill %s declares filesystem.write %s: %s", r.Skill.Name, rel, pr.Msg)}
 		}
 	}
+	if err := checkHardLinks(ws, r.Skill.Name, write); err != nil {
+		return nil, err
+	}
 	parts := []scripts.Part{}
 	for _, rel := range read {
 		parts = append(parts, scripts.Part{Rel: rel})
