@@ -26,11 +26,12 @@ type ExecSet struct {
 }
 
 // ResolveExec resolves a manifest's exec entries against path (a PATH
-// list, the host's): a name to the program found there and what the
-// kernel loads to start it, an absolute program to its real file and
-// loaders, a directory to its real path. Links are followed, so the
-// execute layer holds the files the kernel checks. Entries that do not
-// parse are the manifest check's to refuse; here they name nothing.
+// list, the host's): a name to the program found there, an absolute
+// program to its real file, a directory to its real path. Links are
+// followed, so the execute layer holds the files the kernel checks. What
+// the kernel loads to start a program (its ELF or #! interpreter) the
+// sandbox adds itself. Entries that do not parse are the manifest check's
+// to refuse; here they name nothing.
 func ResolveExec(entries []string, path string) ExecSet {
 	set := ExecSet{Paths: []string{}, Shown: []string{}}
 	add := func(p string, dir bool) {
@@ -58,9 +59,7 @@ func ResolveExec(entries []string, path string) ExecSet {
 				set.Missing = append(set.Missing, s)
 				continue
 			}
-			for _, f := range scripts.ExecChain(p) {
-				add(f, false)
-			}
+			add(p, false)
 		default:
 			real, err := filepath.EvalSymlinks(e.Path)
 			fi, serr := os.Stat(real)
@@ -70,9 +69,7 @@ func ResolveExec(entries []string, path string) ExecSet {
 			case e.Dir && fi.IsDir():
 				add(real, true)
 			case !e.Dir && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0:
-				for _, f := range scripts.ExecChain(real) {
-					add(f, false)
-				}
+				add(real, false)
 			default:
 				// A directory named without its "/", or a file with
 				// one: the manifest says one thing and the disk another.

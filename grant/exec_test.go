@@ -21,8 +21,7 @@ func TestResolveExec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A program that is a #! script (as npm is) runs through its
-	// interpreter, which the set must hold too.
+	// A program that is a #! script (as npm is) is found by name.
 	write(filepath.Join(bin, "tool.sh"), "#!/bin/sh\necho hi\n", 0o755)
 	if err := os.Symlink("tool.sh", filepath.Join(bin, "tool")); err != nil {
 		t.Fatal(err)
@@ -42,7 +41,8 @@ func TestResolveExec(t *testing.T) {
 		temp    bool
 		missing []string
 	}{
-		{"a script by name", []string{"tool"}, []string{filepath.Join(bin, "tool.sh"), sh}, false, nil},
+		{"a script by name", []string{"tool"}, []string{filepath.Join(bin, "tool.sh")}, false, nil},
+		{"a linked program is its real file", []string{"/bin/sh"}, []string{sh}, false, nil},
 		{"a directory", []string{tools + "/"}, []string{tools + "/"}, false, nil},
 		{"a linked directory is its real path", []string{filepath.Join(dir, "linked") + "/"}, []string{tools + "/"}, false, nil},
 		{"the temporary directory", []string{"$TMPDIR/"}, nil, true, nil},

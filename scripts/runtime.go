@@ -90,45 +90,6 @@ func LookupBinary(name, path string) (string, error) {
 	return "", errors.New(name + " not found on PATH")
 }
 
-// LookupProgram finds name on PATH as LookupBinary does, and, where no
-// ELF binary has that name, an executable script with a #! line (npm,
-// whose file is JavaScript run through /usr/bin/env node). A script runs
-// only if its interpreter may run too (ExecChain names it).
-func LookupProgram(name, path string) (string, error) {
-	if p, err := LookupBinary(name, path); err == nil {
-		return p, nil
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			continue
-		}
-		p, err := filepath.EvalSymlinks(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		fi, err := os.Stat(p)
-		if err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && loaderOf(p) != "" {
-			return p, nil
-		}
-	}
-	return "", errors.New(name + " not found on PATH")
-}
-
-// ExecChain is p and what execve of p loads before it runs, in order: its
-// ELF interpreter, or its #! interpreter and that one's, each as its real
-// file (the one the kernel checks), links followed.
-func ExecChain(p string) []string {
-	var out []string
-	for p != "" && !slices.Contains(out, p) {
-		out = append(out, p)
-		p = loaderOf(p)
-		if real, err := filepath.EvalSymlinks(p); p != "" && err == nil {
-			p = real
-		}
-	}
-	return out
-}
-
 func isELF(p string) bool {
 	f, err := os.Open(p)
 	if err != nil {
