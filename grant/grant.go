@@ -44,9 +44,11 @@ type Grant struct {
 	View *workspace.Workspace
 	// Env are NAME=VALUE pairs to add to the execution's environment.
 	Env []string
-	// LimitExec and Exec are for scripts.Spec.
+	// LimitExec, Exec and ExecTemp are for scripts.Spec: Exec holds
+	// absolute host paths, files and directories (ResolveExec).
 	LimitExec bool
 	Exec      []string
+	ExecTemp  bool
 
 	ws      *workspace.Workspace
 	missing []string // read-only paths that did not exist before the call
@@ -93,6 +95,9 @@ func For(r Request) (*Grant, error) {
 			return nil, &Refusal{Code: pr.Code, Msg: fmt.Sprintf("skill %s declares filesystem.write %s: %s", r.Skill.Name, rel, pr.Msg)}
 		}
 	}
+	if err := checkHardLinks(ws, r.Skill.Name, write); err != nil {
+		return nil, err
+	}
 	parts := []scripts.Part{}
 	for _, rel := range read {
 		parts = append(parts, scripts.Part{Rel: rel})
@@ -120,8 +125,10 @@ func For(r Request) (*Grant, error) {
 		g.Env = append(g.Env, n+"="+v)
 		g.Record.Env = append(g.Record.Env, n)
 	}
-	g.LimitExec, g.Exec = true, slices.Clone(perms.Exec)
+	set := ResolveExec(perms.Exec, os.Getenv("PATH"))
+	g.LimitExec, g.Exec, g.ExecTemp = true, set.Paths, set.Temp
 	g.Record.ExecLimited, g.Record.Exec = true, append([]string{}, perms.Exec...)
+	g.Record.ExecResolved, g.Record.ExecTemp, g.Record.ExecMissing = set.Shown, set.Temp, set.Missing
 	g.Record.EnforcedBy = enforcement(r.Backend, true, len(perms.Network) > 0)
 	return g, nil
 }

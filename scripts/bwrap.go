@@ -134,9 +134,14 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		// the sandbox's: the view shows each file where it is on the
 		// host.
 		bindHelper()
-		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: view.exec}
+		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: execList(spec, view.exec, "/tmp")}
 		if spec.Egress == "" {
 			h.noexec, h.execMounts = true, view.mounts()
+			if spec.ExecTemp {
+				// The grant runs what the call builds in its temporary
+				// directory (a test binary): that mount stays exec.
+				h.execMounts = append(h.execMounts, "/tmp")
+			}
 		}
 		inner = h.args(sandboxHelper, inner)
 		// The first process in the sandbox (this helper, or the network

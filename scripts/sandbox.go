@@ -100,8 +100,20 @@ type Spec struct {
 	// every mount it can write is noexec.
 	LimitExec bool
 	// Exec are binary names looked up on Path, or absolute host paths:
-	// a program, or a directory whose every program may run.
-	Exec []string
+	// a program, or a directory whose every program may run. With
+	// ExecTemp, the call's private temporary directory may run too (a
+	// toolchain's test binary is built there).
+	Exec     []string
+	ExecTemp bool
+}
+
+// execList is exec (the view's programs) with tmp, the call's temporary
+// directory as the execute layer sees it, when spec.ExecTemp asks for it.
+func execList(spec Spec, exec []string, tmp string) []string {
+	if !spec.ExecTemp {
+		return exec
+	}
+	return append(slices.Clone(exec), tmp)
 }
 
 // Result is what an execution did.
@@ -202,7 +214,7 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty command")
 	}
-	bin, err := LookupBinary(spec.Argv[0], spec.Path)
+	bin, err := LookupProgram(spec.Argv[0], spec.Path)
 	if err != nil {
 		return nil, &Refusal{Code: "script_runtime_missing", Msg: fmt.Sprintf("runtime %s is not installed on this machine: %v", spec.Argv[0], err)}
 	}
@@ -279,7 +291,7 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		h := landlockRules(spec, bin, tmp, view)
 		h.uid = uid
 		if view != nil {
-			h.limitExec, h.exec = true, view.exec
+			h.limitExec, h.exec = true, execList(spec, view.exec, tmp)
 		}
 		argv = h.args(spec.Helper, inner)
 		var env []string

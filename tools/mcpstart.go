@@ -250,7 +250,7 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 	return scripts.Spec{
 		Argv: argv, Env: append(env, "SKILL_NAME="+s.Name, "SKILL_DIR="+skillDir), Path: path, Cwd: cwd,
 		Mounts:    []scripts.Mount{g.Mount, {Host: stage, Sandbox: s.SandboxSkillDir}},
-		LimitExec: g.LimitExec, Exec: g.Exec,
+		LimitExec: g.LimitExec, Exec: g.Exec, ExecTemp: g.ExecTemp,
 		Hide: hide, HideHost: hideHost, Helper: h.cfg.Helper,
 		Limits: scripts.Limits{Memory: h.cfg.MemoryLimit, CPUSeconds: 3600},
 	}, &g.Record, nil

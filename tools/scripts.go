@@ -275,7 +275,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 				Egress: sock,
 				Argv:   cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
 				Mounts:    []scripts.Mount{g.Mount, {Host: stage, Sandbox: s.SandboxSkillDir}},
-				LimitExec: g.LimitExec, Exec: g.Exec,
+				LimitExec: g.LimitExec, Exec: g.Exec, ExecTemp: g.ExecTemp,
 				Hide:     hide,
 				HideHost: hideHost,
 				Helper:   cfg.Helper,
