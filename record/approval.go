@@ -21,11 +21,13 @@ type ApprovalRequested struct {
 	CallID    string `json:"callId"`
 	Tool      string `json:"tool"`
 	Arguments string `json:"arguments"`
-	// Skill is the skill whose code the call runs, when there is one, and
-	// SkillDigest its digest in the run's snapshot: approving after it
-	// changed is drift.
-	Skill       string `json:"skill,omitempty"`
-	SkillDigest string `json:"skillDigest,omitempty"`
+	// Skill is the skill whose code the call runs, when there is one,
+	// SkillDigest its digest (SKILL.md) and SkillTreeDigest the digest of
+	// all its files in the run's snapshot: approving after either changed
+	// is drift.
+	Skill           string `json:"skill,omitempty"`
+	SkillDigest     string `json:"skillDigest,omitempty"`
+	SkillTreeDigest string `json:"skillTreeDigest,omitempty"`
 	// Why names what asked for a person: the operator's --confirm-tool
 	// pattern, or the skill's metadata.harness.destructive.
 	Why string `json:"why"`

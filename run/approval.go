@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/harness-dev/harness/gate"
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -22,7 +23,7 @@ func (r *runner) requestApprovals(pending []loop.ToolCall, turn int) error {
 		why, s := r.approvals.Why(c)
 		req := record.ApprovalRequested{Turn: turn, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Why: why}
 		if s != nil {
-			req.Skill, req.SkillDigest = s.Name, string(s.Digest)
+			req.Skill, req.SkillDigest, req.SkillTreeDigest = s.Name, string(s.Digest), string(s.TreeDigest)
 		}
 		if !r.approvals.Requested(c.ID) {
 			if _, err := r.journal.Append(record.EventApprovalRequested, req); err != nil {
@@ -68,8 +69,18 @@ func (r *runner) decideApprovals(approve, deny []string, reason, actor string) e
 			return outcome.Usage("approval_conflict", "call %s is both approved and denied (or named twice): decide each call once", id)
 		}
 		seen[id] = true
-		if req.Skill != "" && r.registry != nil {
-			if s, ok := r.registry.Lookup(req.Skill); !ok || string(s.Digest) != req.SkillDigest {
+		// The skill as it is on disk now (the drift check's scan) when
+		// there is one: the run's snapshot stays what it started with
+		// under --allow-drift, and a person approved the version the
+		// request named.
+		reg := r.registry
+		if r.onDisk != nil {
+			reg = r.onDisk
+		}
+		if req.Skill != "" && reg != nil {
+			// A request recorded before the tree digest was has only the
+			// SKILL.md digest to compare.
+			if s, ok := reg.Lookup(req.Skill); !ok || string(s.Digest) != req.SkillDigest || req.SkillTreeDigest != "" && string(s.TreeDigest) != req.SkillTreeDigest {
 				r.driftRefused = true
 				return outcome.Policy("approval_drift", "call %s runs skill %s, which is not the version it was when approval was requested (digest %s); nothing was run", id, req.Skill, req.SkillDigest)
 			}
@@ -121,10 +132,27 @@ type decisions struct {
 	reason, actor string
 }
 
-// checkDecisions refuses, before anything is written, a decision about a
-// call that is not waiting.
+// checkDecisions refuses, before anything is written, a set of decisions
+// that is not one decision for each of some waiting calls: a call named
+// twice (approved twice, or approved and denied), an empty id, or a call
+// that is not waiting. All of them are checked first, so a refused set
+// journals none of its decisions.
 func checkDecisions(st *rundir.State, d decisions, runID string) error {
 	waiting := st.Waiting()
+	seen := map[string]string{}
+	for i, id := range append(slices.Clone(d.approve), d.deny...) {
+		flag := "--approve"
+		if i >= len(d.approve) {
+			flag = "--deny"
+		}
+		if id == "" {
+			return outcome.Usage("approval_unknown", "%s needs a CALL_ID (`harness approvals` lists the waiting calls)", flag)
+		}
+		if prev, dup := seen[id]; dup {
+			return outcome.Usage("approval_conflict", "call %s is named by %s and by %s: decide each call once; nothing was decided", termsafe.Escape(id), prev, flag)
+		}
+		seen[id] = flag
+	}
 	for _, id := range append(slices.Clone(d.approve), d.deny...) {
 		if !slices.ContainsFunc(waiting, func(w record.ApprovalRequested) bool { return w.CallID == id }) {
 			var ids []string
@@ -135,7 +163,7 @@ func checkDecisions(st *rundir.State, d decisions, runID string) error {
 			if list == "" {
 				list = "none"
 			}
-			return outcome.Usage("approval_unknown", "call %s is not waiting for approval in run %s (waiting: %s)", id, runID, list)
+			return outcome.Usage("approval_unknown", "call %s is not waiting for approval in run %s (waiting: %s); nothing was decided", termsafe.Escape(id), runID, termsafe.Escape(list))
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/report"
 	"github.com/harness-dev/harness/rundir"
@@ -81,12 +82,16 @@ func approvalsCommand() *cli.Command {
 			} else {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tSKILL\tWHY\tARGUMENTS")
+				// Every cell but the header is words harness did not choose
+				// (a model's call and arguments, a skill's name): escaped,
+				// so that no row can rewrite another or hide what it asks.
+				e := termsafe.Escape
 				for _, r := range rows {
 					if r.Problem != "" {
-						fmt.Fprintf(tw, "%s\t-\t-\t-\tdoes not verify: %s\t-\n", r.RunID, r.Problem)
+						fmt.Fprintf(tw, "%s\t-\t-\t-\tdoes not verify: %s\t-\n", e(r.RunID), e(r.Problem))
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.CallID, r.Tool, dash(r.Skill), r.Why, shorten(r.Arguments, 80))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e(r.RunID), e(r.CallID), e(r.Tool), dash(e(r.Skill)), e(r.Why), shorten(e(r.Arguments), 80))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
