@@ -26,6 +26,10 @@ import (
 type Approvals struct {
 	confirm  []string
 	registry func() *skills.Registry
+	// MCPSkill, when set, names the skill whose MCP server offers an
+	// exposed tool: a skill with several servers offers KEY__TOOL with
+	// KEY <skill>-<server>, which is no skill's name.
+	MCPSkill func(exposed string) string
 
 	mu        sync.Mutex
 	requested map[string]record.ApprovalRequested
@@ -117,6 +121,11 @@ func (a *Approvals) skillOf(call loop.ToolCall) *skills.Skill {
 		name = args.Skill
 	case strings.Contains(call.Name, tools.MCPSeparator):
 		name, _, _ = strings.Cut(call.Name, tools.MCPSeparator)
+		if a.MCPSkill != nil {
+			if n := a.MCPSkill(call.Name); n != "" {
+				name = n
+			}
+		}
 	}
 	if s, ok := reg.Lookup(name); ok {
 		return s

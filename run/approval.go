@@ -177,5 +177,9 @@ func (r *runner) newApprovals() *gate.Approvals {
 	if st := r.resumed; st != nil {
 		requested, decided = st.ApprovalsRequested, st.ApprovalsDecided
 	}
-	return gate.NewApprovals(r.opts.ConfirmTools, func() *skills.Registry { return r.registry }, requested, decided)
+	a := gate.NewApprovals(r.opts.ConfirmTools, func() *skills.Registry { return r.registry }, requested, decided)
+	if r.mcp != nil {
+		a.MCPSkill = r.mcp.SkillOf
+	}
+	return a
 }
