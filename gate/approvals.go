@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -65,6 +66,23 @@ func (a *Approvals) Decide(d record.ApprovalDecided) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.decided[d.CallID] = d
+}
+
+// DecidedUnder are the decisions about calls whose id starts with prefix
+// (a child run's CHILD_ID/), with the prefix taken off: what a parent
+// hands the child it resumes.
+func (a *Approvals) DecidedUnder(prefix string) []record.ApprovalDecided {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []record.ApprovalDecided
+	for id, d := range a.decided {
+		if rest, ok := strings.CutPrefix(id, prefix); ok && rest != "" {
+			d.CallID = rest
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, func(x, y record.ApprovalDecided) int { return strings.Compare(x.CallID, y.CallID) })
+	return out
 }
 
 func (a *Approvals) Approve(turn int, call loop.ToolCall, effect loop.Effect) (loop.Approval, *loop.ToolResult) {

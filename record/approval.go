@@ -31,6 +31,10 @@ type ApprovalRequested struct {
 	// Why names what asked for a person: the operator's --confirm-tool
 	// pattern, or the skill's metadata.harness.destructive.
 	Why string `json:"why"`
+	// Child, for a call waiting inside a delegate_task child run, is the
+	// child's directory relative to this run's; CallID is then
+	// CHILD_ID/CALL_ID, and the child's own journal holds its request.
+	Child string `json:"child,omitempty"`
 }
 
 // ApprovalDecided is the data of approval.decided.
@@ -50,4 +54,7 @@ type PendingApproval struct {
 	Arguments string `json:"arguments"`
 	Skill     string `json:"skill,omitempty"`
 	Why       string `json:"why"`
+	// Child is the delegate_task child run the call waits in, as in
+	// ApprovalRequested.
+	Child string `json:"child,omitempty"`
 }

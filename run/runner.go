@@ -46,6 +46,9 @@ type runner struct {
 	// are those waiting when the run stopped.
 	approvals        *gate.Approvals
 	pendingApprovals []record.PendingApproval
+	// childWaiting are the calls waiting for a person inside this run's
+	// delegate_task children, as CHILD_ID/CALL_ID.
+	childWaiting []record.ApprovalRequested
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
 	mcp  *tools.MCPHub
 	opts Options

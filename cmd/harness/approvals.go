@@ -25,6 +25,10 @@ type approvalRow struct {
 	Skill     string `json:"skill,omitempty"`
 	Arguments string `json:"arguments"`
 	Why       string `json:"why"`
+	// Child is the delegate_task child run directory the call waits in,
+	// relative to RunDir (CallID is then CHILD_ID/CALL_ID, decided with
+	// `harness resume RUN_DIR --approve CHILD_ID/CALL_ID`).
+	Child string `json:"child,omitempty"`
 	// Problem is why the run directory does not verify; its calls are
 	// then not listed, since nothing in it can be trusted.
 	Problem string `json:"problem,omitempty"`
@@ -70,7 +74,7 @@ func approvalsCommand() *cli.Command {
 						continue
 					}
 					for _, w := range rep.Waiting {
-						rows = append(rows, approvalRow{RunID: rep.RunID, RunDir: rep.RunDir, CallID: w.CallID, Tool: w.Tool, Skill: w.Skill, Arguments: w.Arguments, Why: w.Why})
+						rows = append(rows, approvalRow{RunID: rep.RunID, RunDir: rep.RunDir, CallID: w.CallID, Tool: w.Tool, Skill: w.Skill, Arguments: w.Arguments, Why: w.Why, Child: w.Child})
 					}
 				}
 			}
