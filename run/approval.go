@@ -74,38 +74,34 @@ func (r *runner) decideApprovals(d decisions) error {
 	if actor == "" {
 		actor = osUser()
 	}
-	decide := func(id, decision, reason, actor string) error {
-		req := st.ApprovalsRequested[id]
-		if req.Child == "" {
-			if err := r.checkApproval(id, req); err != nil {
+	var all []record.ApprovalDecided
+	for _, id := range d.approve {
+		all = append(all, record.ApprovalDecided{CallID: id, Decision: record.DecisionApproved, Actor: actor})
+	}
+	for _, id := range d.deny {
+		all = append(all, record.ApprovalDecided{CallID: id, Decision: record.DecisionDenied, Actor: actor, Reason: d.reason})
+	}
+	all = append(all, d.inherited...)
+	// Every decision is checked before any is journaled: one refused
+	// decides none of them.
+	for _, dec := range all {
+		if req := st.ApprovalsRequested[dec.CallID]; req.Child == "" {
+			if err := r.checkApproval(dec.CallID, req); err != nil {
 				return err
 			}
 		}
-		dec := record.ApprovalDecided{CallID: id, Tool: req.Tool, Decision: decision, Actor: actor, At: r.now().UTC()}
-		if decision == record.DecisionDenied {
-			dec.Reason = reason
+	}
+	for _, dec := range all {
+		req := st.ApprovalsRequested[dec.CallID]
+		dec.Tool, dec.At = req.Tool, r.now().UTC()
+		if dec.Decision != record.DecisionDenied {
+			dec.Reason = ""
 		}
 		if _, err := r.journal.Append(record.EventApprovalDecided, dec); err != nil {
 			return err
 		}
 		r.approvals.Decide(dec)
-		r.progress("%s %s (%s) by %s", decision, id, req.Tool, actor)
-		return nil
-	}
-	for _, id := range d.approve {
-		if err := decide(id, record.DecisionApproved, "", actor); err != nil {
-			return err
-		}
-	}
-	for _, id := range d.deny {
-		if err := decide(id, record.DecisionDenied, d.reason, actor); err != nil {
-			return err
-		}
-	}
-	for _, h := range d.inherited {
-		if err := decide(h.CallID, h.Decision, h.Reason, h.Actor); err != nil {
-			return err
-		}
+		r.progress("%s %s (%s) by %s", dec.Decision, dec.CallID, req.Tool, dec.Actor)
 	}
 	return nil
 }
