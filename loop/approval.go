@@ -1,10 +1,21 @@
 package loop
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // ReasonAwaitingApproval: a tool call needs a person's decision; it was
 // not started, and the run can be resumed once someone decided.
 const ReasonAwaitingApproval Reason = "awaiting_approval"
+
+// AwaitingError is what a tool returns when work it started waits for a
+// person (a call inside a child run): the run stops awaiting approval with
+// the call started and unfinished, and a resume runs the call again, which
+// continues that work where it stopped.
+type AwaitingError struct{ What string }
+
+func (e *AwaitingError) Error() string { return "waiting for a person's decision: " + e.What }
 
 // Approval is what an Approver says of a call about to start.
 type Approval int
@@ -53,6 +64,10 @@ func (e *engine) runCalls(parent, ctx context.Context, turn int, calls []ToolCal
 			}
 		}
 		if err := e.callTool(ctx, turn, call, refused, code); err != nil {
+			var aw *AwaitingError
+			if errors.As(err, &aw) {
+				return e.end(ReasonAwaitingApproval, nil), true
+			}
 			if err == errPolicyEnd {
 				return e.end(ReasonPolicyDenied, err), true
 			}

@@ -71,24 +71,80 @@ func checkUsage(u Usage, req Request, msg Message) (_ Usage, corrected bool) {
 	return u, corrected
 }
 
-// stableCallIDs gives a tool call without an id, or with one already used
-// in the conversation or the same answer, a deterministic one from its
-// turn and index: results are matched to calls by id, and a replay must
-// produce the same ids.
+// stableCallIDs gives every tool call an id harness can show and use:
+// the model's id when it is plain (PlainCallID) and not already used in
+// the conversation or the same answer, else a deterministic one from its
+// turn and index, so that a replay from a cassette and a resume produce
+// the same ids. Results are matched to calls by id. A model's id that is
+// replaced only for its form is kept as ModelID and goes back to the
+// model on the wire; one that is empty or already used has nothing to go
+// back as.
 func stableCallIDs(turn int, calls []ToolCall, history []Message) []ToolCall {
 	seen := map[string]bool{}
 	for _, m := range history {
 		for _, c := range m.ToolCalls {
 			seen[c.ID] = true
+			seen[c.WireID()] = true
 		}
 	}
+	wire := map[string]bool{}
 	for i := range calls {
-		if calls[i].ID == "" || seen[calls[i].ID] {
-			calls[i].ID = fmt.Sprintf("call_t%d_%d", turn, i+1)
+		id := calls[i].ID
+		if PlainCallID(id) && !seen[id] {
+			seen[id], wire[id] = true, true
+			continue
 		}
-		seen[calls[i].ID] = true
+		if id != "" && !seen[id] && !wire[id] {
+			calls[i].ModelID = id
+			wire[id] = true
+		}
+		minted := fmt.Sprintf("call_t%d_%d", turn, i+1)
+		for n := 2; seen[minted]; n++ {
+			minted = fmt.Sprintf("call_t%d_%d_%d", turn, i+1, n)
+		}
+		calls[i].ID = minted
+		seen[minted] = true
 	}
 	return calls
+}
+
+// PlainCallID reports whether a model's call id can be shown, typed on a
+// command line and named in a file as it is: 1 to 64 of [A-Za-z0-9_-].
+// Providers' own ids (call_..., toolu_...) are; an id holding a control
+// sequence, a space, a quote or a shell character is not, and is replaced.
+func PlainCallID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c == '-' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// wireIDs maps the ids harness gave calls to the ids the model gave them,
+// for the results sent back in a request.
+func wireIDs(msgs []Message) map[string]string {
+	out := map[string]string{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if c.ModelID != "" {
+				out[c.ID] = c.ModelID
+			}
+		}
+	}
+	return out
+}
+
+// resultWireID is the id a tool result goes back to the model with.
+func resultWireID(ids map[string]string, id string) string {
+	if w, ok := ids[id]; ok {
+		return w
+	}
+	return id
 }
 
 // FileSafe keeps ids chosen by the model from naming paths: only

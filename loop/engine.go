@@ -373,6 +373,11 @@ func (e *engine) callTool(ctx context.Context, turn int, call ToolCall, refused 
 	} else {
 		res, code, toolErr = e.invoke(ctx, turn, call)
 	}
+	if aw := (*AwaitingError)(nil); errors.As(toolErr, &aw) {
+		// The call's work waits for a person: it stays started and
+		// unfinished, and a resume runs it again.
+		return toolErr
+	}
 	if toolErr != nil && ctx.Err() != nil {
 		// Stopped mid-call (interrupt or timeout): the call stays started
 		// but unfinished in the journal, which is what resume acts on.

@@ -190,6 +190,7 @@ func extraBody(raw json.RawMessage) ([]option.RequestOption, error) {
 
 func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	ids := wireIDs(req.Messages)
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleSystem:
@@ -197,7 +198,7 @@ func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 		case RoleUser:
 			p.Messages = append(p.Messages, openai.UserMessage(m.Content))
 		case RoleTool:
-			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
+			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, resultWireID(ids, m.ToolCallID)))
 		case RoleAssistant:
 			a := openai.ChatCompletionAssistantMessageParam{}
 			if m.Content != "" {
@@ -206,7 +207,7 @@ func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 			for _, c := range m.ToolCalls {
 				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.ID,
+						ID:       c.WireID(),
 						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
 					},
 				})

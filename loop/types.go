@@ -30,9 +30,25 @@ type Message struct {
 // ToolCall is the model's request to run a tool. Arguments is the raw JSON
 // text exactly as the model produced it; it may be malformed.
 type ToolCall struct {
+	// ID is what harness, its records and the people deciding about the
+	// call know it by: the model's id when that is a plain one (see
+	// stableCallIDs), else one harness minted from the turn and position.
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// ModelID is the id the model gave a call whose id harness replaced
+	// because it was not plain: kept for the record, and sent back to
+	// the model in place of ID, since the wire protocol matches a result
+	// to the call by the model's own id.
+	ModelID string `json:"modelId,omitempty"`
+}
+
+// WireID is the id the model knows the call by.
+func (c ToolCall) WireID() string {
+	if c.ModelID != "" {
+		return c.ModelID
+	}
+	return c.ID
 }
 
 // ToolSpec is what the model is told about a tool.

@@ -109,6 +109,7 @@ func scriptParams(files []string) testscript.Params {
 			"httptarget":         cmdHTTPTarget,
 			"gitserve":           cmdGitServe,
 			"httpfiles":          cmdHTTPFiles,
+			"journal-rewrite":    cmdJournalRewrite,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
