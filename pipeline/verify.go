@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -143,11 +142,12 @@ func resultStatus(f *record.RunFinished) string {
 // it: a torn last line (a crash) is left out, a broken chain or seal is an
 // error.
 func readJournalOnly(path string, key []byte) ([]artifacts.Event, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %v", err)
 	}
-	c, err := artifacts.ReadJournal(bytes.NewReader(data))
+	c, err := rundir.ReadJournal(f)
+	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("the journal cannot be read: %v", err)
 	}

@@ -36,13 +36,38 @@ func readJournal(f *os.File, status string) (artifacts.JournalContents, error) {
 			return artifacts.JournalContents{}, tampered("bytes follow the journal's last line, but run.json says the run ended (%s): harness writes nothing after a run's end", status)
 		}
 	}
+	c, err := ReadJournal(f)
+	var long *LongLineError
+	if errors.As(err, &long) {
+		return c, tampered("%v", err)
+	}
+	return c, err
+}
+
+// LongLineError is a journal line longer than any harness writes.
+type LongLineError struct{ Size int64 }
+
+func (e *LongLineError) Error() string {
+	return fmt.Sprintf("the journal ends in a line of %d bytes or more, longer than any harness writes (%d)", e.Size, maxJournalLine)
+}
+
+// ReadJournal reads a journal (a run's, a pipeline's or a batch's) as
+// artifacts.ReadJournal does, holding no more than one line of it: the
+// torn line after the last newline is measured, not read, and a line
+// longer than maxJournalLine is an error.
+func ReadJournal(f *os.File) (artifacts.JournalContents, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return artifacts.JournalContents{}, err
+	}
+	size := st.Size()
 	end, err := lastNewline(f, size)
 	if err != nil {
 		return artifacts.JournalContents{}, err
 	}
 	tail := size - end
 	if tail > maxJournalLine {
-		return artifacts.JournalContents{}, tampered("the journal ends in a line of more than %d bytes, longer than any harness writes", maxJournalLine)
+		return artifacts.JournalContents{}, &LongLineError{Size: tail}
 	}
 	c, err := artifacts.ReadJournal(&lineBound{r: io.NewSectionReader(f, 0, end)})
 	if err != nil {
