@@ -216,6 +216,12 @@ func Outdated(ctx context.Context, root string, names []string) ([]RefMove, erro
 	var out []RefMove
 	for _, name := range sortedGit(lock, names) {
 		pin := lock.Skills[name].Git
+		// Outdated trusts nothing it installs, but a URL a server may
+		// resolve elsewhere is not asked about either: the answer would be
+		// another repository's.
+		if err := gitsource.CheckURL(pin.URL); err != nil {
+			return nil, outcome.Policy("install_source_invalid", "%s (pinned for %s) is refused: %v", pin.URL, name, err)
+		}
 		now, err := gitsource.RemoteRef(ctx, pin.URL, pin.Ref)
 		if err != nil {
 			return nil, &outcome.Error{Code: "source_unreachable", Msg: fmt.Sprintf("%s (%s): %v", name, pin.URL, err), Exit: outcome.ExitProvider, Err: err}

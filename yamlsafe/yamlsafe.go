@@ -87,8 +87,11 @@ func Check(file string, data []byte, lim Limits) error {
 	if len(data) > lim.Bytes {
 		return &Error{File: file, Msg: fmt.Sprintf("is %d bytes, more than the %d a YAML file may hold", len(data), lim.Bytes)}
 	}
-	tokens, err := scan(file, string(data), lim)
-	if err != nil {
+	tokens, aliases, err := scan(file, string(data), lim)
+	if err != nil || !aliases {
+		// Without an alias a document is no larger than its tokens
+		// (a few nodes each, far below Nodes) and no deeper than the
+		// nesting scan bounded, so it need not be parsed twice.
 		return err
 	}
 	f, err := parser.Parse(tokens, 0)
@@ -112,10 +115,9 @@ func Unmarshal(file string, data []byte, v any, opts ...yaml.DecodeOption) error
 // block indicators (a "- " or a key's column), which is at least half
 // the block nesting since every block level but a sequence directly
 // under a key is indented further.
-func scan(file, src string, lim Limits) (token.Tokens, error) {
+func scan(file, src string, lim Limits) (tokens token.Tokens, aliases bool, err error) {
 	var s scanner.Scanner
 	s.Init(src)
-	var tokens token.Tokens
 	var cols []int // columns of the open block levels, increasing
 	flow, line := 0, 0
 	var prev *token.Token
@@ -126,12 +128,14 @@ func scan(file, src string, lim Limits) (token.Tokens, error) {
 		}
 		for _, tk := range sub {
 			if len(tokens) >= lim.Tokens {
-				return nil, &Error{File: file, Line: tk.Position.Line, Msg: fmt.Sprintf("holds more than %d YAML tokens", lim.Tokens)}
+				return nil, false, &Error{File: file, Line: tk.Position.Line, Msg: fmt.Sprintf("holds more than %d YAML tokens", lim.Tokens)}
 			}
 			tokens.Add(tk)
 			switch tk.Type {
 			case token.CommentType:
 				continue
+			case token.AliasType:
+				aliases = true
 			case token.SequenceStartType, token.MappingStartType:
 				flow++
 			case token.SequenceEndType, token.MappingEndType:
@@ -154,12 +158,12 @@ func scan(file, src string, lim Limits) (token.Tokens, error) {
 				}
 			}
 			if d := flow + len(cols); d > lim.Depth {
-				return nil, &Error{File: file, Line: tk.Position.Line, Msg: fmt.Sprintf("nests deeper than %d levels", lim.Depth)}
+				return nil, false, &Error{File: file, Line: tk.Position.Line, Msg: fmt.Sprintf("nests deeper than %d levels", lim.Depth)}
 			}
 			prev = tk
 		}
 	}
-	return tokens, nil
+	return tokens, aliases, nil
 }
 
 func popFrom(cols []int, col int) []int {

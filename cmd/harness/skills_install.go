@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/harness-dev/harness/discovery"
+	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/store"
 	"github.com/harness-dev/harness/yamlsafe"
 	"github.com/urfave/cli/v3"
@@ -82,6 +83,13 @@ func readTrustedSources(file string) ([]string, error) {
 	}
 	var out []string
 	for _, p := range cfg.Skills.TrustedSources {
+		// A prefix gitsource would refuse as a source trusts nothing:
+		// say so rather than leave the operator wondering.
+		if strings.Contains(p, "://") {
+			if err := gitsource.CheckURL(p); err != nil {
+				return nil, usagef(fmt.Sprintf("--config %s: skills.trustedSources %s is refused: %v", file, p, err))
+			}
+		}
 		if !filepath.IsAbs(p) && !strings.Contains(p, "://") {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
