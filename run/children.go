@@ -71,7 +71,7 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 			res, err = start(ctx, o, lin)
 		}
 	}
-	if res != nil && res.Status == outcome.StatusApproval && res.Record != nil {
+	if res != nil && res.Status == outcome.StatusApproval && res.Record != nil && len(res.Record.PendingApprovals) > 0 {
 		// The child stopped at a call a person must decide: so does this
 		// run, listing it as its own (CHILD_ID/CALL_ID); delegate_task
 		// stays unfinished, and resuming this run resumes the child.

@@ -20,7 +20,9 @@ type ChildRunner interface {
 	// RunChild runs the child named id with profile p on task, or, when a
 	// child of that id already exists (the parent was resumed), finishes
 	// it from its own journal. The error is for faults that prevent any
-	// result.
+	// result, or a *loop.AwaitingError when the child stopped at a call a
+	// person must decide: the parent then stops too, with this call
+	// unfinished.
 	RunChild(ctx context.Context, p Profile, task, id string) (record.ChildResult, error)
 }
 

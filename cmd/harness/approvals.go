@@ -40,7 +40,8 @@ func approvalsCommand() *cli.Command {
 		Usage:     "list tool calls waiting for a person's decision",
 		UsageText: "harness approvals [DIR...] [--json]",
 		Description: "DIR is a directory of runs (default: .harness/runs, or $HARNESS_ARTIFACTS_DIR) or one run\n" +
-			"directory. Each run that stopped awaiting approval (exit 6) is verified as `harness verify`\n" +
+			"directory. Each run that stopped awaiting approval (exit 6), or whose resume was refused with calls\n" +
+			"still waiting (drift), is verified as `harness verify`\n" +
 			"does, and its waiting calls are listed from its journal: decide one with\n" +
 			"`harness resume RUN_DIR --approve CALL_ID` or `--deny CALL_ID --reason TEXT`.\n" +
 			"Exit 0, or 5 when a run directory does not verify (it is listed with the problem).",
@@ -66,6 +67,9 @@ func approvalsCommand() *cli.Command {
 				for _, rd := range runs {
 					rep, err := rundir.Verify(rd, runKey())
 					if err != nil {
+						continue
+					}
+					if !rep.OK && rep.Status == outcome.StatusRefused && len(rep.Waiting) == 0 {
 						continue
 					}
 					if !rep.OK {
@@ -110,7 +114,7 @@ func approvalsCommand() *cli.Command {
 }
 
 // runDirsUnder is dir itself when it is a run directory, else the run
-// directories in it, newest first.
+// directories in it that may hold waiting calls, newest first.
 func runDirsUnder(dir string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "run.json")); err == nil {
 		return []string{dir}, nil
@@ -124,7 +128,10 @@ func runDirsUnder(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, r := range list {
-		if r.Status == outcome.StatusApproval {
+		// A resume refused (drift, approval_drift) leaves the run
+		// refused with its calls still waiting in the journal: they are
+		// listed until someone decides them.
+		if r.Status == outcome.StatusApproval || r.Status == outcome.StatusRefused {
 			out = append(out, r.RunDir)
 		}
 	}
