@@ -2,7 +2,6 @@ package scripts
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 )
@@ -12,11 +11,14 @@ import (
 // (npm, whose file is JavaScript run through /usr/bin/env node). A script
 // found so runs only where its interpreter may run too.
 func LookupProgram(name, path string) (string, error) {
-	if p, err := LookupBinary(name, path); err == nil {
+	p, notFound := LookupBinary(name, path)
+	if notFound == nil {
 		return p, nil
 	}
 	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
+		// As LookupBinary: a relative entry names wherever harness was
+		// started, never a place to take programs from.
+		if !filepath.IsAbs(dir) {
 			continue
 		}
 		p, err := filepath.EvalSymlinks(filepath.Join(dir, name))
@@ -28,7 +30,7 @@ func LookupProgram(name, path string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New(name + " not found on PATH")
+	return "", notFound
 }
 
 func isScript(p string) bool {

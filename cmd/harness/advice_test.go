@@ -135,7 +135,8 @@ func TestMessagesAdviseRealFlags(t *testing.T) {
 		"inh-caps", "ambient-caps", "bounding-set", "no-new-privs", "ro-bind", "bind", "tmpfs", "remount-ro", "seccomp", "chdir",
 		"die-with-parent", "new-session", "proc", "dev", "symlink", "ro-bind-try", "uid", "gid", "cap-drop", "unshare-user",
 		"ro-bind-fd", "bind-fd", "no-prompt", "allow-", "deny-", "socket", "listen", "child", "ro", "rw", "ro-file", "rw-file",
-		"read-dir", "beneath", "exec", "limit-exec", "exec-layer-only", "names", "noproxy", "max-time"} {
+		"read-dir", "beneath", "exec", "limit-exec", "exec-layer-only", "names", "noproxy", "max-time",
+		"cap-add", "noexec", "exec-mount", "arg"} {
 		known[n] = true
 	}
 	str := regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
