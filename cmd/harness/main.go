@@ -42,6 +42,12 @@ func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe 
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Everything a command prints on stdout can quote a model, a skill, an
+	// index or a file name: no control character of theirs reaches the
+	// terminal or the CI log as itself (result files keep the bytes).
+	safe := termsafe.NewWriter(stdout)
+	defer safe.Flush()
+	stdout = safe
 	app := newApp(stdin, stdout, stderr)
 	if observe != nil {
 		app.Metadata[observerKey] = observe

@@ -9,6 +9,7 @@ package termsafe
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -105,4 +106,52 @@ func shown(r rune, lines bool) string {
 		return fmt.Sprintf(`\U%08x`, r)
 	}
 	return ""
+}
+
+// Writer passes what is written to it on with Lines applied, so a command
+// whose output interleaves its own layout (tabs, newlines) with texts it
+// did not write cannot forget one of them. JSON written through it is
+// unchanged: encoding/json already escapes every control but the format
+// characters, whose escapes here (\u202e) are JSON's own. A rune split
+// across two writes is held back until it is whole; Flush writes what is
+// held.
+type Writer struct {
+	w    io.Writer
+	tail []byte
+}
+
+// NewWriter returns a Writer that writes to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+func (t *Writer) Write(p []byte) (int, error) {
+	buf := append(t.tail, p...)
+	t.tail = nil
+	// Hold back an incomplete rune at the end: at most UTFMax-1 bytes
+	// that start a sequence the next write may finish.
+	cut := len(buf)
+	for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(buf[i]) {
+			if !utf8.FullRune(buf[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	t.tail = append([]byte(nil), buf[cut:]...)
+	if _, err := io.WriteString(t.w, Lines(string(buf[:cut]))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush writes a rune held back by Write, escaped, since nothing will
+// finish it now.
+func (t *Writer) Flush() error {
+	if len(t.tail) == 0 {
+		return nil
+	}
+	s := Lines(string(t.tail))
+	t.tail = nil
+	_, err := io.WriteString(t.w, s)
+	return err
 }

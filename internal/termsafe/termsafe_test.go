@@ -72,3 +72,25 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+// Written in any pieces, what the Writer passes on is Lines of the whole.
+func FuzzWriter(f *testing.F) {
+	f.Add("ok \x1b[2J\r\u202e é 日本\n\ttab", uint8(3))
+	f.Add("\xe6\x97", uint8(1))
+	f.Fuzz(func(t *testing.T, s string, step uint8) {
+		n := int(step%7) + 1
+		var out strings.Builder
+		w := NewWriter(&out)
+		for i := 0; i < len(s); i += n {
+			if _, err := w.Write([]byte(s[i:min(i+n, len(s))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != Lines(s) {
+			t.Fatalf("%q in pieces of %d: %q, want %q", s, n, out.String(), Lines(s))
+		}
+	})
+}
