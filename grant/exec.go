@@ -23,6 +23,10 @@ type ExecSet struct {
 	Temp bool
 	// Missing are entries that named nothing here.
 	Missing []string
+	// Refused are entries that resolve to a directory holding, or held
+	// by, a path the call must not run from (the workspace, where the
+	// model writes), or to the root: each with why.
+	Refused []string
 }
 
 // ResolveExec resolves a manifest's exec entries against path (a PATH
@@ -31,8 +35,10 @@ type ExecSet struct {
 // followed, so the execute layer holds the files the kernel checks. What
 // the kernel loads to start a program (its ELF or #! interpreter) the
 // sandbox adds itself. Entries that do not parse are the manifest check's
-// to refuse; here they name nothing.
-func ResolveExec(entries []string, path string) ExecSet {
+// to refuse; here they name nothing. A directory whose real path holds a
+// fenced path, or lies within one, is refused: it would let the call run
+// (and read) what the model wrote there.
+func ResolveExec(entries []string, path string, fenced ...string) ExecSet {
 	set := ExecSet{Paths: []string{}, Shown: []string{}}
 	add := func(p string, dir bool) {
 		if slices.Contains(set.Paths, p) {
@@ -67,6 +73,10 @@ func ResolveExec(entries []string, path string) ExecSet {
 			case err != nil || serr != nil:
 				set.Missing = append(set.Missing, s)
 			case e.Dir && fi.IsDir():
+				if why := fencedDir(real, fenced); why != "" {
+					set.Refused = append(set.Refused, s+" ("+why+")")
+					continue
+				}
 				add(real, true)
 			case !e.Dir && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0:
 				add(real, false)
@@ -90,4 +100,30 @@ func (s ExecSet) String() string {
 		return "nothing besides the runtime"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// fencedDir says why dir may not be an exec directory ("" if it may).
+func fencedDir(dir string, fenced []string) string {
+	if dir == "/" {
+		return "it is the root directory"
+	}
+	for _, f := range fenced {
+		if f == "" {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			f = real
+		}
+		if within(f, dir) {
+			return "it holds " + f
+		}
+		if within(dir, f) {
+			return "it lies within " + f
+		}
+	}
+	return ""
+}
+
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/harness-dev/harness/skills"
 )
 
 func TestResolveExec(t *testing.T) {
@@ -71,5 +73,42 @@ func TestResolveExec(t *testing.T) {
 				t.Errorf("Temp, Missing = %v, %q; want %v, %q", set.Temp, set.Missing, tc.temp, tc.missing)
 			}
 		})
+	}
+}
+
+// An exec directory that holds the workspace, or lies in it, would let a
+// call run (and read, through the view) what the model wrote: refused,
+// however it is spelled. So are the root and the pseudo-filesystems whose
+// names stand for other files.
+func TestResolveExecFences(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "project", "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "project"), filepath.Join(dir, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, entry string
+		refused     bool
+	}{
+		{"a directory above the workspace", filepath.Join(dir, "project") + "/", true},
+		{"the same through a link", filepath.Join(dir, "alias") + "/", true},
+		{"the workspace itself", ws + "/", true},
+		{"a directory in the workspace", filepath.Join(ws, "bin") + "/", true},
+		{"an unclean path to it names nothing", dir + "/project/../", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := ResolveExec([]string{tc.entry}, "/usr/bin", ws)
+			if got := len(set.Refused) > 0; got != tc.refused || slices.ContainsFunc(set.Paths, func(p string) bool { return within(ws, p) || within(p, ws) }) {
+				t.Fatalf("%s: refused %q, paths %q", tc.entry, set.Refused, set.Paths)
+			}
+		})
+	}
+	for _, e := range []string{"/proc/self/root/", "/proc/self/cwd/", "/dev/fd/", "/proc/self/exe", "/sys/"} {
+		if _, err := skills.ExecEntryOf(e); err == nil {
+			t.Errorf("%s: accepted", e)
+		}
 	}
 }

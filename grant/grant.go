@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
@@ -125,7 +126,10 @@ func For(r Request) (*Grant, error) {
 		g.Env = append(g.Env, n+"="+v)
 		g.Record.Env = append(g.Record.Env, n)
 	}
-	set := ResolveExec(perms.Exec, os.Getenv("PATH"))
+	set := ResolveExec(perms.Exec, os.Getenv("PATH"), ws.Host)
+	if len(set.Refused) > 0 {
+		return nil, &Refusal{Code: "exec_path_refused", Msg: fmt.Sprintf("skill %s: exec entries that would let it run what it writes: %s; name the program or the directory of programs it needs; nothing was run", r.Skill.Name, strings.Join(set.Refused, ", "))}
+	}
 	g.LimitExec, g.Exec, g.ExecTemp = true, set.Paths, set.Temp
 	g.Record.ExecLimited, g.Record.Exec = true, append([]string{}, perms.Exec...)
 	g.Record.ExecResolved, g.Record.ExecTemp, g.Record.ExecMissing = set.Shown, set.Temp, set.Missing

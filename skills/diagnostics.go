@@ -28,6 +28,7 @@ const (
 	CodeMetadataNotMapping    = "metadata-not-mapping"
 	CodeLimitsInvalid         = "limits-invalid"
 	CodeTierInvalid           = "tier-invalid"
+	CodePermissionsInvalid    = "permissions-invalid"
 	CodeSkillFileBinary       = "skill-file-binary"
 	CodeSkillFileTooLarge     = "skill-file-too-large"
 	CodeSkillFileUnreadable   = "skill-file-unreadable"

@@ -47,6 +47,10 @@ func ExecEntryOf(s string) (ExecEntry, error) {
 		return ExecEntry{}, fmt.Errorf("%q would let every program on the machine run; name the directories the skill needs", s)
 	case path.Clean(p) != p:
 		return ExecEntry{}, fmt.Errorf("%q is not a clean absolute path (no \"..\", \".\" or doubled \"/\")", s)
+	case underPseudoFS(p):
+		// /proc/self/root is "/", /proc/self/exe is harness, /dev/fd/N
+		// is any open file: their names say nothing of what they are.
+		return ExecEntry{}, fmt.Errorf("%q is in /proc, /sys or /dev, whose names stand for other files; name the program or directory itself", s)
 	}
 	return ExecEntry{Path: p, Dir: dir}, nil
 }
@@ -62,4 +66,13 @@ func (e ExecEntry) String() string {
 		return e.Path + "/"
 	}
 	return e.Path
+}
+
+func underPseudoFS(p string) bool {
+	for _, fs := range []string{"/proc", "/sys", "/dev"} {
+		if p == fs || strings.HasPrefix(p, fs+"/") {
+			return true
+		}
+	}
+	return false
 }

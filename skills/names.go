@@ -89,6 +89,12 @@ func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool
 		// operator did not choose for it.
 		ds = append(ds, Diagnostic{Severity: SeverityError, Code: CodeTierInvalid, Detail: err.Error(), Path: skillPath})
 	}
+	if _, err := PermissionsOf(fm); err != nil {
+		// The skill loads (its text is context), but every execution of
+		// its code is refused (skill_permissions_invalid): say so here,
+		// before a run finds out.
+		ds = append(ds, Diagnostic{Severity: sev, Code: CodePermissionsInvalid, Detail: err.Error() + "; every run of its scripts and servers is refused until it is fixed", Path: skillPath})
+	}
 	if !strict {
 		return ds
 	}

@@ -176,10 +176,15 @@ func printAssessment(w io.Writer, a audit.Assessment) {
 			if f.k == "exec" {
 				// What the names and directories come to here is what
 				// the execute layer holds: the reviewer sees files.
-				set := grant.ResolveExec(p.Exec, os.Getenv("PATH"))
+				// A run's workspace is where the command starts, mostly.
+				wd, _ := os.Getwd()
+				set := grant.ResolveExec(p.Exec, os.Getenv("PATH"), wd)
 				fmt.Fprintf(w, "    on this machine: %s\n", set)
 				if len(set.Missing) > 0 {
 					fmt.Fprintf(w, "    not found here (runs nothing): %s\n", strings.Join(set.Missing, ", "))
+				}
+				if len(set.Refused) > 0 {
+					fmt.Fprintf(w, "    refused (a call of this skill is refused): %s\n", strings.Join(set.Refused, ", "))
 				}
 			}
 		}
