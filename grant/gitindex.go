@@ -55,6 +55,9 @@ type GitIndex struct {
 	gits   map[string]gitEntry // every .git entry, by relative path
 	mods   []string            // .gitmodules files, relative
 	listed int                 // directories listed, for tests and benchmarks
+
+	ready chan struct{} // closed when the walk is done
+	err   error         // why it failed
 }
 
 type dirStamp struct {
@@ -72,21 +75,21 @@ type gitEntry struct {
 	link     string // the target of a .git that is a link
 }
 
-// ScanGit walks the workspace at host once, never following a link and
-// never entering a .git, .harness or a path of skip (host paths: the run
-// directories), and indexes what it finds.
-func ScanGit(ctx context.Context, host string, skip, allow []string) (*GitIndex, error) {
-	host, err := filepath.Abs(host)
-	if err != nil {
-		return nil, err
+// StartGitScan starts the walk of the workspace at host (ScanGit) and
+// returns at once: the index's methods wait for it, so the run start
+// does not (the walk of a large workspace costs about what find(1) does,
+// and the first tool call that writes comes a model reply later).
+func StartGitScan(ctx context.Context, host string, skip, allow []string) *GitIndex {
+	x := &GitIndex{host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}, ready: make(chan struct{})}
+	if abs, err := filepath.Abs(host); err == nil {
+		x.host = abs
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			x.host = real
+		}
 	}
-	if real, err := filepath.EvalSymlinks(host); err == nil {
-		host = real
-	}
-	x := &GitIndex{host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}}
 	for _, s := range skip {
-		if abs, err := filepath.Abs(s); err == nil {
-			if rel, err := filepath.Rel(host, abs); err == nil && workspace.Within(host, abs) && rel != "." {
+		if abs, err := filepath.Abs(s); err == nil && workspace.Within(x.host, abs) && abs != x.host {
+			if rel, err := filepath.Rel(x.host, abs); err == nil {
 				x.skip = append(x.skip, filepath.ToSlash(rel))
 			}
 		}
@@ -96,27 +99,57 @@ func ScanGit(ctx context.Context, host string, skip, allow []string) (*GitIndex,
 			x.allow = append(x.allow, abs)
 		}
 	}
-	root, err := openRootDir(host)
-	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", host, err)
-	}
-	defer unix.Close(root)
-	var found []string
-	if err := x.walk(ctx, root, ".", time.Now(), &found); err != nil {
+	go func() {
+		defer close(x.ready)
+		x.err = x.scan(ctx)
+	}()
+	return x
+}
+
+// ScanGit walks the workspace at host once, never following a link and
+// never entering a .git, .harness or a path of skip (host paths: the run
+// directories), and indexes what it finds.
+func ScanGit(ctx context.Context, host string, skip, allow []string) (*GitIndex, error) {
+	x := StartGitScan(ctx, host, skip, allow)
+	if err := x.Wait(); err != nil {
 		return nil, err
-	}
-	for _, rel := range found {
-		x.gits[rel] = x.identify(root, rel)
 	}
 	return x, nil
 }
 
+// Wait waits for the walk and returns why it failed, if it did.
+func (x *GitIndex) Wait() error {
+	<-x.ready
+	return x.err
+}
+
+func (x *GitIndex) scan(ctx context.Context) error {
+	root, err := openRootDir(x.host)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", x.host, err)
+	}
+	defer unix.Close(root)
+	var found []string
+	if err := x.walk(ctx, root, ".", time.Now(), &found); err != nil {
+		return err
+	}
+	for _, rel := range found {
+		x.gits[rel] = x.identify(root, rel)
+	}
+	return nil
+}
+
 // ControlPaths are the host paths to keep read-only: every .git found,
 // the directory each .git file names with its commondir, and every
-// .gitmodules.
+// .gitmodules. A walk that failed (the run interrupted, a directory
+// that vanished under it) leaves the whole workspace read-only: what was
+// not looked at is not known to be harmless.
 func (x *GitIndex) ControlPaths() []string {
 	if x == nil {
 		return nil
+	}
+	if x.Wait() != nil {
+		return []string{x.host}
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -142,7 +175,7 @@ func (x *GitIndex) ControlPaths() []string {
 // replaced is made again), and returned as the relative paths it was
 // found at. Only directories whose ctime changed are read.
 func (x *GitIndex) Sweep() []string {
-	if x == nil {
+	if x == nil || x.Wait() != nil {
 		return nil
 	}
 	x.mu.Lock()
@@ -156,7 +189,10 @@ func (x *GitIndex) Sweep() []string {
 	var changed []string
 	for rel, old := range x.dirs {
 		var st unix.Stat_t
-		if err := fstatat(root, rel, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ino != old.ino {
+		// One system call per directory: a link on the way can only make
+		// the stamp differ, and what is then read again is opened without
+		// following links.
+		if err := unix.Fstatat(root, rel, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ino != old.ino {
 			// Gone or replaced: its parent changed too and is read again,
 			// which walks whatever is at this name now.
 			delete(x.dirs, rel)

@@ -10,18 +10,11 @@ import (
 	"github.com/harness-dev/harness/tools"
 )
 
-// gitScan is the one walk of the workspace for its git control paths
-// (grant.ScanGit). It starts with the run, beside the registry scan, and
-// the tool set waits for it.
-type gitScan struct {
-	done   chan struct{}
-	cancel context.CancelFunc
-	idx    *grant.GitIndex
-	err    error
-}
-
-// startGitScan starts the walk when a tool the run offers can change the
-// workspace; a run that only reads has nothing to protect.
+// startGitScan starts the one walk of the workspace for its git control
+// paths (grant.StartGitScan) when a tool the run offers can change the
+// workspace; a run that only reads has nothing to protect. It runs
+// beside the registry scan and the first model request; the first tool
+// call that writes waits for it.
 func (r *runner) startGitScan(ctx context.Context) {
 	allow := r.opts.AllowTools
 	if !slices.Contains(allow, "write_file") && !slices.Contains(allow, "run_skill_script") && !slices.Contains(allow, tools.CommandToolName) &&
@@ -31,30 +24,15 @@ func (r *runner) startGitScan(ctx context.Context) {
 	// The run directories and what the operator hides are never shown to
 	// a tool: nothing there to find.
 	skip := append([]string{r.manifest.Inputs.ArtifactsDir, filepath.Dir(r.res.runDir), runopts.Abs(r.opts.Record)}, r.opts.Protect...)
-	allowed := runopts.AbsAll(r.opts.AllowProtectedWrite)
 	ctx, cancel := context.WithCancel(ctx)
-	s := &gitScan{done: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(s.done)
-		s.idx, s.err = grant.ScanGit(ctx, r.res.workspace, skip, allowed)
-	}()
-	r.gitScan = s
+	r.git = grant.StartGitScan(ctx, r.res.workspace, skip, runopts.AbsAll(r.opts.AllowProtectedWrite))
+	r.stopGit = cancel
 }
 
-// gitIndex waits for the walk (nil when none was started).
-func (r *runner) gitIndex() (*grant.GitIndex, error) {
-	if r.gitScan == nil {
-		return nil, nil
-	}
-	<-r.gitScan.done
-	return r.gitScan.idx, r.gitScan.err
-}
-
-// stopGitScan ends a walk no tool set waited for (a run that failed
-// before it built one).
+// stopGitScan ends the walk when the run ends before it does.
 func (r *runner) stopGitScan() {
-	if r.gitScan != nil {
-		r.gitScan.cancel()
-		<-r.gitScan.done
+	if r.git != nil {
+		r.stopGit()
+		r.git.Wait()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/harness-dev/harness/gate"
+	"github.com/harness-dev/harness/grant"
 	"io"
 	"os"
 	"path/filepath"
@@ -47,9 +48,10 @@ type runner struct {
 	pendingApprovals []record.PendingApproval
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
 	mcp *tools.MCPHub
-	// gitScan finds the workspace's git control paths (nil: no tool of
-	// the run can write the workspace).
-	gitScan *gitScan
+	// git is the workspace's git control paths, being found (nil: no
+	// tool of the run can write the workspace); stopGit ends the walk.
+	git     *grant.GitIndex
+	stopGit context.CancelFunc
 	opts    Options
 	lin     lineage
 	// decisions are what the operator decided on resume (--approve,
