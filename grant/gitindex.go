@@ -56,8 +56,9 @@ type GitIndex struct {
 	mods   []string            // .gitmodules files, relative
 	listed int                 // directories listed, for tests and benchmarks
 
-	ready chan struct{} // closed when the walk is done
-	err   error         // why it failed
+	ctx  context.Context
+	once sync.Once // the walk
+	err  error     // why it failed
 }
 
 type dirStamp struct {
@@ -75,12 +76,13 @@ type gitEntry struct {
 	link     string // the target of a .git that is a link
 }
 
-// StartGitScan starts the walk of the workspace at host (ScanGit) and
-// returns at once: the index's methods wait for it, so the run start
-// does not (the walk of a large workspace costs about what find(1) does,
-// and the first tool call that writes comes a model reply later).
-func StartGitScan(ctx context.Context, host string, skip, allow []string) *GitIndex {
-	x := &GitIndex{host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}, ready: make(chan struct{})}
+// NewGitScan is the index of the workspace at host, walked (ScanGit) on
+// first use, not before: the run start does not pay for it, nor does a
+// run whose model never writes. The first tool call that writes waits
+// for the walk, before it changes anything, so what the walk sees is the
+// workspace as the call found it.
+func NewGitScan(ctx context.Context, host string, skip, allow []string) *GitIndex {
+	x := &GitIndex{ctx: ctx, host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}}
 	if abs, err := filepath.Abs(host); err == nil {
 		x.host = abs
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
@@ -99,10 +101,6 @@ func StartGitScan(ctx context.Context, host string, skip, allow []string) *GitIn
 			x.allow = append(x.allow, abs)
 		}
 	}
-	go func() {
-		defer close(x.ready)
-		x.err = x.scan(ctx)
-	}()
 	return x
 }
 
@@ -110,16 +108,17 @@ func StartGitScan(ctx context.Context, host string, skip, allow []string) *GitIn
 // never entering a .git, .harness or a path of skip (host paths: the run
 // directories), and indexes what it finds.
 func ScanGit(ctx context.Context, host string, skip, allow []string) (*GitIndex, error) {
-	x := StartGitScan(ctx, host, skip, allow)
+	x := NewGitScan(ctx, host, skip, allow)
 	if err := x.Wait(); err != nil {
 		return nil, err
 	}
 	return x, nil
 }
 
-// Wait waits for the walk and returns why it failed, if it did.
+// Wait walks the workspace if that was not done yet and returns why the
+// walk failed, if it did.
 func (x *GitIndex) Wait() error {
-	<-x.ready
+	x.once.Do(func() { x.err = x.scan(x.ctx) })
 	return x.err
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/harness-dev/harness/gate"
-	"github.com/harness-dev/harness/grant"
 	"io"
 	"os"
 	"path/filepath"
@@ -47,13 +46,9 @@ type runner struct {
 	approvals        *gate.Approvals
 	pendingApprovals []record.PendingApproval
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
-	mcp *tools.MCPHub
-	// git is the workspace's git control paths, being found (nil: no
-	// tool of the run can write the workspace); stopGit ends the walk.
-	git     *grant.GitIndex
-	stopGit context.CancelFunc
-	opts    Options
-	lin     lineage
+	mcp  *tools.MCPHub
+	opts Options
+	lin  lineage
 	// decisions are what the operator decided on resume (--approve,
 	// --deny); they are journaled, not recorded in run.json.
 	decisions decisions

@@ -37,9 +37,9 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		ws.Close()
 		return nil, nil, err
 	}
-	git := r.git
+	git := r.gitScan(ctx)
 	if git != nil {
-		// The walk goes on while the model answers; the first write waits.
+		// Walked when the first write needs it (grant.NewGitScan).
 		ws.KeepReadOnlyLater(func() []string {
 			return grant.ReadOnlyPaths(r.res.workspace, nil, git.ControlPaths(), runopts.AbsAll(r.opts.AllowProtectedWrite))
 		})
