@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -230,13 +231,8 @@ func (x *GitIndex) settle(root int, found []string) []string {
 		}
 		made = append(made, rel)
 	}
-	r, err := os.OpenRoot(x.host)
-	if err != nil {
-		return made
-	}
-	defer r.Close()
 	for _, rel := range made {
-		r.RemoveAll(rel)
+		removeAt(root, rel)
 		x.touched(rel)
 	}
 	for rel, known := range x.gits {
@@ -246,9 +242,7 @@ func (x *GitIndex) settle(root int, found []string) []string {
 		if at, ok := moved[rel]; ok {
 			// The entry was moved with an ancestor: whatever now holds its
 			// name goes, and it goes back.
-			r.RemoveAll(rel)
-			r.MkdirAll(path.Dir(rel), 0o755)
-			if err := r.Rename(at, rel); err != nil {
+			if err := moveBack(root, at, rel); err != nil {
 				made = append(made, fmt.Sprintf("%s (moved to %s; it could not be moved back: %v)", rel, at, err))
 			} else {
 				made = append(made, fmt.Sprintf("%s (moved to %s; moved back)", rel, at))
@@ -258,16 +252,86 @@ func (x *GitIndex) settle(root int, found []string) []string {
 			continue
 		}
 		if known.mode == unix.S_IFLNK {
-			r.RemoveAll(rel)
-			r.MkdirAll(path.Dir(rel), 0o755)
-			if r.Symlink(known.link, rel) == nil {
-				made = append(made, rel+" (a link, replaced; made again)")
+			if dir, err := makeParent(root, rel); err == nil {
+				removeIn(dir, path.Base(rel))
+				if unix.Symlinkat(known.link, dir, path.Base(rel)) == nil {
+					made = append(made, rel+" (a link, replaced; made again)")
+				}
+				unix.Close(dir)
 			}
 			x.touched(rel)
 		}
 	}
 	slices.Sort(made)
 	return made
+}
+
+// The sweep changes the host, outside every sandbox, where a link the
+// script left would lead the change elsewhere (a link in place of a
+// submodule's directory, pointing at a nested repository, would have a
+// move back land in it). So every change is made relative to a parent
+// directory opened without following any link, and names one entry.
+
+// removeAt removes the entry rel (a whole tree, never following links).
+func removeAt(root int, rel string) {
+	dir, err := openBeneath(root, path.Dir(rel))
+	if err != nil {
+		return
+	}
+	defer unix.Close(dir)
+	removeIn(dir, path.Base(rel))
+}
+
+// removeIn removes the entry name of the open directory dir.
+func removeIn(dir int, name string) {
+	r, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", dir))
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	r.RemoveAll(name)
+}
+
+// makeParent opens the directory rel lies in, making the directories on
+// the way that are missing and replacing with one whatever else holds
+// their names (a link or file the script left there).
+func makeParent(root int, rel string) (int, error) {
+	dir, err := unix.Dup(root)
+	if err != nil {
+		return -1, err
+	}
+	if d := path.Dir(rel); d != "." {
+		for _, name := range strings.Split(d, "/") {
+			var st unix.Stat_t
+			if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				removeIn(dir, name)
+			}
+			unix.Mkdirat(dir, name, 0o755)
+			next, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			unix.Close(dir)
+			if err != nil {
+				return -1, err
+			}
+			dir = next
+		}
+	}
+	return dir, nil
+}
+
+// moveBack moves the entry at back to rel, replacing what holds rel.
+func moveBack(root int, at, rel string) error {
+	from, err := openBeneath(root, path.Dir(at))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(from)
+	to, err := makeParent(root, rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(to)
+	removeIn(to, path.Base(rel))
+	return unix.Renameat(from, path.Base(at), to, path.Base(rel))
 }
 
 // touched marks the directory of rel to be read again at the next sweep:
