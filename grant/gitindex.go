@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +56,10 @@ type GitIndex struct {
 	gits   map[string]gitEntry // every .git entry, by relative path
 	mods   []string            // .gitmodules files, relative
 	listed int                 // directories listed, for tests and benchmarks
+
+	ctx  context.Context
+	once sync.Once // the walk
+	err  error     // why it failed
 }
 
 type dirStamp struct {
@@ -72,21 +77,22 @@ type gitEntry struct {
 	link     string // the target of a .git that is a link
 }
 
-// ScanGit walks the workspace at host once, never following a link and
-// never entering a .git, .harness or a path of skip (host paths: the run
-// directories), and indexes what it finds.
-func ScanGit(ctx context.Context, host string, skip, allow []string) (*GitIndex, error) {
-	host, err := filepath.Abs(host)
-	if err != nil {
-		return nil, err
+// NewGitScan is the index of the workspace at host, walked (ScanGit) on
+// first use, not before: the run start does not pay for it, nor does a
+// run whose model never writes. The first tool call that writes waits
+// for the walk, before it changes anything, so what the walk sees is the
+// workspace as the call found it.
+func NewGitScan(ctx context.Context, host string, skip, allow []string) *GitIndex {
+	x := &GitIndex{ctx: ctx, host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}}
+	if abs, err := filepath.Abs(host); err == nil {
+		x.host = abs
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			x.host = real
+		}
 	}
-	if real, err := filepath.EvalSymlinks(host); err == nil {
-		host = real
-	}
-	x := &GitIndex{host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}}
 	for _, s := range skip {
-		if abs, err := filepath.Abs(s); err == nil {
-			if rel, err := filepath.Rel(host, abs); err == nil && workspace.Within(host, abs) && rel != "." {
+		if abs, err := filepath.Abs(s); err == nil && workspace.Within(x.host, abs) && abs != x.host {
+			if rel, err := filepath.Rel(x.host, abs); err == nil {
 				x.skip = append(x.skip, filepath.ToSlash(rel))
 			}
 		}
@@ -96,27 +102,54 @@ func ScanGit(ctx context.Context, host string, skip, allow []string) (*GitIndex,
 			x.allow = append(x.allow, abs)
 		}
 	}
-	root, err := openRootDir(host)
-	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", host, err)
-	}
-	defer unix.Close(root)
-	var found []string
-	if err := x.walk(ctx, root, ".", time.Now(), &found); err != nil {
+	return x
+}
+
+// ScanGit walks the workspace at host once, never following a link and
+// never entering a .git, .harness or a path of skip (host paths: the run
+// directories), and indexes what it finds.
+func ScanGit(ctx context.Context, host string, skip, allow []string) (*GitIndex, error) {
+	x := NewGitScan(ctx, host, skip, allow)
+	if err := x.Wait(); err != nil {
 		return nil, err
-	}
-	for _, rel := range found {
-		x.gits[rel] = x.identify(root, rel)
 	}
 	return x, nil
 }
 
+// Wait walks the workspace if that was not done yet and returns why the
+// walk failed, if it did.
+func (x *GitIndex) Wait() error {
+	x.once.Do(func() { x.err = x.scan(x.ctx) })
+	return x.err
+}
+
+func (x *GitIndex) scan(ctx context.Context) error {
+	root, err := openRootDir(x.host)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", x.host, err)
+	}
+	defer unix.Close(root)
+	var found []string
+	if err := x.walk(ctx, root, ".", time.Now(), &found); err != nil {
+		return err
+	}
+	for _, rel := range found {
+		x.gits[rel] = x.identify(root, rel)
+	}
+	return nil
+}
+
 // ControlPaths are the host paths to keep read-only: every .git found,
 // the directory each .git file names with its commondir, and every
-// .gitmodules.
+// .gitmodules. A walk that failed (the run interrupted, a directory
+// that vanished under it) leaves the whole workspace read-only: what was
+// not looked at is not known to be harmless.
 func (x *GitIndex) ControlPaths() []string {
 	if x == nil {
 		return nil
+	}
+	if x.Wait() != nil {
+		return []string{x.host}
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -142,7 +175,7 @@ func (x *GitIndex) ControlPaths() []string {
 // replaced is made again), and returned as the relative paths it was
 // found at. Only directories whose ctime changed are read.
 func (x *GitIndex) Sweep() []string {
-	if x == nil {
+	if x == nil || x.Wait() != nil {
 		return nil
 	}
 	x.mu.Lock()
@@ -156,7 +189,10 @@ func (x *GitIndex) Sweep() []string {
 	var changed []string
 	for rel, old := range x.dirs {
 		var st unix.Stat_t
-		if err := fstatat(root, rel, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ino != old.ino {
+		// One system call per directory: a link on the way can only make
+		// the stamp differ, and what is then read again is opened without
+		// following links.
+		if err := unix.Fstatat(root, rel, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ino != old.ino {
 			// Gone or replaced: its parent changed too and is read again,
 			// which walks whatever is at this name now.
 			delete(x.dirs, rel)
@@ -195,13 +231,8 @@ func (x *GitIndex) settle(root int, found []string) []string {
 		}
 		made = append(made, rel)
 	}
-	r, err := os.OpenRoot(x.host)
-	if err != nil {
-		return made
-	}
-	defer r.Close()
 	for _, rel := range made {
-		r.RemoveAll(rel)
+		removeAt(root, rel)
 		x.touched(rel)
 	}
 	for rel, known := range x.gits {
@@ -211,9 +242,7 @@ func (x *GitIndex) settle(root int, found []string) []string {
 		if at, ok := moved[rel]; ok {
 			// The entry was moved with an ancestor: whatever now holds its
 			// name goes, and it goes back.
-			r.RemoveAll(rel)
-			r.MkdirAll(path.Dir(rel), 0o755)
-			if err := r.Rename(at, rel); err != nil {
+			if err := moveBack(root, at, rel); err != nil {
 				made = append(made, fmt.Sprintf("%s (moved to %s; it could not be moved back: %v)", rel, at, err))
 			} else {
 				made = append(made, fmt.Sprintf("%s (moved to %s; moved back)", rel, at))
@@ -223,16 +252,86 @@ func (x *GitIndex) settle(root int, found []string) []string {
 			continue
 		}
 		if known.mode == unix.S_IFLNK {
-			r.RemoveAll(rel)
-			r.MkdirAll(path.Dir(rel), 0o755)
-			if r.Symlink(known.link, rel) == nil {
-				made = append(made, rel+" (a link, replaced; made again)")
+			if dir, err := makeParent(root, rel); err == nil {
+				removeIn(dir, path.Base(rel))
+				if unix.Symlinkat(known.link, dir, path.Base(rel)) == nil {
+					made = append(made, rel+" (a link, replaced; made again)")
+				}
+				unix.Close(dir)
 			}
 			x.touched(rel)
 		}
 	}
 	slices.Sort(made)
 	return made
+}
+
+// The sweep changes the host, outside every sandbox, where a link the
+// script left would lead the change elsewhere (a link in place of a
+// submodule's directory, pointing at a nested repository, would have a
+// move back land in it). So every change is made relative to a parent
+// directory opened without following any link, and names one entry.
+
+// removeAt removes the entry rel (a whole tree, never following links).
+func removeAt(root int, rel string) {
+	dir, err := openBeneath(root, path.Dir(rel))
+	if err != nil {
+		return
+	}
+	defer unix.Close(dir)
+	removeIn(dir, path.Base(rel))
+}
+
+// removeIn removes the entry name of the open directory dir.
+func removeIn(dir int, name string) {
+	r, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", dir))
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	r.RemoveAll(name)
+}
+
+// makeParent opens the directory rel lies in, making the directories on
+// the way that are missing and replacing with one whatever else holds
+// their names (a link or file the script left there).
+func makeParent(root int, rel string) (int, error) {
+	dir, err := unix.Dup(root)
+	if err != nil {
+		return -1, err
+	}
+	if d := path.Dir(rel); d != "." {
+		for _, name := range strings.Split(d, "/") {
+			var st unix.Stat_t
+			if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				removeIn(dir, name)
+			}
+			unix.Mkdirat(dir, name, 0o755)
+			next, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			unix.Close(dir)
+			if err != nil {
+				return -1, err
+			}
+			dir = next
+		}
+	}
+	return dir, nil
+}
+
+// moveBack moves the entry at back to rel, replacing what holds rel.
+func moveBack(root int, at, rel string) error {
+	from, err := openBeneath(root, path.Dir(at))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(from)
+	to, err := makeParent(root, rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(to)
+	removeIn(to, path.Base(rel))
+	return unix.Renameat(from, path.Base(at), to, path.Base(rel))
 }
 
 // touched marks the directory of rel to be read again at the next sweep:

@@ -127,6 +127,10 @@ func TestGitSweep(t *testing.T) {
 			os.MkdirAll(filepath.Join(h, "nested/.git"), 0o755)
 			os.WriteFile(filepath.Join(h, "nested/.git/config"), []byte("evil"), 0o644)
 		}, []string{"nested/.git", "nested/.git (moved to a/b/nested/.git; moved back)"}, []string{"a/b/nested/.git"}, []string{"nested/.git/config"}},
+		{"a submodule moved away, a link to a nested repository in its place", func(h string) {
+			os.Rename(filepath.Join(h, "sub"), filepath.Join(h, "a/sub"))
+			os.Symlink("nested", filepath.Join(h, "sub"))
+		}, []string{"sub/.git (moved to a/sub/.git; moved back)"}, []string{"a/sub/.git"}, []string{"nested/.git/config"}},
 		{"a known link replaced", func(h string) {
 			os.Remove(filepath.Join(h, "link/.git"))
 			os.WriteFile(filepath.Join(h, "link/.git"), []byte("gitdir: /evil\n"), 0o644)
@@ -153,6 +157,12 @@ func TestGitSweep(t *testing.T) {
 				if _, err := os.Lstat(filepath.Join(host, p)); err != nil {
 					t.Errorf("%s: %v", p, err)
 				}
+			}
+			if b, err := os.ReadFile(filepath.Join(host, "sub/.git")); err != nil || string(b) != "gitdir: ../.git/modules/sub\n" {
+				t.Errorf("sub/.git is %q (%v)", b, err)
+			}
+			if fi, err := os.Lstat(filepath.Join(host, "sub")); err != nil || !fi.IsDir() {
+				t.Errorf("sub is not a directory: %v", err)
 			}
 			if tc.name == "a known link replaced" {
 				if l, err := os.Readlink(filepath.Join(host, "link/.git")); err != nil || l != "../a" {

@@ -50,12 +50,9 @@ type runner struct {
 	// delegate_task children, as CHILD_ID/CALL_ID.
 	childWaiting []record.ApprovalRequested
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
-	mcp *tools.MCPHub
-	// gitScan finds the workspace's git control paths (nil: no tool of
-	// the run can write the workspace).
-	gitScan *gitScan
-	opts    Options
-	lin     lineage
+	mcp  *tools.MCPHub
+	opts Options
+	lin  lineage
 	// decisions are what the operator decided on resume (--approve,
 	// --deny); they are journaled, not recorded in run.json.
 	decisions decisions

@@ -42,8 +42,6 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		}
 		r.schema = s
 	}
-	r.startGitScan(ctx)
-	defer r.stopGitScan()
 	if err := r.registryStage(ctx); err != nil {
 		return nil, err
 	}

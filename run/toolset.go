@@ -33,15 +33,16 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	git, err := r.gitIndex()
-	if err != nil {
-		ws.Close()
-		return nil, nil, fmt.Errorf("finding the workspace's git control paths: %w", err)
-	}
-	protect := append(runopts.AbsAll(r.opts.ReadOnly), git.ControlPaths()...)
-	if err := ws.KeepReadOnly(grant.ReadOnlyPaths(r.res.workspace, r.res.allRoots(), protect, runopts.AbsAll(r.opts.AllowProtectedWrite))...); err != nil {
+	if err := ws.KeepReadOnly(grant.ReadOnlyPaths(r.res.workspace, r.res.allRoots(), runopts.AbsAll(r.opts.ReadOnly), runopts.AbsAll(r.opts.AllowProtectedWrite))...); err != nil {
 		ws.Close()
 		return nil, nil, err
+	}
+	git := r.gitScan(ctx)
+	if git != nil {
+		// Walked when the first write needs it (grant.NewGitScan).
+		ws.KeepReadOnlyLater(func() []string {
+			return grant.ReadOnlyPaths(r.res.workspace, nil, git.ControlPaths(), runopts.AbsAll(r.opts.AllowProtectedWrite))
+		})
 	}
 	ws.GitAllowed = runopts.AbsAll(r.opts.AllowProtectedWrite)
 	r.ws = ws

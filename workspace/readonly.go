@@ -4,8 +4,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Read-only paths and narrowed views.
@@ -37,10 +39,46 @@ func (w *Workspace) KeepReadOnly(paths ...string) error {
 	return nil
 }
 
+// KeepReadOnlyLater adds read-only paths that are still being found
+// (the walk for git's control paths runs beside the run start): the
+// first check that needs them waits for find, once. A view made with
+// Narrow shares them.
+func (w *Workspace) KeepReadOnlyLater(find func() []string) {
+	w.later = &laterPaths{find: find}
+}
+
+type laterPaths struct {
+	once  sync.Once
+	find  func() []string
+	paths []string
+}
+
+// readOnly are the read-only paths, waiting for those still being found.
+func (w *Workspace) readOnly() []string {
+	if w.later == nil {
+		return w.ReadOnly
+	}
+	w.later.once.Do(func() {
+		for _, p := range w.later.find() {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				continue
+			}
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				abs = real
+			}
+			if !slices.Contains(w.ReadOnly, abs) && !slices.Contains(w.later.paths, abs) {
+				w.later.paths = append(w.later.paths, abs)
+			}
+		}
+	})
+	return append(w.ReadOnly[:len(w.ReadOnly):len(w.ReadOnly)], w.later.paths...)
+}
+
 // IsReadOnly reports whether the host path p is, or lies below, a
 // read-only path.
 func (w *Workspace) IsReadOnly(p string) bool {
-	for _, r := range w.ReadOnly {
+	for _, r := range w.readOnly() {
 		if Within(r, p) {
 			return true
 		}
@@ -51,7 +89,7 @@ func (w *Workspace) IsReadOnly(p string) bool {
 // ReadOnlyRel are the read-only paths inside the workspace, relative to it.
 func (w *Workspace) ReadOnlyRel() []string {
 	var out []string
-	for _, r := range w.ReadOnly {
+	for _, r := range w.readOnly() {
 		if rel, ok := w.RelOf(r); ok {
 			out = append(out, rel)
 		}

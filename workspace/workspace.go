@@ -33,8 +33,9 @@ type Workspace struct {
 	// (the operator's --allow-protected-write); nowhere else (gitpath.go).
 	GitAllowed []string
 
-	root *os.Root
-	view *view // nil: the whole workspace
+	root  *os.Root
+	view  *view       // nil: the whole workspace
+	later *laterPaths // read-only paths still being found (nil: none)
 }
 
 // Open opens the workspace root. protected paths are made absolute and
