@@ -135,8 +135,11 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		// host.
 		bindHelper()
 		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: view.exec}
+		if spec.ExecTemp {
+			h.exec = append(slices.Clone(h.exec), "/tmp")
+		}
 		if spec.Egress == "" {
-			h.noexec, h.execMounts = true, view.mounts()
+			h.noexec, h.execMounts = true, view.mounts(spec.ExecTemp)
 		}
 		inner = h.args(sandboxHelper, inner)
 		// The first process in the sandbox (this helper, or the network
@@ -157,7 +160,7 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		fwd := []string{sandboxHelper, EgressArg, "--socket", sandboxEgressSocket, "--listen", EgressProxyAddr}
 		if spec.LimitExec {
 			fwd = append(fwd, egressNoexecArg)
-			for _, m := range view.mounts() {
+			for _, m := range view.mounts(spec.ExecTemp) {
 				fwd = append(fwd, egressExecMountArg, m)
 			}
 		}
@@ -317,11 +320,15 @@ func filterFile(rules filterRules) (*os.File, error) {
 	return r, nil
 }
 
-// mounts are the mount points of the view in a bwrap sandbox, and the
-// helper: the only mounts whose files may be executed or mapped
-// executable.
-func (v *execView) mounts() []string {
-	return append(append(slices.Clone(v.dirs), v.files...), sandboxHelper)
+// mounts are the mount points of the view in a bwrap sandbox, the helper,
+// and with temp the private /tmp: the only mounts whose files may be
+// executed or mapped executable.
+func (v *execView) mounts(temp bool) []string {
+	out := append(append(slices.Clone(v.dirs), v.files...), sandboxHelper)
+	if temp {
+		out = append(out, "/tmp")
+	}
+	return out
 }
 
 // bwrapArgs shows the view: each directory and file bound read-only where

@@ -325,3 +325,54 @@ func TestExecViewFollowsChanges(t *testing.T) {
 		t.Errorf("the replaced program's library %s is not shown: %v", selinux, v.files)
 	}
 }
+
+// TestExecTempRuns: with ExecTemp, a program the script writes in its
+// private temporary directory runs (a toolchain's test binary), directly
+// and through the loader; elsewhere in the workspace it still does not.
+func TestExecTempRuns(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			_, err := Probe(context.Background(), b, helper(t))
+			testenv.Need(t, "sandbox backend "+string(b), err)
+			ws, _ := filepath.EvalSymlinks(t.TempDir())
+			os.Chmod(ws, 0o777)
+			if err := copyFile("/usr/bin/env", filepath.Join(ws, "payload"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			skill, _ := filepath.EvalSymlinks(t.TempDir())
+			os.WriteFile(filepath.Join(skill, "run.py"), []byte(`
+import os, shutil, subprocess
+tmp = os.environ.get("TMPDIR", "/tmp")
+shutil.copy("payload", os.path.join(tmp, "built"))
+os.chmod(os.path.join(tmp, "built"), 0o755)
+if subprocess.run([os.path.join(tmp, "built")], capture_output=True).returncode == 0:
+    print("RAN-TEMP")
+if subprocess.run([os.environ["LOADER"], os.path.join(tmp, "built")], capture_output=True).returncode == 0:
+    print("LOADED-TEMP")
+try:
+    if subprocess.run(["./payload"], capture_output=True).returncode == 0:
+        print("RAN-WORKSPACE")
+except OSError:
+    pass
+print("done")
+`), 0o444)
+			os.Chmod(skill, 0o755)
+			os.Chmod(filepath.Dir(skill), 0o755)
+			cwd, skillPath := "/workspace", "/skill"
+			if b != BackendBwrap {
+				cwd, skillPath = ws, skill
+			}
+			res, err := Run(context.Background(), b, Spec{
+				Argv: []string{"python3", skillPath + "/run.py"},
+				Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LOADER=" + elfInterpreter("/usr/bin/env")},
+				Path: os.Getenv("PATH"), Cwd: cwd,
+				Mounts: []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/skill"}},
+				Helper: helper(t), Timeout: 60 * time.Second, LimitExec: true, ExecTemp: true,
+			})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			expectLines(t, res, []string{"RAN-TEMP", "LOADED-TEMP", "done"}, []string{"RAN-WORKSPACE"})
+		})
+	}
+}

@@ -102,6 +102,10 @@ type Spec struct {
 	// Exec are binary names looked up on Path, or absolute host paths:
 	// a program, or a directory whose every program may run.
 	Exec []string
+	// ExecTemp lets the script also run what it writes in the call's
+	// private temporary directory (a toolchain's test binaries): that
+	// directory stays out of the noexec mounts and in the execute layer.
+	ExecTemp bool
 }
 
 // Result is what an execution did.
@@ -280,6 +284,9 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		h.uid = uid
 		if view != nil {
 			h.limitExec, h.exec = true, view.exec
+			if spec.ExecTemp {
+				h.exec = append(slices.Clone(h.exec), tmp)
+			}
 		}
 		argv = h.args(spec.Helper, inner)
 		var env []string
