@@ -49,8 +49,8 @@ func bwrapBase(view *execView) []string {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
 		"--die-with-parent", "--new-session",
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
 	}
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	if view == nil {
 		args = append(args, "--ro-bind", "/usr", "/usr")
 	} else {
