@@ -139,7 +139,10 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 			h.exec = append(slices.Clone(h.exec), "/tmp")
 		}
 		if spec.Egress == "" {
-			h.noexec, h.execMounts = true, view.mounts(spec.ExecTemp)
+			// Its own mount too: once it has made the mounts noexec it
+			// only execs the script, and the loader must not be able to
+			// run it (or the harness binary it may be) for the script.
+			h.noexec, h.execMounts = true, view.mounts(spec.ExecTemp, false)
 		}
 		inner = h.args(sandboxHelper, inner)
 		// The first process in the sandbox (this helper, or the network
@@ -160,7 +163,9 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		fwd := []string{sandboxHelper, EgressArg, "--socket", sandboxEgressSocket, "--listen", EgressProxyAddr}
 		if spec.LimitExec {
 			fwd = append(fwd, egressNoexecArg)
-			for _, m := range view.mounts(spec.ExecTemp) {
+			// The forwarder starts itself again, then the execute
+			// layer: the helper's mount stays exec.
+			for _, m := range view.mounts(spec.ExecTemp, true) {
 				fwd = append(fwd, egressExecMountArg, m)
 			}
 		}
@@ -320,13 +325,16 @@ func filterFile(rules filterRules) (*os.File, error) {
 	return r, nil
 }
 
-// mounts are the mount points of the view in a bwrap sandbox, the helper,
-// and with temp the private /tmp: the only mounts whose files may be
-// executed or mapped executable.
-func (v *execView) mounts(temp bool) []string {
-	out := append(append(slices.Clone(v.dirs), v.files...), sandboxHelper)
+// mounts are the mount points of the view in a bwrap sandbox, with temp
+// the private /tmp, with helper the helper: the only mounts whose files
+// may be executed or mapped executable.
+func (v *execView) mounts(temp, helper bool) []string {
+	out := append(slices.Clone(v.dirs), v.files...)
 	if temp {
 		out = append(out, "/tmp")
+	}
+	if helper {
+		out = append(out, sandboxHelper)
 	}
 	return out
 }

@@ -70,6 +70,7 @@ func TestExecLimitHoldsAgainstLoader(t *testing.T) {
 "$LOADER" ./payload >/dev/null 2>&1 && echo LOADER-RAN-WORKSPACE-COPY
 "$LOADER" "$SKILL/tool" >/dev/null 2>&1 && echo LOADER-RAN-SKILL-COPY
 "$SKILL/tool" >/dev/null 2>&1 && echo EXECVE-SKILL-COPY
+"$LOADER" /run/harness/helper -test.run='^$' >/dev/null 2>&1 && echo LOADER-RAN-HELPER
 { read -r -n 1 _ < /usr/bin/ls; } 2>/dev/null && echo READ-LS
 echo builtin-ok
 echo done`, nil)
@@ -78,7 +79,7 @@ echo done`, nil)
 				// Landlock cannot refuse mmap PROT_EXEC of a file the
 				// script can read outside the system directories
 				// (docs/permissions.md says so).
-				bad = append(bad, "LOADER-RAN-WORKSPACE-COPY", "LOADER-RAN-SKILL-COPY")
+				bad = append(bad, "LOADER-RAN-WORKSPACE-COPY", "LOADER-RAN-SKILL-COPY", "LOADER-RAN-HELPER")
 			}
 			expectLines(t, res, []string{"builtin-ok"}, bad)
 		})
