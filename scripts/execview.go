@@ -63,7 +63,8 @@ const maxDirEntries = 50000
 
 // viewCache keeps computed views per harness process: the same runtime
 // and programs are asked for at every call of a run. An entry is used
-// again only while each root it started from is the same file. It is
+// again only while each root it started from, and the loader's cache,
+// is the same file. It is
 // emptied when it reaches maxCachedViews: a runtime copied per call (one
 // under a private directory, as root) makes a new key every time.
 var viewCache = struct {
@@ -98,7 +99,9 @@ func stampOf(p string) rootStamp {
 // binary bound into the sandbox; "" for none).
 func viewFor(runtime string, allowed []string, path, helper string) *execView {
 	key := strings.Join(append([]string{runtime, path, helper}, allowed...), "\x00")
-	roots := []string{runtime, helper}
+	// The loader cache too: ldconfig rewrites it when a library is
+	// installed or upgraded, which may move a library the view names.
+	roots := []string{runtime, helper, "/etc/ld.so.cache"}
 	for _, a := range allowed {
 		if filepath.IsAbs(a) {
 			roots = append(roots, a)
