@@ -34,8 +34,10 @@ func probeBwrap(ctx context.Context) error {
 // etcAllowed is all of /etc a script sees: what the dynamic loader, name
 // lookups, TLS roots, time zones and Debian's alternatives links need, and
 // nothing that holds a secret (shadow, gshadow, ssh host keys, sudoers).
+// git's system configuration is there too: under Landlock a file that
+// exists but may not be read stops git (a missing one does not).
 var etcAllowed = []string{
-	"alternatives", "ca-certificates", "ca-certificates.conf", "gai.conf", "group", "host.conf", "hosts",
+	"alternatives", "ca-certificates", "ca-certificates.conf", "gai.conf", "gitconfig", "group", "host.conf", "hosts",
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf", "os-release",
 	"passwd", "protocols", "resolv.conf", "services", "ssl", "timezone",
 }

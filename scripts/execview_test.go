@@ -170,7 +170,7 @@ func TestExecLimitKeepsRuntimes(t *testing.T) {
 import ssl, json, sqlite3, hashlib, ctypes, decimal, zlib, bz2, lzma, subprocess, locale
 print("PY-" + "OK", hashlib.sha256(b"x").hexdigest()[:4], sqlite3.connect(":memory:").execute("select 1").fetchone()[0])
 print("done")`, nil, "PY-OK"},
-		{"git", []string{"bash"}, "run.sh", `export GIT_CONFIG_NOSYSTEM=1; git --version >/dev/null && git init -q repo && git -C repo status --short && echo GIT-OK; echo done`, []string{"git"}, "GIT-OK"},
+		{"git", []string{"bash"}, "run.sh", `git --version >/dev/null && git init -q repo && git -C repo status --short && echo GIT-OK; echo done`, []string{"git"}, "GIT-OK"},
 	}
 	if _, err := exec.LookPath("deno"); err == nil || os.Getenv("HARNESS_REQUIRE_TOOLS") == "1" {
 		cases = append(cases, runtimeCase{"deno", []string{"deno", "run", "--no-prompt"}, "run.ts", `console.log("DENO-" + "OK"); console.log("done")`, nil, "DENO-OK"})
