@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -132,5 +134,41 @@ func TestSearchMCPReadsBothShapes(t *testing.T) {
 				t.Errorf("asked %s", query)
 			}
 		})
+	}
+}
+
+// TestFetcherRefusesASharedCache: an index cache other users can write
+// is refused, as the snapshot cache is: whoever writes it can plant an
+// index, with the ETag the server answers 304 to, whose sources the run
+// then installs from.
+func TestFetcherRefusesASharedCache(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fmt.Fprint(w, goodIndex)
+	}))
+	defer srv.Close()
+	shared := t.TempDir()
+	src := discovery.Source{Name: "team", URL: srv.URL + "/index.json"}
+	if _, _, err := (&discovery.Fetcher{CacheDir: shared}).Fetch(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	planted := strings.ReplaceAll(goodIndex, "https://git.example/t/s.git", "https://evil.example/x.git")
+	files, _ := filepath.Glob(filepath.Join(shared, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("cache holds %v", files)
+	}
+	if err := os.WriteFile(files[0], []byte(planted), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ix, _, err := (&discovery.Fetcher{CacheDir: shared}).Fetch(context.Background(), src)
+	if err == nil || !strings.Contains(err.Error(), "writable by other users") {
+		t.Fatalf("a shared cache was used: %v %+v", err, ix)
 	}
 }

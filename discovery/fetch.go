@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -55,6 +58,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source) (*Index, Fetched, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if err := privateDir(f.CacheDir); err != nil {
+		return nil, Fetched{}, fmt.Errorf("source %s: %v", src.Name, err)
+	}
 	body, etag := f.cached(src.URL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL, nil)
 	if err != nil {
@@ -112,6 +118,34 @@ func readBounded(p string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, MaxIndexBytes+1))
+}
+
+// privateDir refuses an index cache another user could write (or that is
+// not this user's), as the snapshot cache is refused: whoever writes it
+// can plant an index, kept with the ETag the server answers 304 to, and
+// the skills it names are what install_skill installs. A cache not made
+// yet is made private when an index is first kept.
+func privateDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("index cache: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("index cache %s is not a directory", dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("index cache %s is writable by other users (mode %v): make it private (chmod go-w) or choose another --index-cache", dir, fi.Mode().Perm())
+	case ok && int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("index cache %s belongs to another user (uid %d): choose another --index-cache", dir, st.Uid)
+	}
+	return nil
 }
 
 // cacheFile is where url's index is kept: named by the URL's hash.

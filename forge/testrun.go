@@ -123,7 +123,7 @@ func runOne(ctx context.Context, sb Sandbox, ws *workspace.Workspace, s *skills.
 	got, err := scripts.Run(ctx, sb.Backend, scripts.Spec{
 		Argv: cmd, Env: env, Path: os.Getenv("PATH"), Cwd: wsDir,
 		Mounts:    []scripts.Mount{g.Mount, {Host: skillCopy, Sandbox: "/skills/forge/" + s.Name}},
-		LimitExec: g.LimitExec, Exec: g.Exec,
+		LimitExec: g.LimitExec, Exec: g.Exec, ExecTemp: g.ExecTemp,
 		Helper: sb.Helper, Timeout: testTimeout, Limits: scripts.Limits{Memory: sb.MemoryLimit}, Stdin: stdin,
 	})
 	if err != nil {

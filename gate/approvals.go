@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,6 +27,10 @@ import (
 type Approvals struct {
 	confirm  []string
 	registry func() *skills.Registry
+	// MCPSkill, when set, names the skill whose MCP server offers an
+	// exposed tool: a skill with several servers offers KEY__TOOL with
+	// KEY <skill>-<server>, which is no skill's name.
+	MCPSkill func(exposed string) string
 
 	mu        sync.Mutex
 	requested map[string]record.ApprovalRequested
@@ -61,6 +66,23 @@ func (a *Approvals) Decide(d record.ApprovalDecided) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.decided[d.CallID] = d
+}
+
+// DecidedUnder are the decisions about calls whose id starts with prefix
+// (a child run's CHILD_ID/), with the prefix taken off: what a parent
+// hands the child it resumes.
+func (a *Approvals) DecidedUnder(prefix string) []record.ApprovalDecided {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []record.ApprovalDecided
+	for id, d := range a.decided {
+		if rest, ok := strings.CutPrefix(id, prefix); ok && rest != "" {
+			d.CallID = rest
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, func(x, y record.ApprovalDecided) int { return strings.Compare(x.CallID, y.CallID) })
+	return out
 }
 
 func (a *Approvals) Approve(turn int, call loop.ToolCall, effect loop.Effect) (loop.Approval, *loop.ToolResult) {
@@ -117,6 +139,11 @@ func (a *Approvals) skillOf(call loop.ToolCall) *skills.Skill {
 		name = args.Skill
 	case strings.Contains(call.Name, tools.MCPSeparator):
 		name, _, _ = strings.Cut(call.Name, tools.MCPSeparator)
+		if a.MCPSkill != nil {
+			if n := a.MCPSkill(call.Name); n != "" {
+				name = n
+			}
+		}
 	}
 	if s, ok := reg.Lookup(name); ok {
 		return s

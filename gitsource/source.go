@@ -61,6 +61,9 @@ func Parse(raw string) (Source, error) {
 	if err != nil {
 		return Source{}, fmt.Errorf("source %q: %v", raw, err)
 	}
+	if err := CheckURL(u); err != nil {
+		return Source{}, fmt.Errorf("source %q is refused: %v", raw, err)
+	}
 	s.URL = u
 	if s.Path != "" {
 		clean := path.Clean(s.Path)

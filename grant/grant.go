@@ -30,6 +30,9 @@ type Request struct {
 	// reads their values (the operator's environment).
 	PassEnv []string
 	Lookup  func(string) (string, bool)
+	// Git is the run's index of git control paths (nil: only the
+	// read-only paths missing at the start are swept after the call).
+	Git *GitIndex
 }
 
 // Grant is what the execution gets.
@@ -41,12 +44,15 @@ type Grant struct {
 	View *workspace.Workspace
 	// Env are NAME=VALUE pairs to add to the execution's environment.
 	Env []string
-	// LimitExec and Exec are for scripts.Spec.
+	// LimitExec, Exec and ExecTemp are for scripts.Spec: Exec holds
+	// absolute host paths, files and directories (ResolveExec).
 	LimitExec bool
 	Exec      []string
+	ExecTemp  bool
 
 	ws      *workspace.Workspace
 	missing []string // read-only paths that did not exist before the call
+	git     *GitIndex
 }
 
 // Refusal is an execution that must not start, with a stable code.
@@ -61,7 +67,7 @@ func For(r Request) (*Grant, error) {
 	if err != nil {
 		return nil, &Refusal{Code: "skill_permissions_invalid", Msg: fmt.Sprintf("skill %s: %v", r.Skill.Name, err)}
 	}
-	g := &Grant{ws: ws, View: ws, Env: []string{}}
+	g := &Grant{ws: ws, View: ws, Env: []string{}, git: r.Git}
 	g.Record = record.Grant{Declared: perms != nil, Read: []string{}, Write: []string{}, ReadOnly: []string{}, Env: []string{}, Exec: []string{}}
 	for _, rel := range ws.ReadOnlyRel() {
 		if _, err := os.Lstat(filepath.Join(ws.Host, filepath.FromSlash(rel))); err != nil {
@@ -88,6 +94,9 @@ func For(r Request) (*Grant, error) {
 			pr := workspace.AsRefusal(err)
 			return nil, &Refusal{Code: pr.Code, Msg: fmt.Sprintf("skill %s declares filesystem.write %s: %s", r.Skill.Name, rel, pr.Msg)}
 		}
+	}
+	if err := checkHardLinks(ws, r.Skill.Name, write); err != nil {
+		return nil, err
 	}
 	parts := []scripts.Part{}
 	for _, rel := range read {
@@ -116,21 +125,29 @@ func For(r Request) (*Grant, error) {
 		g.Env = append(g.Env, n+"="+v)
 		g.Record.Env = append(g.Record.Env, n)
 	}
-	g.LimitExec, g.Exec = true, slices.Clone(perms.Exec)
+	set := ResolveExec(perms.Exec, os.Getenv("PATH"))
+	g.LimitExec, g.Exec, g.ExecTemp = true, set.Paths, set.Temp
 	g.Record.ExecLimited, g.Record.Exec = true, append([]string{}, perms.Exec...)
+	g.Record.ExecResolved, g.Record.ExecTemp, g.Record.ExecMissing = set.Shown, set.Temp, set.Missing
 	g.Record.EnforcedBy = enforcement(r.Backend, true, len(perms.Network) > 0)
 	return g, nil
 }
 
 // Sweep removes what the execution made at a read-only path that did not
 // exist when it started (a .git made in a workspace that had none, where
-// the sandbox had nothing to bind read-only), and returns those paths.
+// the sandbox had nothing to bind read-only) and every .git it made
+// anywhere (GitIndex.Sweep), and returns those paths.
 func (g *Grant) Sweep() []string {
 	var made []string
 	for _, rel := range g.missing {
 		p := filepath.Join(g.ws.Host, filepath.FromSlash(rel))
 		if _, err := os.Lstat(p); err == nil {
 			os.RemoveAll(p)
+			made = append(made, rel)
+		}
+	}
+	for _, rel := range g.git.Sweep() {
+		if !slices.Contains(made, rel) {
 			made = append(made, rel)
 		}
 	}

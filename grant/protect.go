@@ -1,10 +1,7 @@
 package grant
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/harness-dev/harness/workspace"
 )
@@ -46,14 +43,7 @@ func ReadOnlyPaths(wsHost string, skillRoots, protect, allow []string) []string 
 	add(dotGit)
 	if target := gitdirOf(dotGit); target != "" {
 		add(target)
-		// A worktree's gitdir names the main repository's directory in
-		// its commondir file; hooks and config live there.
-		if common := readLine(filepath.Join(target, "commondir")); common != "" {
-			if !filepath.IsAbs(common) {
-				common = filepath.Join(target, common)
-			}
-			add(common)
-		}
+		add(commondirOf(target))
 	}
 	add(filepath.Join(wsHost, ".harness"))
 	for _, r := range skillRoots {
@@ -68,36 +58,4 @@ func ReadOnlyPaths(wsHost string, skillRoots, protect, allow []string) []string 
 		add(p)
 	}
 	return out
-}
-
-// gitdirOf reads the target of a .git file ("gitdir: PATH"), "" when
-// dotGit is not such a file.
-func gitdirOf(dotGit string) string {
-	fi, err := os.Lstat(dotGit)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4096 {
-		return ""
-	}
-	line := readLine(dotGit)
-	target, ok := strings.CutPrefix(line, "gitdir:")
-	if !ok {
-		return ""
-	}
-	target = strings.TrimSpace(target)
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(filepath.Dir(dotGit), target)
-	}
-	return filepath.Clean(target)
-}
-
-func readLine(p string) string {
-	f, err := os.Open(p)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	if s.Scan() {
-		return strings.TrimSpace(s.Text())
-	}
-	return ""
 }

@@ -1,10 +1,21 @@
 package loop
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // ReasonAwaitingApproval: a tool call needs a person's decision; it was
 // not started, and the run can be resumed once someone decided.
 const ReasonAwaitingApproval Reason = "awaiting_approval"
+
+// AwaitingError is what a tool returns when work it started waits for a
+// person (a call inside a child run): the run stops awaiting approval with
+// the call started and unfinished, and a resume runs the call again, which
+// continues that work where it stopped.
+type AwaitingError struct{ What string }
+
+func (e *AwaitingError) Error() string { return "waiting for a person's decision: " + e.What }
 
 // Approval is what an Approver says of a call about to start.
 type Approval int
@@ -30,25 +41,33 @@ type Approver interface {
 // call that must wait for a person, listing that call and every later one
 // of the turn that must wait too (Outcome.Pending); none of them starts.
 func (e *engine) runCalls(parent, ctx context.Context, turn int, calls []ToolCall) (Outcome, bool) {
+	over := e.overBound()
 	for i, call := range calls {
 		// An interrupt stops before the next call; a call already
 		// running sees the cancelled context itself.
 		if r, ok := e.stopped(parent, ctx); ok {
 			return e.end(r, nil), true
 		}
-		var refused *ToolResult
-		if d, res := e.approval(turn, call); d == Wait {
-			e.out.Pending = []ToolCall{call}
-			for _, later := range calls[i+1:] {
-				if d, _ := e.approval(turn, later); d == Wait {
-					e.out.Pending = append(e.out.Pending, later)
+		refused, code := over[call.ID], codeTooManyCalls
+		if refused == nil {
+			code = codeRefusedByPerson
+			if d, res := e.approval(turn, call); d == Wait {
+				e.out.Pending = []ToolCall{call}
+				for _, later := range calls[i+1:] {
+					if d, _ := e.approval(turn, later); d == Wait && over[later.ID] == nil {
+						e.out.Pending = append(e.out.Pending, later)
+					}
 				}
+				return e.end(ReasonAwaitingApproval, nil), true
+			} else if d == Refuse {
+				refused = res
 			}
-			return e.end(ReasonAwaitingApproval, nil), true
-		} else if d == Refuse {
-			refused = res
 		}
-		if err := e.callTool(ctx, turn, call, refused); err != nil {
+		if err := e.callTool(ctx, turn, call, refused, code); err != nil {
+			var aw *AwaitingError
+			if errors.As(err, &aw) {
+				return e.end(ReasonAwaitingApproval, nil), true
+			}
 			if err == errPolicyEnd {
 				return e.end(ReasonPolicyDenied, err), true
 			}

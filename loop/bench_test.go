@@ -23,7 +23,7 @@ func BenchmarkRunReplay(b *testing.B) {
 	replies = append(replies, looptest.Reply{Content: "done"})
 	srv := looptest.New(replies)
 	path := filepath.Join(b.TempDir(), "c.jsonl")
-	rec, err := loop.NewRecorder(loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL, APIKey: "k"}), path)
+	rec, err := loop.NewRecorder(loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL, APIKey: "k"}), path, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

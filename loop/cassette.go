@@ -74,14 +74,18 @@ func canonicalKey(c Request) (artifacts.Digest, error) {
 // Recorder is a Model that forwards to another and appends every
 // successful exchange to a cassette, one fsynced line each.
 type Recorder struct {
-	inner Model
-	mu    sync.Mutex
-	f     *os.File
+	inner  Model
+	redact *artifacts.Redactor
+	mu     sync.Mutex
+	f      *os.File
 }
 
 // NewRecorder creates the cassette at path. An existing non-empty file is
 // refused rather than truncated: it may be the only copy of a recording.
-func NewRecorder(inner Model, path string) (*Recorder, error) {
+// Every line goes through redact (the run's, nil for none), as every
+// artifact of a run does: a model that repeats the API key does not put it
+// in a file that is shared and checked in.
+func NewRecorder(inner Model, path string, redact *artifacts.Redactor) (*Recorder, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
 		return nil, fmt.Errorf("%s already exists: choose another path or delete it first", path)
 	}
@@ -89,10 +93,13 @@ func NewRecorder(inner Model, path string) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create cassette: %w", err)
 	}
-	return &Recorder{inner: inner, f: f}, nil
+	return &Recorder{inner: inner, redact: redact, f: f}, nil
 }
 
-// Complete forwards req and records the exchange.
+// Complete forwards req and records the exchange. The key is that of the
+// request as recorded, redacted: a replay serves the redacted answer, so
+// its next request holds "[redacted]" where the recording's conversation
+// held the key, and the two keys agree.
 func (r *Recorder) Complete(ctx context.Context, req Request) (Response, error) {
 	resp, err := r.inner.Complete(ctx, req)
 	if err != nil {
@@ -102,23 +109,30 @@ func (r *Recorder) Complete(ctx context.Context, req Request) (Response, error) 
 	if err != nil {
 		return resp, err
 	}
-	key, err := canonicalKey(c)
+	b, err := json.Marshal(c)
 	if err != nil {
-		return resp, err
+		return resp, fmt.Errorf("request key: %w", err)
 	}
+	key := artifacts.DigestBytes(r.redact.Bytes(b))
 	line, err := json.Marshal(CassetteEntry{Envelope: artifacts.NewEnvelope(cassetteEntryType, 1), Key: key, Request: c, Response: resp})
 	if err != nil {
 		return resp, fmt.Errorf("record exchange: %w", err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, err := r.f.Write(append(line, '\n')); err != nil {
-		return resp, fmt.Errorf("record exchange: %w", err)
-	}
-	if err := r.f.Sync(); err != nil {
+	if err := r.write(line); err != nil {
 		return resp, fmt.Errorf("record exchange: %w", err)
 	}
 	return resp, nil
+}
+
+// write appends one redacted line and makes it durable.
+func (r *Recorder) write(line []byte) error {
+	line = append(r.redact.Bytes(line), '\n')
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.f.Write(line); err != nil {
+		return err
+	}
+	return r.f.Sync()
 }
 
 // Close closes the cassette file.

@@ -86,7 +86,7 @@ func writeCassette(t *testing.T, path string, req loop.Request) {
 	t.Helper()
 	srv := looptest.New([]looptest.Reply{{Content: "recorded"}})
 	defer srv.Close()
-	rec, err := loop.NewRecorder(loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL, APIKey: "k", Retry: fast}), path)
+	rec, err := loop.NewRecorder(loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL, APIKey: "k", Retry: fast}), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestCassetteReplayAndLimits(t *testing.T) {
 	if !errors.As(err, &mm) || mm.Field != "" || !strings.Contains(err.Error(), "holds 1 exchanges") {
 		t.Errorf("second identical request: %v", err)
 	}
-	if _, err := loop.NewRecorder(nil, path); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := loop.NewRecorder(nil, path, nil); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("NewRecorder over a recording: %v", err)
 	}
 	data, _ := os.ReadFile(path)
@@ -137,7 +137,7 @@ func TestRecordThenReplayRun(t *testing.T) {
 	}
 	srv := looptest.New(replies)
 	path := filepath.Join(t.TempDir(), "c.jsonl")
-	rec, err := loop.NewRecorder(loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL, APIKey: "k", Retry: fast}), path)
+	rec, err := loop.NewRecorder(loop.NewOpenAI(loop.OpenAIConfig{BaseURL: srv.URL, APIKey: "k", Retry: fast}), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

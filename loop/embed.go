@@ -88,12 +88,12 @@ func (r *Recorder) RecordEmbedding(model string, inputs []string, vs [][]float64
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, err := r.f.Write(append(line, '\n')); err != nil {
+	// The key stays that of the inputs as given: a replay embeds the same
+	// texts, whatever the line shows of them.
+	if err := r.write(line); err != nil {
 		return fmt.Errorf("record embeddings: %w", err)
 	}
-	return r.f.Sync()
+	return nil
 }
 
 // Embed serves recorded vectors; embeddings are deterministic, so one

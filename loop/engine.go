@@ -52,6 +52,9 @@ type Limits struct {
 	MaxTurns  int
 	Timeout   time.Duration
 	MaxTokens int64
+	// MaxToolCallsPerTurn bounds the calls of one answer that run; the
+	// rest are answered with tool_calls_per_turn (0: no bound).
+	MaxToolCallsPerTurn int
 }
 
 // Config is what one run of the loop needs.
@@ -233,8 +236,12 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			}
 			return e.end(ReasonProviderError, err)
 		}
+		var reported *Usage
 		if resp.Usage.TotalTokens == 0 && resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0 {
 			resp.Usage = estimateUsage(req, resp.Message)
+		} else if u, corrected := checkUsage(resp.Usage, req, resp.Message); corrected {
+			raw := resp.Usage
+			reported, resp.Usage = &raw, u
 		}
 		if resp.Usage.Model == "" {
 			resp.Usage.Model = req.Model
@@ -250,7 +257,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if calls == nil {
 			calls = []ToolCall{}
 		}
-		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, ReasoningItems: msg.Reasoning, Refusal: resp.Refusal, Usage: resp.Usage}); err != nil {
+		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, ReasoningItems: msg.Reasoning, Refusal: resp.Refusal, Usage: resp.Usage, ReportedUsage: reported}); err != nil {
 			return e.fail(err)
 		}
 		e.out.FinishReason = resp.FinishReason
@@ -354,16 +361,22 @@ func (e *engine) journalDeferred(typ string, data any) error {
 // callTool runs one tool call and records it. Problems with the call
 // itself become error results the model sees; only a harness fault (a Go
 // error from the tool, or a failed write) is returned.
-func (e *engine) callTool(ctx context.Context, turn int, call ToolCall, refused *ToolResult) error {
+func (e *engine) callTool(ctx context.Context, turn int, call ToolCall, refused *ToolResult, refusedCode string) error {
 	if err := e.journalDeferred("tool.started", ToolStartedEvent{Turn: turn, CallID: call.ID, Tool: call.Name, Arguments: call.Arguments}); err != nil {
 		return err
 	}
 	res, code, toolErr := ToolResult{}, "", error(nil)
 	if refused != nil {
-		// A person refused it: it never runs; the model is told why.
-		res, code = *refused, codeRefusedByPerson
+		// A person refused it, or it is past the turn's bound: it never
+		// runs; the model is told why.
+		res, code = *refused, refusedCode
 	} else {
 		res, code, toolErr = e.invoke(ctx, turn, call)
+	}
+	if aw := (*AwaitingError)(nil); errors.As(toolErr, &aw) {
+		// The call's work waits for a person: it stays started and
+		// unfinished, and a resume runs it again.
+		return toolErr
 	}
 	if toolErr != nil && ctx.Err() != nil {
 		// Stopped mid-call (interrupt or timeout): the call stays started

@@ -23,6 +23,9 @@ type (
 		ReasoningItems []ReasoningItem `json:"reasoningItems,omitempty"`
 		Refusal        string          `json:"refusal,omitempty"`
 		Usage          Usage           `json:"usage"`
+		// ReportedUsage is what the provider said, when Usage had to be
+		// corrected (Usage.Corrected).
+		ReportedUsage *Usage `json:"reportedUsage,omitempty"`
 	}
 	ToolStartedEvent struct {
 		Turn      int    `json:"turn"`

@@ -81,16 +81,64 @@ func TestRetryDelayIsBounded(t *testing.T) {
 	}
 }
 
-// TestStableCallIDs: a call without an id, or with one already used (in
-// the same answer or earlier), gets one from its turn and position.
+// TestStableCallIDs: a call without an id, with one already used (in
+// the same answer or earlier), or with one that is not plain, gets one
+// from its turn and position; a replaced id that can go back to the model
+// is kept as ModelID.
 func TestStableCallIDs(t *testing.T) {
-	history := []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "used"}}}}
-	got := stableCallIDs(3, []ToolCall{{ID: ""}, {ID: "used"}, {ID: "x"}, {ID: "x"}, {ID: "fine"}}, history)
-	want := []string{"call_t3_1", "call_t3_2", "x", "call_t3_4", "fine"}
-	for i, c := range got {
-		if c.ID != want[i] {
-			t.Errorf("call %d: id %q, want %q", i, c.ID, want[i])
-		}
+	hostile := "w1\r\x1b[2K\x1b[8m"
+	history := []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "used"}, {ID: "call_t1_1", ModelID: "a b"}}}}
+	for _, tc := range []struct {
+		name      string
+		calls     []ToolCall
+		ids, wire []string
+	}{
+		{"plain and repeated", []ToolCall{{ID: ""}, {ID: "used"}, {ID: "x"}, {ID: "x"}, {ID: "fine"}},
+			[]string{"call_t3_1", "call_t3_2", "x", "call_t3_4", "fine"}, []string{"", "", "", "", ""}},
+		{"control sequences", []ToolCall{{ID: hostile}, {ID: "ok"}},
+			[]string{"call_t3_1", "ok"}, []string{hostile, ""}},
+		{"shell and spaces", []ToolCall{{ID: "$(rm -rf ~)"}, {ID: "a b"}, {ID: strings.Repeat("x", 65)}},
+			[]string{"call_t3_1", "call_t3_2", "call_t3_3"}, []string{"$(rm -rf ~)", "", strings.Repeat("x", 65)}},
+		{"the same hostile id twice", []ToolCall{{ID: hostile}, {ID: hostile}},
+			[]string{"call_t3_1", "call_t3_2"}, []string{hostile, ""}},
+		{"a model id that is a minted one", []ToolCall{{ID: "call_t3_2"}, {ID: ""}},
+			[]string{"call_t3_2", "call_t3_2_2"}, []string{"", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := stableCallIDs(3, tc.calls, history)
+			for i, c := range got {
+				if c.ID != tc.ids[i] || c.ModelID != tc.wire[i] {
+					t.Errorf("call %d: id %q model id %q, want %q and %q", i, c.ID, c.ModelID, tc.ids[i], tc.wire[i])
+				}
+			}
+		})
+	}
+}
+
+// TestReplacedCallIDsGoBackAsTheModelGaveThem: the model matches results
+// to its calls by its own ids, over either wire API.
+func TestReplacedCallIDsGoBackAsTheModelGaveThem(t *testing.T) {
+	hostile := "w1\r\x1b[2K"
+	req := Request{Model: "m", Messages: []Message{
+		{Role: RoleUser, Content: "go"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_t1_1", ModelID: hostile, Name: "read_file", Arguments: "{}"}}},
+		{Role: RoleTool, ToolCallID: "call_t1_1", Content: "x"},
+	}}
+	chat, err := toParams(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(chat)
+	if n := strings.Count(string(b), `"w1\r\u001b[2K"`); n != 2 || strings.Contains(string(b), "call_t1_1") {
+		t.Errorf("chat request sends the model's id %d times (want 2, and never harness's): %s", n, b)
+	}
+	resp, err := toResponseParams(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(resp)
+	if n := strings.Count(string(b), `"w1\r\u001b[2K"`); n != 2 || strings.Contains(string(b), "call_t1_1") {
+		t.Errorf("responses request sends the model's id %d times (want 2, and never harness's): %s", n, b)
 	}
 }
 

@@ -140,10 +140,12 @@ func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewPa
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	var reasoning strings.Builder
+	finished := false
 	for stream.Next() {
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
 		if len(chunk.Choices) > 0 {
+			finished = finished || chunk.Choices[0].FinishReason != ""
 			if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
 				var part string
 				json.Unmarshal([]byte(f.Raw()), &part)
@@ -153,6 +155,13 @@ func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewPa
 	}
 	if err := stream.Err(); err != nil {
 		return nil, "", err
+	}
+	// A stream that stops before the model said why it stopped was cut
+	// (a dropped connection, a proxy's timeout): what came is not an
+	// answer, and a tool call in it may be missing arguments or be one of
+	// several. Asked again, like a failed request.
+	if !finished {
+		return nil, "", &transientError{errors.New("the chat stream ended before a finish_reason")}
 	}
 	return &acc.ChatCompletion, reasoning.String(), nil
 }
@@ -181,6 +190,7 @@ func extraBody(raw json.RawMessage) ([]option.RequestOption, error) {
 
 func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	ids := wireIDs(req.Messages)
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleSystem:
@@ -188,7 +198,7 @@ func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 		case RoleUser:
 			p.Messages = append(p.Messages, openai.UserMessage(m.Content))
 		case RoleTool:
-			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
+			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, resultWireID(ids, m.ToolCallID)))
 		case RoleAssistant:
 			a := openai.ChatCompletionAssistantMessageParam{}
 			if m.Content != "" {
@@ -197,7 +207,7 @@ func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 			for _, c := range m.ToolCalls {
 				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.ID,
+						ID:       c.WireID(),
 						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
 					},
 				})

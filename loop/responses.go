@@ -128,13 +128,14 @@ func toResponseParams(req Request) (responses.ResponseNewParams, error) {
 		Include: []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent},
 	}
 	var input responses.ResponseInputParam
+	ids := wireIDs(req.Messages)
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleSystem, RoleUser:
 			input = append(input, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRole(m.Role)))
 		case RoleTool:
 			out := responses.ResponseInputItemParamOfFunctionCallOutput(m.Content)
-			out.OfFunctionCallOutput.CallID = openai.String(m.ToolCallID)
+			out.OfFunctionCallOutput.CallID = openai.String(resultWireID(ids, m.ToolCallID))
 			input = append(input, out)
 		case RoleAssistant:
 			for _, it := range m.Reasoning {
@@ -145,7 +146,7 @@ func toResponseParams(req Request) (responses.ResponseNewParams, error) {
 				input = append(input, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRoleAssistant))
 			}
 			for _, c := range m.ToolCalls {
-				input = append(input, responses.ResponseInputItemParamOfFunctionCall(c.Arguments, c.ID, c.Name))
+				input = append(input, responses.ResponseInputItemParamOfFunctionCall(c.Arguments, c.WireID(), c.Name))
 			}
 		default:
 			return p, fmt.Errorf("message role %q is not supported", m.Role)

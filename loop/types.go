@@ -30,9 +30,25 @@ type Message struct {
 // ToolCall is the model's request to run a tool. Arguments is the raw JSON
 // text exactly as the model produced it; it may be malformed.
 type ToolCall struct {
+	// ID is what harness, its records and the people deciding about the
+	// call know it by: the model's id when that is a plain one (see
+	// stableCallIDs), else one harness minted from the turn and position.
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// ModelID is the id the model gave a call whose id harness replaced
+	// because it was not plain: kept for the record, and sent back to
+	// the model in place of ID, since the wire protocol matches a result
+	// to the call by the model's own id.
+	ModelID string `json:"modelId,omitempty"`
+}
+
+// WireID is the id the model knows the call by.
+func (c ToolCall) WireID() string {
+	if c.ModelID != "" {
+		return c.ModelID
+	}
+	return c.ID
 }
 
 // ToolSpec is what the model is told about a tool.
@@ -83,6 +99,10 @@ type Usage struct {
 	// Estimated marks counts harness estimated (characters / 4) because
 	// the provider reported none: --max-tokens must not count zero.
 	Estimated bool `json:"estimated,omitempty"`
+	// Corrected marks counts harness changed because the provider's could
+	// not be true: negative, beyond any request, or a total below its
+	// parts (the reported ones are in the turn's model.response event).
+	Corrected bool `json:"corrected,omitempty"`
 	// Model is the model that spent these tokens ("" in a sum over
 	// several).
 	Model string `json:"model,omitempty"`
@@ -97,6 +117,7 @@ func (u Usage) Add(v Usage) Usage {
 		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
 		TotalTokens:      u.TotalTokens + v.TotalTokens,
 		Estimated:        u.Estimated || v.Estimated,
+		Corrected:        u.Corrected || v.Corrected,
 		Model:            sameModel(u, v),
 	}
 }

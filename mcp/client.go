@@ -124,16 +124,23 @@ func listTools(ctx context.Context, s *sdk.ClientSession) ([]Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: schema: %w", t.Name, err)
 		}
-		schema = canonical(schema)
-		h := artifacts.NewHasher()
-		h.WriteField(t.Name)
-		h.WriteField(t.Description)
-		h.WriteField(string(schema))
-		out = append(out, Tool{Name: t.Name, Description: t.Description, InputSchema: schema, Annotations: t.Annotations,
-			SchemaDigest: artifacts.DigestBytes(schema), Digest: h.Digest()})
+		tool := ToolOf(t.Name, t.Description, schema)
+		tool.Annotations = t.Annotations
+		out = append(out, tool)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// ToolOf is a tool with its digests: the schema in canonical form, its
+// digest, and the digest of name, description and schema.
+func ToolOf(name, description string, schema json.RawMessage) Tool {
+	schema = canonical(schema)
+	h := artifacts.NewHasher()
+	h.WriteField(name)
+	h.WriteField(description)
+	h.WriteField(string(schema))
+	return Tool{Name: name, Description: description, InputSchema: schema, SchemaDigest: artifacts.DigestBytes(schema), Digest: h.Digest()}
 }
 
 // canonical re-encodes JSON with sorted keys, so a digest does not depend

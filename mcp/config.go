@@ -36,6 +36,29 @@ type Server struct {
 	// Headers are sent with every HTTP request; values expand "${NAME}"
 	// like Env.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Tools declare what the server will list, for a server that is not
+	// started before it is needed (a destructive skill's waits for a
+	// person's approval): they are offered in its place, and the server's
+	// own list must be exactly them once it starts.
+	Tools []DeclaredTool `json:"tools,omitempty"`
+}
+
+// DeclaredTool is one tool as a configuration declares it.
+type DeclaredTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// Declared is the tool list a server's declaration amounts to, digested
+// as a server's own list is (ToolOf), so that the two compare.
+func (s Server) Declared() []Tool {
+	var out []Tool
+	for _, d := range s.Tools {
+		out = append(out, ToolOf(d.Name, d.Description, d.InputSchema))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Transport kinds.
@@ -116,6 +139,17 @@ func check(name string, s Server) error {
 		}
 	default:
 		return fmt.Errorf("mcp server %q: type %q is not stdio or http", name, s.Type)
+	}
+	seen := map[string]bool{}
+	for _, t := range s.Tools {
+		var schema map[string]any
+		if t.Name == "" || seen[t.Name] {
+			return fmt.Errorf("mcp server %q: each declared tool has a name of its own", name)
+		}
+		if json.Unmarshal(t.InputSchema, &schema) != nil {
+			return fmt.Errorf("mcp server %q: tool %s: inputSchema is a JSON object", name, t.Name)
+		}
+		seen[t.Name] = true
 	}
 	for k, v := range s.Env {
 		if !envName.MatchString(k) {

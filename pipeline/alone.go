@@ -56,8 +56,8 @@ func runAlone(ctx context.Context, f *File, o Options) (*record.PipelineResult, 
 	start, err := p.prepareAlone(ph, last)
 	if err != nil || start == nil {
 		res := p.partialResult(events, nil)
-		if werr := p.redact().WriteJSON(filepath.Join(dir, p.layout.result), res); werr != nil && err == nil {
-			err = werr
+		if ferr, jerr := p.writeResult(res, order(p.file.Phases), true); err == nil {
+			err = errors.Join(ferr, jerr)
 		}
 		p.journal.Close()
 		unlock()
@@ -88,13 +88,8 @@ func runAlone(ctx context.Context, f *File, o Options) (*record.PipelineResult, 
 	fmt.Fprintf(p.out, "harness: %s %s %s (exit %d, %d tokens, %s)\n", p.layout.unit, o2.Name, o2.Status, o2.ExitCode, o2.Usage.TotalTokens,
 		(time.Duration(o2.DurationMs) * time.Millisecond).Round(time.Millisecond))
 	res := p.partialResult(events, &done.outcome)
-	if allFinished(res) {
-		if err := p.event(p.layout.finished(), map[string]any{"status": res.Status, "exitCode": res.ExitCode}); err != nil {
-			return res, err
-		}
-	}
-	if err := p.redact().WriteJSON(filepath.Join(dir, p.layout.result), res); err != nil {
-		return res, err
+	if ferr, jerr := p.writeResult(res, order(p.file.Phases), true); ferr != nil || jerr != nil {
+		return res, errors.Join(ferr, jerr)
 	}
 	if o2.Status != "succeeded" {
 		return res, &outcome.Error{Code: "phase_" + o2.Status, Msg: fmt.Sprintf("phase %s: %s", o2.Name, o2.Message), Exit: max(o2.ExitCode, outcome.ExitFailed)}

@@ -127,6 +127,13 @@ func ArgoWorkflow(o ArgoOptions) ([]byte, error) {
 	case o.Retries < 0:
 		return nil, outcome.Usage("k8s_retries_invalid", "--retries cannot be negative")
 	}
+	// Argo substitutes {{...}} anywhere in a template ({{=...}} evaluates
+	// an expression): a value given here is data, never that.
+	for _, v := range append([]string{o.Path, o.File.Path, o.WorkDir, o.Image, o.BaseURL, o.Namespace, o.Secret, o.SecretKey}, o.Args...) {
+		if strings.Contains(v, "{{") {
+			return nil, outcome.Usage("argo_template_syntax", "%q holds \"{{\", which Argo would substitute or evaluate in the Workflow; give it without", v)
+		}
+	}
 	if err := o.Pod.Check(); err != nil {
 		return nil, err
 	}
@@ -180,11 +187,11 @@ func ArgoWorkflow(o ArgoOptions) ([]byte, error) {
 						Limit: intstr.FromString(strconv.Itoa(o.Retries)), RetryPolicy: "Always", Expression: retryable,
 					},
 					InitContainers: []corev1.Container{{
-						Name: "workspace", Image: o.Image, Command: []string{"sh", "-c", copyOnce}, VolumeMounts: mounts,
+						Name: "workspace", Image: o.Image, Command: kube.Argv(copyOnce), VolumeMounts: mounts,
 						SecurityContext: kube.ContainerSecurity(), Resources: o.Resources(),
 					}},
 					Container: &corev1.Container{
-						Name: "harness", Image: o.Image, WorkingDir: shared, Command: argv,
+						Name: "harness", Image: o.Image, WorkingDir: shared, Command: kube.Argv(argv),
 						Env: kube.Env(o.Secret, o.SecretKey, o.BaseURL), VolumeMounts: mounts,
 						SecurityContext: kube.ContainerSecurity(), Resources: o.Resources(),
 					},
@@ -254,15 +261,12 @@ func argoStem(path string) string {
 	return s
 }
 
-// copyOnceScript copies src to dir/name unless it is there: into a fresh
-// directory beside it first, renamed into place, so that pods starting at
-// once neither see half a copy nor mix two (the rename of the later one
-// fails on the directory that landed, and its copy is removed).
-func copyOnceScript(src, dir, name string) string {
-	dest := shellQuote(dir + "/" + name)
-	return fmt.Sprintf(`set -e; [ -e %s ] && exit 0; mkdir -p %s; tmp=$(mktemp -d %s/.copy.XXXXXX); cp -a %s/. "$tmp"/; mv -T "$tmp" %s 2>/dev/null || rm -rf "$tmp"`,
-		dest, shellQuote(dir), shellQuote(dir), shellQuote(src), dest)
+// copyOnceScript is the command that copies src to dir/name unless it
+// is there: into a fresh directory beside it first, renamed into place,
+// so that pods starting at once neither see half a copy nor mix two (the
+// rename of the later one fails on the directory that landed, and its
+// copy is removed). The paths are the script's arguments, never its text.
+func copyOnceScript(src, dir, name string) []string {
+	const script = `set -e; [ -e "$1" ] && exit 0; mkdir -p "$2"; tmp=$(mktemp -d "$2/.copy.XXXXXX"); cp -a "$3/." "$tmp"/; mv -T "$tmp" "$1" 2>/dev/null || rm -rf "$tmp"`
+	return []string{"sh", "-c", script, "sh", dir + "/" + name, dir, src}
 }
-
-// shellQuote quotes s for sh: in single quotes, each ' written '\”.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -222,16 +222,25 @@ func decodeWorkflow(t *testing.T, o ArgoOptions) argoWorkflow {
 // pods at once: one whole copy lands, nothing half-copied is left, and a
 // later pod leaves the copy the phases changed alone.
 func TestCopyOnceScript(t *testing.T) {
-	src, runs := t.TempDir(), t.TempDir()
+	// Paths that are code wherever they could be pasted into the script:
+	// they are its arguments.
+	src, runs := filepath.Join(t.TempDir(), `ws '$(touch PWNED)'`), filepath.Join(t.TempDir(), "runs `touch PWNED`")
 	testenv.WriteTree(t, src, map[string]string{"README.md": "the product\n", "skills/s/SKILL.md": "---\nname: s\n---\n"})
 	script := copyOnceScript(src, filepath.Join(runs, "workspaces"), "p-1")
+	defer func() {
+		for _, d := range []string{filepath.Dir(src), runs, "."} {
+			if m, _ := filepath.Glob(filepath.Join(d, "PWNED")); len(m) > 0 {
+				t.Errorf("a path ran as code: %v", m)
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+			if out, err := exec.Command(script[0], script[1:]...).CombinedOutput(); err != nil {
 				errs <- fmt.Errorf("%v: %s", err, out)
 			}
 		}()
@@ -249,7 +258,7 @@ func TestCopyOnceScript(t *testing.T) {
 		t.Errorf("copies left behind: %v", left)
 	}
 	testenv.WriteTree(t, dest, map[string]string{"README.md": "changed by a phase\n"})
-	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+	if out, err := exec.Command(script[0], script[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dest, "README.md")); string(b) != "changed by a phase\n" {

@@ -28,6 +28,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/egress"
 	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/yamlsafe"
 )
 
 // Schema is the JSON Schema of a pipeline file, published beside this
@@ -137,6 +138,11 @@ func (e *schemaMismatch) Error() string {
 // refuses is still decoded as far as it can be, with a *schemaMismatch,
 // so that the file's other problems are found in the same pass.
 func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile string, v any) (*ast.File, error) {
+	// Bounded before the parser and the decoder see it: a few lines of
+	// nested aliases expand to billions of nodes.
+	if err := yamlsafe.Check(name, data, yamlsafe.Limits{Bytes: maxFile}); err != nil {
+		return nil, outcome.Usage("pipeline_file_invalid", "%v", err)
+	}
 	astFile, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, outcome.Usage("pipeline_file_invalid", "%s: invalid YAML: %s", name, yamlMessage(err))

@@ -84,7 +84,7 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1)), "--or-resume"}
 	args = append(args, o.Args...)
 	var b bytes.Buffer
-	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": args, "uid": kube.ImageUID,
+	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": kube.Argv(args), "uid": kube.ImageUID,
 		"deadline": int64(o.Deadline.Seconds()), "ttl": int64(o.TTL.Seconds())})
 	return b.Bytes(), err
 }
@@ -106,7 +106,7 @@ func quote(s string) string { return strconv.Quote(s) }
 
 // Parsed on first use, like k8sName: only `batch k8s` needs it.
 var k8sTemplate = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("job").Funcs(template.FuncMap{"q": quote, "join": strings.Join}).Parse(`# An Indexed Job that runs harness batch shards: pod I runs
+	return template.Must(template.New("job").Funcs(template.FuncMap{"q": quote, "lit": kube.Literal, "join": strings.Join}).Parse(`# An Indexed Job that runs harness batch shards: pod I runs
 # "harness batch run ... --shards {{.o.Shards}}", which reads JOB_COMPLETION_INDEX
 # and runs the tasks of shard I/{{.o.Shards}} into /runs/{{.o.ID}}-shard-I.
 # Afterwards: harness batch merge /runs/{{.o.ID}}-shard-* --out /runs/{{.o.ID}}
@@ -169,7 +169,7 @@ spec:
         # write is a copy of the image's, on an emptyDir.
         - name: workspace
           image: {{q .o.Image}}
-          command: ["cp", "-a", {{q (printf "%s/." .o.WorkDir)}}, "/workspace-copy/"]
+          command: ["cp", "-a", {{q (lit (printf "%s/." .o.WorkDir))}}, "/workspace-copy/"]
           securityContext:
             allowPrivilegeEscalation: false
             readOnlyRootFilesystem: true

@@ -33,6 +33,7 @@ func (l layout) started() string      { return l.kind + ".started" }
 func (l layout) resumed() string      { return l.kind + ".resumed" }
 func (l layout) drift() string        { return l.kind + ".drift" }
 func (l layout) finished() string     { return l.kind + ".finished" }
+func (l layout) summarized() string   { return l.kind + ".summarized" }
 func (l layout) unitStarted() string  { return l.unit + ".started" }
 func (l layout) unitFinished() string { return l.unit + ".finished" }
 func (l layout) unitSkipped() string  { return l.unit + ".skipped" }

@@ -190,16 +190,18 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 		} else if m.FileDigest != fileDigest {
 			return nil, outcome.Usage("batch_merge_mismatch", "%s ran another batch file (digest %s, not %s)", d, m.FileDigest, fileDigest)
 		}
-		var r record.PipelineResult
-		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatchResult), record.TypeBatchResult, record.PipelineVersion, &r); err != nil {
-			return nil, outcome.Usage("batch_dir_invalid", "%s has no batch result (did it finish?): %v", d, err)
-		}
+		// Verified first: a result file that is not what the shard wrote
+		// is a refusal, not a missing result.
 		v, err := Verify(abs, key)
 		if err != nil {
 			return nil, outcome.Usage("batch_dir_invalid", "%s: %v", d, err)
 		}
 		if !v.OK && !allowUnverified {
 			return nil, outcome.Policy("shard_unverified", "shard %s does not verify: %s; nothing was merged (harness verify %s says more; --allow-unverified merges its tasks as unverified)", d, firstProblem(v), d)
+		}
+		var r record.PipelineResult
+		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatchResult), record.TypeBatchResult, record.PipelineVersion, &r); err != nil {
+			return nil, outcome.Usage("batch_dir_invalid", "%s has no batch result (did it finish?): %v", d, err)
 		}
 		verified := map[string]UnitVerification{}
 		for _, u := range v.Units {
@@ -269,8 +271,24 @@ func firstN(xs []string, n int) []string {
 	return xs
 }
 
-// WriteMerged writes a merged result into dir (created if needed).
+// CheckMergeOut refuses a batch, pipeline or run directory as where a
+// merged result goes: its own result would be replaced with one its
+// journal never recorded.
+func CheckMergeOut(dir string) error {
+	for _, f := range []string{record.FileBatch, record.FilePipeline, record.FileManifest} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return outcome.Usage("batch_merge_out_invalid", "--out %s holds %s: it is a batch, pipeline or run directory, and its own result would be replaced; give a new directory", dir, f)
+		}
+	}
+	return nil
+}
+
+// WriteMerged writes a merged result into dir (created if needed), which
+// CheckMergeOut allows.
 func WriteMerged(dir string, res *record.PipelineResult) error {
+	if err := CheckMergeOut(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -177,7 +177,7 @@ func readJournal(path string, key []byte) ([]artifacts.Event, artifacts.Digest, 
 	if err != nil {
 		return nil, "", outcome.Usage("pipeline_dir_invalid", "pipeline journal: %v", err)
 	}
-	c, err := artifacts.ReadJournal(fh)
+	c, err := rundir.ReadJournal(fh)
 	fh.Close()
 	if err != nil {
 		return nil, "", outcome.Policy("pipeline_journal_invalid", "the pipeline journal %s cannot be read (%v); nothing was run", path, err)

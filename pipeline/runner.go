@@ -393,9 +393,12 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 		}
 	}
 	res := p.result(names)
-	note(p.layout.finished(), map[string]any{"status": res.Status, "exitCode": res.ExitCode})
-	if err := p.redact().WriteJSON(filepath.Join(p.dir, p.layout.result), res); err != nil {
-		return res, err
+	ferr, jerr := p.writeResult(res, names, false)
+	if ferr != nil {
+		return res, ferr
+	}
+	if jerr != nil && journalErr == nil {
+		journalErr = jerr
 	}
 	if journalErr != nil {
 		return res, outcome.Failed("pipeline_journal_failed", "the pipeline journal could not be written: %v; the pipeline stopped", journalErr)
@@ -409,15 +412,24 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 // result sums the phases up: the first phase in dependency order that did
 // not succeed decides the status and exit code.
 func (p *pipe) result(names []string) *record.PipelineResult {
-	res := &record.PipelineResult{
-		Envelope:   artifacts.NewEnvelope(p.layout.resultType, record.PipelineVersion),
-		PipelineID: p.manifest.PipelineID, Dir: p.dir, Status: "succeeded",
-		DurationMs: clock(p.common.Now)().Sub(p.start).Milliseconds(),
-	}
-	var units []record.PhaseOutcome
+	units := make([]record.PhaseOutcome, 0, len(names))
 	for _, n := range names {
-		o := p.done[n].outcome
-		units = append(units, o)
+		units = append(units, p.done[n].outcome)
+	}
+	res := summarize(p.layout, p.manifest.PipelineID, p.dir, units)
+	res.DurationMs = clock(p.common.Now)().Sub(p.start).Milliseconds()
+	return res
+}
+
+// summarize is the result of a pipeline or batch whose units ended as
+// units (in dependency order), all but its duration: what the runner
+// writes and what the verifier recomputes from the journal.
+func summarize(l layout, id, dir string, units []record.PhaseOutcome) *record.PipelineResult {
+	res := &record.PipelineResult{
+		Envelope:   artifacts.NewEnvelope(l.resultType, record.PipelineVersion),
+		PipelineID: id, Dir: dir, Status: "succeeded",
+	}
+	for _, o := range units {
 		res.UsageByModel = record.MergeByModel(res.UsageByModel, o.UsageByModel)
 		res.Usage.PromptTokens += o.Usage.PromptTokens
 		res.Usage.CompletionTokens += o.Usage.CompletionTokens
@@ -429,12 +441,12 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 			if res.ExitCode == 0 {
 				res.ExitCode = outcome.ExitFailed
 			}
-			prefix := p.layout.unit + " " + n + ": "
+			prefix := l.unit + " " + o.Name + ": "
 			res.Message = prefix + strings.TrimPrefix(o.Message, prefix)
 		}
 	}
 	res.Cost, res.Unpriced = record.CostOf(res.UsageByModel)
-	if p.layout.kind == "batch" {
+	if l.kind == "batch" {
 		res.Tasks = units
 		res.Counts = map[string]int{}
 		for _, u := range units {
@@ -445,9 +457,40 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 	}
 	if res.ExitCode != 0 {
 		res.Resumable = true
-		res.ResumeCommand = "harness " + p.layout.kind + " resume " + p.dir
+		res.ResumeCommand = "harness " + l.kind + " resume " + dir
 	}
 	return res
+}
+
+// resultWritten is the journal line that follows each write of the
+// result file (<kind>.finished once every unit ended, <kind>.summarized
+// before): the file's digest, under the journal's chain and seal, and
+// what it was summed from, for the verifier to recompute it.
+type resultWritten struct {
+	Status       string           `json:"status"`
+	ExitCode     int              `json:"exitCode"`
+	ResultDigest artifacts.Digest `json:"resultDigest,omitempty"`
+	// Order is the units in the order the result lists them.
+	Order []string `json:"order,omitempty"`
+	// Alone says a `--phase` process wrote it: each unit as the journal
+	// last recorded it, not one execution's account.
+	Alone bool `json:"alone,omitempty"`
+}
+
+// writeResult writes the result file and then the journal line that
+// records it. A crash between the two leaves a file the journal does not
+// vouch for; `harness pipeline resume` writes both again.
+// The first error is the file's, the second the journal's.
+func (p *pipe) writeResult(res *record.PipelineResult, names []string, alone bool) (fileErr, journalErr error) {
+	d, err := p.redact().WriteJSONDigest(filepath.Join(p.dir, p.layout.result), res)
+	if err != nil {
+		return err, nil
+	}
+	typ := p.layout.finished()
+	if alone && !allFinished(res) {
+		typ = p.layout.summarized()
+	}
+	return nil, p.event(typ, resultWritten{Status: res.Status, ExitCode: res.ExitCode, ResultDigest: d, Order: names, Alone: alone})
 }
 
 func orDiscard(w io.Writer) io.Writer {

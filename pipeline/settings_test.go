@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -82,17 +83,38 @@ func TestLayerCheckNamesTheFlag(t *testing.T) {
 	}
 }
 
-// Any template text a file holds is checked without a panic.
+// Any template text a file holds is checked without a panic, and the
+// advice each problem gives works: once the phase it reads is in the
+// unit's needs and the var it reads is defined, that problem is gone.
 func FuzzTemplateProblems(f *testing.F) {
-	for _, s := range []string{"{{ .phases.a.answer }}", "{{ range .vars.x }}{{ $.phases.b }}{{ end }}", "{{ with $x := .task.id }}{{ $x }}{{ end }}", "{{ template \"t\" .vars }}", "{{ .vars }}"} {
+	for _, s := range []string{"{{ .phases.a.answer }}", "{{ range .vars.x }}{{ $.phases.b }}{{ end }}", "{{ with $x := .task.id }}{{ $x }}{{ end }}", "{{ template \"t\" .vars }}", "{{ .vars }}", "{{ .vars.y }}{{ .phases.c.status }}"} {
 		f.Add(s)
 	}
+	notNeeded := regexp.MustCompile(`reads \.phases\.([^,\s]+), which is not in its needs`)
+	undefined := regexp.MustCompile(`reads \.vars\.([^,\s]+), which is not defined`)
 	f.Fuzz(func(t *testing.T, text string) {
 		tmpl, err := template.New("p").Parse(text)
 		if err != nil {
 			return
 		}
 		file := &File{unit: "phase", Vars: map[string]string{"x": "1"}}
-		file.templateProblems(tmpl, &Phase{Name: "p", Needs: []string{"a"}}, "prompt")
+		unit := &Phase{Name: "p", Needs: []string{"a"}}
+		problems := file.templateProblems(tmpl, unit, "prompt")
+		for _, p := range problems {
+			if !strings.HasPrefix(p, `phase "p": prompt reads .`) {
+				t.Fatalf("%q: a problem that does not say which unit and what it reads: %q", text, p)
+			}
+			if m := notNeeded.FindStringSubmatch(p); m != nil {
+				unit.Needs = append(unit.Needs, m[1])
+			}
+			if m := undefined.FindStringSubmatch(p); m != nil {
+				file.Vars[m[1]] = "v"
+			}
+		}
+		for _, p := range file.templateProblems(tmpl, unit, "prompt") {
+			if notNeeded.MatchString(p) || undefined.MatchString(p) {
+				t.Fatalf("%q: still %q after following the advice of %q", text, p, problems)
+			}
+		}
 	})
 }

@@ -22,6 +22,14 @@ type Grant struct {
 	// ExecLimited says only the runtime and Exec may be executed.
 	ExecLimited bool     `json:"execLimited"`
 	Exec        []string `json:"exec"`
+	// ExecResolved is what Exec came to on this machine: absolute host
+	// files (each program and what the kernel loads to start it) and
+	// directories (ending in "/": every file beneath may run); ExecTemp
+	// says the call's private temporary directory may run too;
+	// ExecMissing are entries that named nothing here (they run nothing).
+	ExecResolved []string `json:"execResolved,omitempty"`
+	ExecTemp     bool     `json:"execTemp,omitempty"`
+	ExecMissing  []string `json:"execMissing,omitempty"`
 	// EnforcedBy names, per part (filesystem, env, exec, network), the
 	// mechanism that enforced it.
 	EnforcedBy map[string]string `json:"enforcedBy"`

@@ -199,11 +199,13 @@ type Limits struct {
 	MaxTurns  int    `json:"maxTurns"`
 	Timeout   string `json:"timeout,omitempty"`
 	MaxTokens int64  `json:"maxTokens"`
+	// MaxToolCallsPerTurn is 0 in runs recorded before there was a bound.
+	MaxToolCallsPerTurn int `json:"maxToolCallsPerTurn,omitempty"`
 }
 
 // LimitsOf writes l down.
 func LimitsOf(l loop.Limits) Limits {
-	r := Limits{MaxTurns: l.MaxTurns, MaxTokens: l.MaxTokens}
+	r := Limits{MaxTurns: l.MaxTurns, MaxTokens: l.MaxTokens, MaxToolCallsPerTurn: l.MaxToolCallsPerTurn}
 	if l.Timeout > 0 {
 		r.Timeout = l.Timeout.String()
 	}

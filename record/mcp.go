@@ -70,7 +70,9 @@ type MCPServer struct {
 	// ToolsDigest is over the tools' digests in name order: what a resume
 	// compares.
 	ToolsDigest artifacts.Digest `json:"toolsDigest,omitempty"`
-	// Status is running, stopped, failed (never started) or crashed.
+	// Status is running, stopped, failed (never started), crashed, or
+	// deferred (a destructive skill's server, offered with the tools the
+	// skill declared and started only for a call a person approved).
 	Status   string          `json:"status"`
 	Restarts int             `json:"restarts"`
 	Error    *outcome.Record `json:"error,omitempty"`
@@ -105,6 +107,10 @@ type MCPServerEvent struct {
 	Tools       []MCPToolDigest  `json:"tools"`
 	ToolsDigest artifacts.Digest `json:"toolsDigest"`
 	Error       *outcome.Record  `json:"error,omitempty"`
+	// Deferred marks a server that was not started: a destructive
+	// skill's, which starts at the first call a person approved. Its
+	// tools are the ones the skill declared.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // MCPToolDigest names one tool and its digest.

@@ -76,6 +76,21 @@ type SetPage struct {
 	Runs  []*RunPage
 }
 
+// TakeJournal shows the result the set's journal gives in place of a
+// result file that does not verify: its status, and each unit's line.
+func (sp *SetPage) TakeJournal(r *record.PipelineResult) {
+	sp.Status, sp.ExitCode, sp.Message, sp.ModelCosts = r.Status, r.ExitCode, r.Message, r.ModelCosts
+	byName := map[string]record.PhaseOutcome{}
+	for _, u := range append(r.Phases, r.Tasks...) {
+		byName[u.Name] = u
+	}
+	for i := range sp.Units {
+		if u, ok := byName[sp.Units[i].Name]; ok {
+			sp.Units[i].PhaseOutcome = u
+		}
+	}
+}
+
 // UnitRow is one phase or task in the table.
 type UnitRow struct {
 	record.PhaseOutcome

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/record"
 )
 
@@ -205,14 +206,19 @@ func readTurns(dir string, v *RunView) {
 	}
 }
 
-// WriteText prints a RunView for people.
+// WriteText prints a RunView for people. Nearly everything in it was
+// written by a model, a skill, a provider or whoever could write the run
+// directory: each such text goes through termsafe, so that a control
+// sequence in a call id or its arguments cannot make a line say something
+// other than what the record holds.
 func WriteText(w io.Writer, v *RunView, now time.Time) {
+	e := termsafe.Escape
 	if v.Verdict.Checked && !v.Verdict.OK {
-		fmt.Fprintf(w, "DOES NOT VERIFY: %s\n", v.Verdict.Problem)
+		fmt.Fprintf(w, "DOES NOT VERIFY: %s\n", e(v.Verdict.Problem))
 	}
-	fmt.Fprintf(w, "run %s: %s", v.RunID, v.Status)
+	fmt.Fprintf(w, "run %s: %s", e(v.RunID), e(v.Status))
 	if v.Reason != "" {
-		fmt.Fprintf(w, " (%s)", v.Reason)
+		fmt.Fprintf(w, " (%s)", e(v.Reason))
 	}
 	if v.Ended() {
 		fmt.Fprintf(w, ", exit %d", v.ExitCode)
@@ -220,55 +226,55 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 		fmt.Fprint(w, ", no exit code yet")
 	}
 	fmt.Fprintf(w, ", %d turns, started %s ago\n", v.RunSummary.Turns, Age(now, v.StartedAt))
-	fmt.Fprintf(w, "directory: %s\n", v.RunDir)
-	fmt.Fprintf(w, "records: %s\n", v.Verdict.Words())
-	fmt.Fprintf(w, "model: %s", v.Model)
+	fmt.Fprintf(w, "directory: %s\n", e(v.RunDir))
+	fmt.Fprintf(w, "records: %s\n", e(v.Verdict.Words()))
+	fmt.Fprintf(w, "model: %s", e(v.Model))
 	if v.Endpoint != "" {
-		fmt.Fprintf(w, " at %s", v.Endpoint)
+		fmt.Fprintf(w, " at %s", e(v.Endpoint))
 	}
 	if v.WireAPI == "responses" {
 		fmt.Fprint(w, " (Responses API)")
 	}
-	fmt.Fprintf(w, "\nprompt: %s\n", firstLines(v.Prompt, 3))
+	fmt.Fprintf(w, "\nprompt: %s\n", e(firstLines(v.Prompt, 3)))
 	if len(v.Preloaded) > 0 {
-		fmt.Fprintf(w, "skills preloaded: %s\n", strings.Join(v.Preloaded, ", "))
+		fmt.Fprintf(w, "skills preloaded: %s\n", e(strings.Join(v.Preloaded, ", ")))
 	}
 	for _, a := range v.Activated {
-		fmt.Fprintf(w, "skill activated: %s (%s, %s)\n", a.Name, a.Source, a.Digest)
+		fmt.Fprintf(w, "skill activated: %s (%s, %s)\n", e(a.Name), e(a.Source), e(string(a.Digest)))
 	}
 	for _, t := range v.Turns {
 		fmt.Fprintf(w, "turn %d (%d tokens)", t.Turn, t.Usage)
 		if t.Text != "" {
-			fmt.Fprintf(w, ": %s", firstLines(t.Text, 1))
+			fmt.Fprintf(w, ": %s", e(firstLines(t.Text, 1)))
 		}
 		fmt.Fprintln(w)
 		for _, c := range t.Calls {
-			fmt.Fprintf(w, "  %s %s", c.Tool, shorten(c.Arguments, 120))
+			fmt.Fprintf(w, "  %s %s", e(c.Tool), shorten(e(c.Arguments), 120))
 			if c.Decision != "" {
-				fmt.Fprintf(w, " -> %s [%s]", c.Decision, c.Reasons)
+				fmt.Fprintf(w, " -> %s [%s]", e(c.Decision), e(c.Reasons))
 			}
 			if c.Status != "" {
-				fmt.Fprintf(w, " -> %s", c.Status)
+				fmt.Fprintf(w, " -> %s", e(c.Status))
 				if c.Code != "" {
-					fmt.Fprintf(w, " (%s)", c.Code)
+					fmt.Fprintf(w, " (%s)", e(c.Code))
 				}
 			}
 			fmt.Fprintln(w)
 		}
 	}
 	for _, d := range v.Denials {
-		fmt.Fprintf(w, "denied: %s (%s), call %s\n", d.Tool, d.Reason, d.CallID)
+		fmt.Fprintf(w, "denied: %s (%s), call %s\n", e(d.Tool), e(d.Reason), e(d.CallID))
 	}
 	fmt.Fprintf(w, "usage: %d prompt + %d completion = %d tokens\n", v.Usage.Total.PromptTokens, v.Usage.Total.CompletionTokens, v.Usage.Total.TotalTokens)
 	if len(v.UsageByModel) > 1 || v.Cost != nil {
 		for _, u := range v.UsageByModel {
-			fmt.Fprintf(w, "  %s: %d prompt + %d completion = %d tokens%s\n", u.Model, u.PromptTokens, u.CompletionTokens, u.TotalTokens, costText(u.Cost))
+			fmt.Fprintf(w, "  %s: %d prompt + %d completion = %d tokens%s\n", e(u.Model), u.PromptTokens, u.CompletionTokens, u.TotalTokens, costText(u.Cost))
 		}
 	}
 	if v.Cost != nil {
 		fmt.Fprintf(w, "cost: %s", strings.TrimPrefix(costText(v.Cost), ", cost "))
 		if len(v.Unpriced) > 0 {
-			fmt.Fprintf(w, " (not counting %s: no --price)", strings.Join(v.Unpriced, ", "))
+			fmt.Fprintf(w, " (not counting %s: no --price)", e(strings.Join(v.Unpriced, ", ")))
 		}
 		fmt.Fprintln(w)
 	}
@@ -276,39 +282,39 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 		fmt.Fprintf(w, "drift: %d identity fields, %d skills changed, %d files (allowed: %v)\n", len(v.Drift.Identity), len(v.Drift.Skills.Changed), len(v.Drift.Resources), v.Drift.Allowed)
 	}
 	for _, c := range v.Children {
-		fmt.Fprintf(w, "child %s: %s, exit %d\n", c.RunID, c.Status, c.ExitCode)
+		fmt.Fprintf(w, "child %s: %s, exit %d\n", e(c.RunID), e(c.Status), c.ExitCode)
 	}
 	if v.Answer != "" {
-		fmt.Fprintf(w, "answer:\n%s\n", v.Answer)
+		fmt.Fprintf(w, "answer:\n%s\n", termsafe.Lines(v.Answer))
 	}
 	for _, d := range v.Discoveries {
 		var names []string
 		for _, r := range d.Results {
-			names = append(names, r.Name+" ("+r.From+")")
+			names = append(names, e(r.Name)+" ("+e(r.From)+")")
 		}
-		fmt.Fprintf(w, "skills discovered for %q: %s\n", d.Query, strings.Join(names, ", "))
+		fmt.Fprintf(w, "skills discovered for %q: %s\n", e(d.Query), strings.Join(names, ", "))
 	}
 	for _, c := range v.SkillsAdded {
 		how := "created"
 		if c.From != "" {
-			how = "installed from " + c.From
+			how = "installed from " + e(c.From)
 		}
-		fmt.Fprintf(w, "skill %s %s: %s\n", c.Skill, how, c.Outcome)
+		fmt.Fprintf(w, "skill %s %s: %s\n", e(c.Skill), how, e(c.Outcome))
 	}
 	for _, a := range v.Approvals {
 		if a.Decision != "waiting" {
-			fmt.Fprintf(w, "approval: %s %s %s by %s", a.CallID, a.Tool, a.Decision, a.Actor)
+			fmt.Fprintf(w, "approval: %s %s %s by %s", e(a.CallID), e(a.Tool), e(a.Decision), e(a.Actor))
 			if a.Reason != "" {
-				fmt.Fprintf(w, ": %s", a.Reason)
+				fmt.Fprintf(w, ": %s", e(a.Reason))
 			}
 			fmt.Fprintln(w)
 		}
 	}
 	for _, c := range v.Waiting {
-		fmt.Fprintf(w, "waiting for approval: %s %s %s (%s): harness resume %s --approve %s, or --deny %s\n", c.CallID, c.Tool, shorten(c.Arguments, 120), c.Why, v.RunDir, c.CallID, c.CallID)
+		fmt.Fprintf(w, "waiting for approval: %s %s %s (%s): harness resume %s --approve %s, or --deny %s\n", e(c.CallID), e(c.Tool), shorten(e(c.Arguments), 120), e(c.Why), e(v.RunDir), e(c.CallID), e(c.CallID))
 	}
 	if v.ResumeWith != "" {
-		fmt.Fprintf(w, "resume: %s\n", v.ResumeWith)
+		fmt.Fprintf(w, "resume: %s\n", e(v.ResumeWith))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/harness-dev/harness/gate"
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -16,35 +17,44 @@ import (
 )
 
 // requestApprovals journals each pending call not already waiting, and
-// keeps the list for result.json.
+// the calls waiting inside this run's delegate_task children (as
+// CHILD_ID/CALL_ID), and keeps the list for result.json.
 func (r *runner) requestApprovals(pending []loop.ToolCall, turn int) error {
+	var reqs []record.ApprovalRequested
 	for _, c := range pending {
 		why, s := r.approvals.Why(c)
 		req := record.ApprovalRequested{Turn: turn, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments, Why: why}
 		if s != nil {
-			req.Skill, req.SkillDigest = s.Name, string(s.Digest)
+			req.Skill, req.SkillDigest, req.SkillTreeDigest = s.Name, string(s.Digest), string(s.TreeDigest)
 		}
-		if !r.approvals.Requested(c.ID) {
+		reqs = append(reqs, req)
+	}
+	for _, req := range r.childWaiting {
+		req.Turn = turn
+		reqs = append(reqs, req)
+	}
+	for _, req := range reqs {
+		if !r.approvals.Requested(req.CallID) {
 			if _, err := r.journal.Append(record.EventApprovalRequested, req); err != nil {
 				return err
 			}
 			r.approvals.Request(req)
 		}
-		r.pendingApprovals = append(r.pendingApprovals, record.PendingApproval{CallID: c.ID, Tool: c.Name, Arguments: r.redact.String(c.Arguments), Skill: req.Skill, Why: why})
-		r.progress("awaiting approval: %s (%s): %s", c.ID, c.Name, why)
+		r.pendingApprovals = append(r.pendingApprovals, record.PendingApproval{CallID: req.CallID, Tool: req.Tool, Arguments: r.redact.String(req.Arguments), Skill: req.Skill, Why: req.Why, Child: req.Child})
+		r.progress("awaiting approval: %s (%s): %s", req.CallID, req.Tool, req.Why)
 	}
 	return nil
 }
 
 // awaitingMessage tells the operator what to do with the waiting calls.
-func awaitingMessage(runDir string, pending []loop.ToolCall) string {
+func awaitingMessage(runDir string, pending []record.PendingApproval) string {
 	var ids []string
 	for _, c := range pending {
-		ids = append(ids, fmt.Sprintf("%s (%s)", c.ID, c.Name))
+		ids = append(ids, fmt.Sprintf("%s (%s)", termsafe.Escape(c.CallID), termsafe.Escape(c.Tool)))
 	}
 	first := ""
 	if len(pending) > 0 {
-		first = pending[0].ID
+		first = termsafe.Escape(pending[0].CallID)
 	}
 	return fmt.Sprintf("waiting for a person to decide %s: run `harness resume %s --approve %s` to run it, or `--deny %s --reason TEXT` to refuse it; `harness approvals` lists every waiting call",
 		strings.Join(ids, ", "), runDir, first, first)
@@ -52,53 +62,72 @@ func awaitingMessage(runDir string, pending []loop.ToolCall) string {
 
 // decideApprovals checks the operator's --approve and --deny against the
 // calls the stopped run left waiting, and journals each decision before
-// anything runs (checkDecisions has refused a call that is not waiting).
-// A call named twice is a usage error; one whose skill or arguments
-// changed since it was requested is drift.
-func (r *runner) decideApprovals(approve, deny []string, reason, actor string) error {
+// anything runs (checkDecisions has refused a call that is not waiting,
+// or one named twice); then the decisions a parent run handed down about
+// this child's calls. One whose skill or arguments changed since it was
+// requested is drift. A decision about a call waiting in a child is
+// journaled here and handed to the child when delegate_task resumes it,
+// whose own resume checks it against its own journal.
+func (r *runner) decideApprovals(d decisions) error {
 	st := r.resumed
+	actor := d.actor
 	if actor == "" {
 		actor = osUser()
 	}
-	seen := map[string]bool{}
-	decide := func(id, decision string) error {
-		// checkDecisions made sure, under the lock, that id is waiting.
-		req := st.ApprovalsRequested[id]
-		if seen[id] {
-			return outcome.Usage("approval_conflict", "call %s is both approved and denied (or named twice): decide each call once", id)
-		}
-		seen[id] = true
-		if req.Skill != "" && r.registry != nil {
-			if s, ok := r.registry.Lookup(req.Skill); !ok || string(s.Digest) != req.SkillDigest {
-				r.driftRefused = true
-				return outcome.Policy("approval_drift", "call %s runs skill %s, which is not the version it was when approval was requested (digest %s); nothing was run", id, req.Skill, req.SkillDigest)
+	var all []record.ApprovalDecided
+	for _, id := range d.approve {
+		all = append(all, record.ApprovalDecided{CallID: id, Decision: record.DecisionApproved, Actor: actor})
+	}
+	for _, id := range d.deny {
+		all = append(all, record.ApprovalDecided{CallID: id, Decision: record.DecisionDenied, Actor: actor, Reason: d.reason})
+	}
+	all = append(all, d.inherited...)
+	// Every decision is checked before any is journaled: one refused
+	// decides none of them.
+	for _, dec := range all {
+		if req := st.ApprovalsRequested[dec.CallID]; req.Child == "" {
+			if err := r.checkApproval(dec.CallID, req); err != nil {
+				return err
 			}
 		}
-		for _, c := range loop.PendingCalls(st.Messages) {
-			if c.ID == id && c.Arguments != req.Arguments {
-				r.driftRefused = true
-				return outcome.Policy("approval_drift", "call %s's arguments are not the ones approval was requested for; nothing was run", id)
-			}
-		}
-		d := record.ApprovalDecided{CallID: id, Tool: req.Tool, Decision: decision, Actor: actor, At: r.now().UTC()}
-		if decision == record.DecisionDenied {
-			d.Reason = reason
-		}
-		if _, err := r.journal.Append(record.EventApprovalDecided, d); err != nil {
-			return err
-		}
-		r.approvals.Decide(d)
-		r.progress("%s %s (%s) by %s", decision, id, req.Tool, actor)
-		return nil
 	}
-	for _, id := range approve {
-		if err := decide(id, record.DecisionApproved); err != nil {
+	for _, dec := range all {
+		req := st.ApprovalsRequested[dec.CallID]
+		dec.Tool, dec.At = req.Tool, r.now().UTC()
+		if dec.Decision != record.DecisionDenied {
+			dec.Reason = ""
+		}
+		if _, err := r.journal.Append(record.EventApprovalDecided, dec); err != nil {
 			return err
 		}
+		r.approvals.Decide(dec)
+		r.progress("%s %s (%s) by %s", dec.Decision, dec.CallID, req.Tool, dec.Actor)
 	}
-	for _, id := range deny {
-		if err := decide(id, record.DecisionDenied); err != nil {
-			return err
+	return nil
+}
+
+// checkApproval refuses a decision about a call whose skill (on disk,
+// the drift check's scan, when there is one: the run's snapshot stays
+// what it started with under --allow-drift, and a person approved the
+// version the request named) or arguments are not what approval was
+// requested for.
+func (r *runner) checkApproval(id string, req record.ApprovalRequested) error {
+	reg := r.registry
+	if r.onDisk != nil {
+		reg = r.onDisk
+	}
+	if req.Skill != "" && reg != nil {
+		// A request recorded before the tree digest was has only the
+		// SKILL.md digest to compare.
+		if s, ok := reg.Lookup(req.Skill); !ok || string(s.Digest) != req.SkillDigest || req.SkillTreeDigest != "" && string(s.TreeDigest) != req.SkillTreeDigest {
+			r.driftRefused = true
+			return outcome.Policy("approval_drift", "call %s runs skill %s, which is not the version it was when approval was requested (digest %s); nothing was run", id, req.Skill, req.SkillDigest)
+		}
+	}
+	for _, c := range loop.PendingCalls(r.resumed.Messages) {
+		if c.ID == id && c.Arguments != req.Arguments {
+			r.driftRefused = true
+			return outcome.Policy("approval_drift", "call %s's arguments are not the ones approval was requested for; nothing was run", id)
 		}
 	}
 	return nil
@@ -115,16 +144,54 @@ func osUser() string {
 	return "unknown"
 }
 
-// decisions are a resume's --approve, --deny, --reason and --actor.
+// decisions are a resume's --approve, --deny, --reason and --actor, and
+// the decisions a parent run handed down about this child's calls.
 type decisions struct {
 	approve, deny []string
 	reason, actor string
+	inherited     []record.ApprovalDecided
 }
 
-// checkDecisions refuses, before anything is written, a decision about a
-// call that is not waiting.
+func (d decisions) any() bool { return len(d.approve)+len(d.deny)+len(d.inherited) > 0 }
+
+// stillWaiting keeps of a parent's decisions those about calls that wait
+// here: the others were handed down by an earlier resume, and this run's
+// journal holds them.
+func stillWaiting(st *rundir.State, inherited []record.ApprovalDecided) []record.ApprovalDecided {
+	waiting := map[string]bool{}
+	for _, w := range st.Waiting() {
+		waiting[w.CallID] = true
+	}
+	var out []record.ApprovalDecided
+	for _, d := range inherited {
+		if waiting[d.CallID] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkDecisions refuses, before anything is written, a set of decisions
+// that is not one decision for each of some waiting calls: a call named
+// twice (approved twice, or approved and denied), an empty id, or a call
+// that is not waiting. All of them are checked first, so a refused set
+// journals none of its decisions.
 func checkDecisions(st *rundir.State, d decisions, runID string) error {
 	waiting := st.Waiting()
+	seen := map[string]string{}
+	for i, id := range append(slices.Clone(d.approve), d.deny...) {
+		flag := "--approve"
+		if i >= len(d.approve) {
+			flag = "--deny"
+		}
+		if id == "" {
+			return outcome.Usage("approval_unknown", "%s needs a CALL_ID (`harness approvals` lists the waiting calls)", flag)
+		}
+		if prev, dup := seen[id]; dup {
+			return outcome.Usage("approval_conflict", "call %s is named by %s and by %s: decide each call once; nothing was decided", termsafe.Escape(id), prev, flag)
+		}
+		seen[id] = flag
+	}
 	for _, id := range append(slices.Clone(d.approve), d.deny...) {
 		if !slices.ContainsFunc(waiting, func(w record.ApprovalRequested) bool { return w.CallID == id }) {
 			var ids []string
@@ -135,7 +202,7 @@ func checkDecisions(st *rundir.State, d decisions, runID string) error {
 			if list == "" {
 				list = "none"
 			}
-			return outcome.Usage("approval_unknown", "call %s is not waiting for approval in run %s (waiting: %s)", id, runID, list)
+			return outcome.Usage("approval_unknown", "call %s is not waiting for approval in run %s (waiting: %s); nothing was decided", termsafe.Escape(id), runID, termsafe.Escape(list))
 		}
 	}
 	return nil
@@ -149,5 +216,9 @@ func (r *runner) newApprovals() *gate.Approvals {
 	if st := r.resumed; st != nil {
 		requested, decided = st.ApprovalsRequested, st.ApprovalsDecided
 	}
-	return gate.NewApprovals(r.opts.ConfirmTools, func() *skills.Registry { return r.registry }, requested, decided)
+	a := gate.NewApprovals(r.opts.ConfirmTools, func() *skills.Registry { return r.registry }, requested, decided)
+	if r.mcp != nil {
+		a.MCPSkill = r.mcp.SkillOf
+	}
+	return a
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"path"
 	"path/filepath"
 	"slices"
 	"time"
@@ -44,8 +45,12 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 	case rerr == nil:
 		// The parent stopped while the child ran: continue the child
 		// from its own journal.
+		// Decisions a person made in this run about the child's waiting
+		// calls go down to it; its own resume checks them against its
+		// journal.
 		res, err = Resume(ctx, ResumeOptions{RunDir: childDir, OnEvent: r.opts.OnEvent, Stderr: r.stderr, Now: r.opts.Now, Version: r.opts.Version,
-			APIKey: r.opts.APIKey, RunKey: r.opts.RunKey, model: r.shared, Replay: r.opts.Replay, AllowDrift: r.acceptDrift})
+			APIKey: r.opts.APIKey, RunKey: r.opts.RunKey, model: r.shared, Replay: r.opts.Replay, AllowDrift: r.acceptDrift,
+			decided: r.approvals.DecidedUnder(id + "/")})
 		var e *outcome.Error
 		if errors.As(err, &e) && e.Code == "run_succeeded" {
 			res, err = resultOf(m, childDir), nil
@@ -65,6 +70,20 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 		if err = oerr; err == nil {
 			res, err = start(ctx, o, lin)
 		}
+	}
+	if res != nil && res.Status == outcome.StatusApproval && res.Record != nil {
+		// The child stopped at a call a person must decide: so does this
+		// run, listing it as its own (CHILD_ID/CALL_ID); delegate_task
+		// stays unfinished, and resuming this run resumes the child.
+		for _, w := range res.Record.PendingApprovals {
+			child := path.Join(record.DirChildren, id)
+			if w.Child != "" {
+				child = path.Join(child, w.Child)
+			}
+			r.childWaiting = append(r.childWaiting, record.ApprovalRequested{CallID: id + "/" + w.CallID, Tool: w.Tool, Arguments: w.Arguments,
+				Skill: w.Skill, Why: w.Why, Child: child})
+		}
+		return record.ChildResult{}, &loop.AwaitingError{What: "a call in child run " + id}
 	}
 	out := record.ChildResult{Type: record.TypeSubagentResult, ChildRunID: id, Profile: p.Name, Status: "failed", ExitCode: outcome.ExitFailed, Usage: loop.Usage{}}
 	if res != nil {
@@ -113,7 +132,10 @@ func (c *children) options(p tools.Profile, task, id string, maxTokens int64) (O
 		AllowTools: p.AllowedTools, AllowSkillScripts: p.AllowSkillScripts, Sandbox: po.Sandbox,
 		MaxTurns: p.MaxTurns, MaxTokens: maxTokens,
 		ArtifactsDir: r.path(record.DirChildren), RunID: id,
-		CFCMode: po.CFCMode, PromptRole: po.PromptRole, FailOnDenial: po.FailOnDenial, AllowUnmediated: po.AllowUnmediated,
+		// A tool the operator wants a person to confirm is confirmed in
+		// a child too.
+		ConfirmTools: po.ConfirmTools,
+		CFCMode:      po.CFCMode, PromptRole: po.PromptRole, FailOnDenial: po.FailOnDenial, AllowUnmediated: po.AllowUnmediated,
 		HonorAllowedTools: po.HonorAllowedTools, TrustSkills: po.TrustSkills, AllowDrift: po.AllowDrift,
 		NoSkillCatalog: true, CatalogBudget: po.CatalogBudget, Tiers: po.Tiers, Prices: po.Prices,
 		OnEvent: po.OnEvent, Stderr: r.stderr, Now: po.Now, Version: po.Version, RunKey: po.RunKey,

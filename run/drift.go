@@ -50,6 +50,7 @@ func (r *runner) checkDrift(ctx context.Context, toolset []loop.Tool) error {
 		if err != nil {
 			rep.Identity = append(rep.Identity, record.DriftItem{Field: "skillsRoots", Recorded: "scannable", Current: err.Error()})
 		} else {
+			r.onDisk = now
 			rep.Skills, rep.Resources = skills.Compare(r.registry, now, r.watched())
 			if own := r.ownCreations(now, &rep.Skills); !own || len(rep.Skills.Added)+len(rep.Skills.Changed)+len(rep.Skills.Removed) > 0 {
 				add("registryDigest", string(r.registry.Digest), string(now.Digest))

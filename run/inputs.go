@@ -111,7 +111,7 @@ func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 		AllowDrift: in.AllowDrift, SkipEligibility: in.SkipEligibility,
 		CFCMode: in.CFC.Mode, FailOnDenial: in.CFC.FailOnDenial, AllowUnmediated: in.CFC.AllowUnmediated,
 		HonorAllowedTools: in.CFC.HonorAllowedTools, TrustSkills: in.CFC.TrustSkills,
-		MaxTurns: in.Limits.MaxTurns, MaxTokens: in.Limits.MaxTokens,
+		MaxTurns: in.Limits.MaxTurns, MaxTokens: in.Limits.MaxTokens, MaxToolCallsPerTurn: in.Limits.MaxToolCallsPerTurn,
 		ArtifactsDir: in.ArtifactsDir,
 		Record:       in.Record, Replay: in.Replay,
 		Sources: sources.Values, ConfigFile: sources.ConfigFile,

@@ -47,7 +47,7 @@ func (r *runner) model() (loop.Model, func(), error) {
 	if r.opts.Record == "" {
 		return m, func() {}, nil
 	}
-	rec, err := loop.NewRecorder(m, r.opts.Record)
+	rec, err := loop.NewRecorder(m, r.opts.Record, r.redact)
 	if err != nil {
 		return nil, nil, outcome.Usage("cassette_invalid", "--record %s: %v", r.opts.Record, err)
 	}

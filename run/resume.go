@@ -83,6 +83,9 @@ type ResumeOptions struct {
 	Version           string
 
 	model loop.Model // a subagent's parent's model
+	// decided are a parent run's decisions about this child's waiting
+	// calls (ids as the child knows them), each with who made it.
+	decided []record.ApprovalDecided
 }
 
 // Resume continues a run that stopped (limit, provider error, interrupt,
@@ -189,6 +192,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := checkDecisions(st, r.decisions, m.RunID); err != nil {
 		return nil, err
 	}
+	r.decisions.inherited = stillWaiting(st, ro.decided)
 	if st.TornBytes > 0 {
 		if err := os.Truncate(filepath.Join(dir, record.FileJournal), st.ValidSize); err != nil {
 			return nil, fmt.Errorf("repair journal: %w", err)
@@ -238,7 +242,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 // resumeLimits applies the limits given on resume: a raised limit counts
 // the whole run, "+N" counts from the turns already used.
 func resumeLimits(recorded record.Limits, ro ResumeOptions, used int) (loop.Limits, error) {
-	l := loop.Limits{MaxTurns: recorded.MaxTurns, MaxTokens: recorded.MaxTokens, Timeout: ro.Timeout}
+	l := loop.Limits{MaxTurns: recorded.MaxTurns, MaxTokens: recorded.MaxTokens, Timeout: ro.Timeout, MaxToolCallsPerTurn: recorded.MaxToolCallsPerTurn}
 	if t := ro.MaxTurns; t != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(t, "+"))
 		if err != nil || n < 0 {

@@ -3,13 +3,14 @@ package run
 import (
 	"context"
 	"fmt"
-	"github.com/harness-dev/harness/gate"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/gate"
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -45,10 +46,16 @@ type runner struct {
 	// are those waiting when the run stopped.
 	approvals        *gate.Approvals
 	pendingApprovals []record.PendingApproval
+	// childWaiting are the calls waiting for a person inside this run's
+	// delegate_task children, as CHILD_ID/CALL_ID.
+	childWaiting []record.ApprovalRequested
 	// mcp starts MCP servers and offers their tools (nil: none wanted).
-	mcp  *tools.MCPHub
-	opts Options
-	lin  lineage
+	mcp *tools.MCPHub
+	// gitScan finds the workspace's git control paths (nil: no tool of
+	// the run can write the workspace).
+	gitScan *gitScan
+	opts    Options
+	lin     lineage
 	// decisions are what the operator decided on resume (--approve,
 	// --deny); they are journaled, not recorded in run.json.
 	decisions decisions
@@ -58,11 +65,15 @@ type runner struct {
 	journal   *artifacts.Journal
 	manifest  record.Manifest
 	registry  *skills.Registry
-	acts      *tools.Activations
-	catalog   skills.Catalog
-	token     string // frames skill context; see tools.BoundaryToken
-	ws        *workspace.Workspace
-	lock      *rundir.Lock
+	// onDisk is the skills as the resume's drift check found them on
+	// disk: an approval is held to the version a person was asked about,
+	// which --allow-drift does not change.
+	onDisk  *skills.Registry
+	acts    *tools.Activations
+	catalog skills.Catalog
+	token   string // frames skill context; see tools.BoundaryToken
+	ws      *workspace.Workspace
+	lock    *rundir.Lock
 
 	segment  int           // 1 for the first run, then one more per resume
 	segStart time.Time     // when this segment started
@@ -237,7 +248,7 @@ func (r *runner) create() error {
 		return err
 	}
 	r.segment, r.segStart = 1, r.now().UTC()
-	r.limits = loop.Limits{MaxTurns: r.opts.MaxTurns, Timeout: r.opts.Timeout, MaxTokens: r.opts.MaxTokens}
+	r.limits = loop.Limits{MaxTurns: r.opts.MaxTurns, Timeout: r.opts.Timeout, MaxTokens: r.opts.MaxTokens, MaxToolCallsPerTurn: r.opts.MaxToolCallsPerTurn}
 	if err := r.openJournal(1, ""); err != nil {
 		return err
 	}
@@ -308,5 +319,17 @@ func (r *runner) event(typ string, data any) {
 }
 
 func (r *runner) progress(format string, args ...any) {
+	// The values come from models, skills and providers: a control
+	// character in one must not rewrite the line a person reads.
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			args[i] = termsafe.Escape(v)
+		case error:
+			args[i] = termsafe.Escape(v.Error())
+		case fmt.Stringer:
+			args[i] = termsafe.Escape(v.String())
+		}
+	}
 	fmt.Fprint(r.stderr, r.redact.String(fmt.Sprintf("harness: "+format+"\n", args...)))
 }

@@ -25,7 +25,7 @@ func (r *runner) execute(ctx context.Context) (*Result, error) {
 		err = outcomeError(out)
 	}
 	if err == nil && out != nil && out.Reason == loop.ReasonAwaitingApproval {
-		err = &outcome.Error{Code: "awaiting_approval", Msg: awaitingMessage(r.res.runDir, out.Pending), Exit: outcome.ExitApproval}
+		err = &outcome.Error{Code: "awaiting_approval", Msg: awaitingMessage(r.res.runDir, r.pendingApprovals), Exit: outcome.ExitApproval}
 	}
 	return r.finish(out, err)
 }
@@ -42,6 +42,8 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		}
 		r.schema = s
 	}
+	r.startGitScan(ctx)
+	defer r.stopGitScan()
 	if err := r.registryStage(ctx); err != nil {
 		return nil, err
 	}
@@ -65,8 +67,8 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	}
 	r.gate = r.newGate(history)
 	r.approvals = r.newApprovals()
-	if d := r.decisions; r.resumed != nil && len(d.approve)+len(d.deny) > 0 {
-		if err := r.decideApprovals(d.approve, d.deny, d.reason, d.actor); err != nil {
+	if r.resumed != nil && r.decisions.any() {
+		if err := r.decideApprovals(r.decisions); err != nil {
 			return nil, err
 		}
 	}

@@ -33,10 +33,17 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ws.KeepReadOnly(grant.ReadOnlyPaths(r.res.workspace, r.res.allRoots(), runopts.AbsAll(r.opts.ReadOnly), runopts.AbsAll(r.opts.AllowProtectedWrite))...); err != nil {
+	git, err := r.gitIndex()
+	if err != nil {
+		ws.Close()
+		return nil, nil, fmt.Errorf("finding the workspace's git control paths: %w", err)
+	}
+	protect := append(runopts.AbsAll(r.opts.ReadOnly), git.ControlPaths()...)
+	if err := ws.KeepReadOnly(grant.ReadOnlyPaths(r.res.workspace, r.res.allRoots(), protect, runopts.AbsAll(r.opts.AllowProtectedWrite))...); err != nil {
 		ws.Close()
 		return nil, nil, err
 	}
+	ws.GitAllowed = runopts.AbsAll(r.opts.AllowProtectedWrite)
 	r.ws = ws
 	toolset := tools.FileTools(ws, slices.Contains(r.opts.AllowTools, "write_file"))
 	toolset = append(toolset, tools.SkillTools(&tools.Skills{
@@ -105,7 +112,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		patterns, _ := runopts.CommandPatterns(r.opts.AllowCommands) // checked with the options
 		toolset = append(toolset, tools.NewCommandTool(tools.Commands{Workspace: ws, Patterns: patterns, Backend: backend, Probe: probe, Helper: helper,
 			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, MemoryLimit: r.opts.ScriptMemoryLimit, Cache: r.opts.CommandCache,
-			Grant: r.opts.CommandGrantFrontmatter(), PassEnv: r.opts.PassEnv, Lookup: os.LookupEnv, Network: network}))
+			Grant: r.opts.CommandGrantFrontmatter(), PassEnv: r.opts.PassEnv, Lookup: os.LookupEnv, Network: network, Git: git}))
 	}
 	if r.opts.MCPWanted() {
 		if backend == "" && probe == nil {
@@ -141,7 +148,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			Registry: r.registry, Active: r.acts, Workspace: ws, Allowed: r.opts.AllowSkillScripts,
 			Backend: backend, Probe: probe, Helper: helper, RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir,
 			MemoryLimit: r.opts.ScriptMemoryLimit, WasmMemoryLimit: r.opts.WasmMemoryLimit, Redact: r.redact, Network: network,
-			PassEnv: r.opts.PassEnv, Lookup: os.LookupEnv,
+			PassEnv: r.opts.PassEnv, Lookup: os.LookupEnv, Git: git,
 		})
 		toolset = append(toolset, st)
 		closers = append(closers, st.Close)
@@ -186,7 +193,7 @@ func (r *runner) discovery(ctx context.Context) (*tools.Discovery, error) {
 		if err != nil {
 			return record.SkillCreated{}, err
 		}
-		added, err := store.Add(ctx, store.AddOptions{Source: src, Root: r.opts.ForgeRoot, Skills: []string{entry.Name}, TrustedSources: r.opts.TrustedSources,
+		added, err := store.Add(ctx, store.AddOptions{Source: src, Root: r.opts.ForgeRoot, Skills: []string{entry.Name}, Version: entry.Digest, TrustedSources: r.opts.TrustedSources,
 			Approve: ap, Store: st, Now: r.now, Command: "install_skill in run " + r.res.runID})
 		if err != nil {
 			return record.SkillCreated{}, err

@@ -60,6 +60,9 @@ type State struct {
 	FollowUps []string
 	// finishedEvent is the last run.finished.
 	FinishedEvent *record.RunFinished
+	// segmentDecisions is where the last segment's decisions begin in
+	// Decisions: those name the policy snapshot the segment wrote.
+	segmentDecisions int
 }
 
 // RestoredOutput is a tool output rebuilt from its tool.finished line.
@@ -100,7 +103,7 @@ func Open(dir string, m record.Manifest, key []byte) (*State, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s has no journal: %v", dir, err)
 	}
-	c, err := artifacts.ReadJournal(f)
+	c, err := readJournal(f, m.Status)
 	f.Close()
 	if err != nil {
 		if errors.Is(err, artifacts.ErrJournalCorrupt) {
@@ -149,6 +152,9 @@ func Open(dir string, m record.Manifest, key []byte) (*State, error) {
 	if err := checkResult(dir, m, st.FinishedEvent); err != nil {
 		return nil, err
 	}
+	if err := st.checkPolicy(dir, m); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -191,6 +197,7 @@ func (st *State) apply(dir string, line int, ev artifacts.Event) error {
 		st.FollowUps = append(st.FollowUps, d.Message)
 	case record.EventRunResumed:
 		st.Resumes++
+		st.segmentDecisions = len(st.Decisions)
 		if !st.Started {
 			// The stopped segment never started its loop, so this one
 			// preloads afresh and its activations replace those.

@@ -3,6 +3,7 @@ package runopts
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,6 +46,12 @@ func Check(o *Options, modelGiven bool) error {
 	}
 	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {
 		return outcome.Usage("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")
+	}
+	if o.MaxToolCallsPerTurn < 0 {
+		return outcome.Usage("limit_invalid", "--max-tool-calls-per-turn must be at least 1 (default %d)", DefaultMaxToolCallsPerTurn)
+	}
+	if o.MaxToolCallsPerTurn == 0 {
+		o.MaxToolCallsPerTurn = DefaultMaxToolCallsPerTurn
 	}
 	o.AllowSkillScripts = dedupe(o.AllowSkillScripts)
 	if len(o.AllowSkillScripts) > 0 && len(o.SkillsRoots)+len(o.ExternalSkillsRoots) == 0 {
@@ -175,6 +182,9 @@ func checkParams(o *Options) error {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(o.ExtraBody, &obj); err != nil {
 			return outcome.Usage("extra_body_invalid", "--extra-body must be a JSON object, e.g. '{\"top_k\": 20}': %v", err)
+		}
+		if err := checkExtraBody(obj, o.WireAPI); err != nil {
+			return err
 		}
 		var buf bytes.Buffer
 		json.Compact(&buf, o.ExtraBody)
@@ -355,4 +365,48 @@ func CommandPatterns(entries []string) ([]tools.CommandPattern, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// ownedBody are the request body keys harness sends itself, by wire API,
+// with what to use instead. --extra-body is set over the body harness
+// built, so one of these would replace the conversation the journal
+// records, the tools the policy allows, the model the identity names, or
+// (over the Responses API) let the provider store or extend the
+// conversation.
+var ownedBody = map[string]map[string]string{
+	loop.WireChat: {
+		"model": "--model", "messages": "", "tools": "--allow-tool",
+		"tool_choice": "", "functions": "--allow-tool", "function_call": "",
+		"stream": "--stream", "stream_options": "--stream",
+	},
+	loop.WireResponses: {
+		"model": "--model", "input": "", "instructions": "",
+		"tools": "--allow-tool", "tool_choice": "", "stream": "--stream", "stream_options": "--stream",
+		"store": "", "include": "", "previous_response_id": "", "conversation": "", "prompt": "", "background": "",
+	},
+}
+
+// checkExtraBody refuses a key of --extra-body that harness owns.
+func checkExtraBody(obj map[string]json.RawMessage, wire string) error {
+	if wire == "" {
+		wire = loop.WireChat
+	}
+	owned := ownedBody[wire]
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		instead, ok := owned[k]
+		if !ok {
+			continue
+		}
+		msg := fmt.Sprintf("--extra-body sets %q, which harness sends itself over the %s wire API", k, wire)
+		if instead != "" {
+			msg += "; use " + instead + " instead"
+		}
+		return outcome.Usage("extra_body_owned", "%s. --extra-body is for a server's own knobs, such as '{\"top_k\": 20}'", msg)
+	}
+	return nil
 }

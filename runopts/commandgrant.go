@@ -8,6 +8,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
+	"github.com/harness-dev/harness/yamlsafe"
 )
 
 // commandGrant is the --command-grant file as this invocation read it.
@@ -33,7 +34,7 @@ func (o *Options) ReadCommandGrant() error {
 		return outcome.Usage("command_grant_invalid", "--command-grant %s: %v", o.CommandGrant, err)
 	}
 	var perms map[string]any
-	if err := yaml.UnmarshalWithOptions(b, &perms, yaml.Strict()); err != nil {
+	if err := yamlsafe.Unmarshal(o.CommandGrant, b, &perms, yaml.Strict()); err != nil {
 		return outcome.Usage("command_grant_invalid", "--command-grant %s: %v", o.CommandGrant, err)
 	}
 	fm := map[string]any{"metadata": map[string]any{"harness": map[string]any{"permissions": perms}}}

@@ -23,12 +23,15 @@ import (
 // Defaults of the options a caller other than the CLI (a pipeline phase)
 // must fill in itself; the CLI's flag defaults are the same values.
 const (
-	DefaultMaxTurns          = 50
-	DefaultCatalogBudget     = 8000
-	DefaultSchemaRetries     = 2
-	DefaultMaxRetries        = 3
-	DefaultScriptMemoryLimit = 1 << 30
-	DefaultWasmMemoryLimit   = 64 << 20
+	DefaultMaxTurns = 50
+	// DefaultMaxToolCallsPerTurn bounds the calls of one answer that run:
+	// far more than a turn needs, far fewer than a runaway model makes.
+	DefaultMaxToolCallsPerTurn = 64
+	DefaultCatalogBudget       = 8000
+	DefaultSchemaRetries       = 2
+	DefaultMaxRetries          = 3
+	DefaultScriptMemoryLimit   = 1 << 30
+	DefaultWasmMemoryLimit     = 64 << 20
 )
 
 // The smallest memory caps code can run under: the Landlock helper and a
@@ -255,6 +258,9 @@ type Options struct {
 	MaxTurns  int           // 0 = unlimited (the CLI default is 50)
 	Timeout   time.Duration // wall clock for the whole run; 0 = none
 	MaxTokens int64         // total tokens; 0 = unlimited
+	// MaxToolCallsPerTurn bounds the calls of one answer that run (0 =
+	// DefaultMaxToolCallsPerTurn; there is no unbounded setting).
+	MaxToolCallsPerTurn int
 
 	// ArtifactsDir holds run directories ("" = .harness/runs under the
 	// invocation directory). RunID names this run's directory ("" = a new

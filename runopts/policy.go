@@ -111,7 +111,7 @@ func (o *Options) Params() loop.Params {
 
 // Limits are the run's limits as recorded.
 func (o *Options) Limits() record.Limits {
-	l := record.Limits{MaxTurns: o.MaxTurns, MaxTokens: o.MaxTokens}
+	l := record.Limits{MaxTurns: o.MaxTurns, MaxTokens: o.MaxTokens, MaxToolCallsPerTurn: o.MaxToolCallsPerTurn}
 	if o.Timeout > 0 {
 		l.Timeout = o.Timeout.String()
 	}

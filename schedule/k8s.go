@@ -49,6 +49,9 @@ func K8s(entries []*Entry, o K8sOptions) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	for i, e := range entries {
+		if err := e.check(); err != nil {
+			return nil, err
+		}
 		name := "harness-" + e.Skill
 		if !k8sName.MatchString(name) {
 			return nil, outcome.Usage("k8s_name_invalid", "skill %s makes the CronJob name %q, which Kubernetes refuses (at most 52 lowercase letters, digits and '-')", e.Skill, name)
@@ -79,7 +82,7 @@ func cronJob(e *Entry, name string, o K8sOptions) *batchv1.CronJob {
 	labels := map[string]string{"app.kubernetes.io/name": "harness-schedule", "app.kubernetes.io/instance": name}
 	volumes, mounts := kube.Volumes(o.RunsClaim)
 	c := corev1.Container{
-		Name: "harness", Image: o.Image, WorkingDir: o.WorkDir, Command: argv,
+		Name: "harness", Image: o.Image, WorkingDir: o.WorkDir, Command: kube.Argv(argv),
 		Env: kube.Env(o.Secret, o.SecretKey, ""), VolumeMounts: mounts, SecurityContext: kube.ContainerSecurity(),
 		Resources: o.Resources(),
 	}

@@ -6,6 +6,7 @@ package schedule
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -45,6 +47,24 @@ func Of(s *skills.Skill) (*Entry, error) {
 		return nil, fmt.Errorf("skill %s: metadata.harness.schedule: %w", s.Name, err)
 	}
 	return e, nil
+}
+
+// cronText is every character a cron expression or descriptor can hold:
+// a cron is pasted into a GitHub expression's string, so it holds no quote.
+var cronText = regexp.MustCompile(`^[0-9A-Za-z*/,?@ -]+$`)
+
+// check refuses what no scheduler may be given as a skill's schedule: a
+// name outside the Agent Skills name rule (1 to 64 lowercase letters,
+// digits and single hyphens), which every generator puts into names,
+// paths and job ids, or a cron with a character no cron holds.
+func (e *Entry) check() error {
+	if !skills.ValidName(e.Skill) {
+		return outcome.Usage("schedule_skill_name_invalid", "skill %q cannot be scheduled: its name does not follow the Agent Skills name rule (1 to 64 lowercase letters, digits and single hyphens); rename it", e.Skill)
+	}
+	if !cronText.MatchString(e.Cron) {
+		return outcome.Usage("schedule_cron_invalid", "skill %s: cron %q holds a character no cron expression has", e.Skill, e.Cron)
+	}
+	return nil
 }
 
 func parse(skill string, raw any) (*Entry, error) {
@@ -81,6 +101,9 @@ func parse(skill string, raw any) (*Entry, error) {
 	}
 	if e.spec, err = parser.Parse(e.Cron); err != nil {
 		return nil, fmt.Errorf("cron %q: %s", e.Cron, position(e.Cron, err))
+	}
+	if err := e.check(); err != nil {
+		return nil, err
 	}
 	return e, nil
 }

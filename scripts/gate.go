@@ -30,11 +30,17 @@ func (p *prepared) gateCommand(argv []string) error {
 		return err
 	}
 	fd := 3 + len(p.extra)
+	shell := "/bin/sh"
 	if fd > 9 {
-		// The shell's redirections take one digit.
-		r.Close()
-		w.Close()
-		return errors.New("too many inherited files for the sandbox gate")
+		// A POSIX shell's redirections take one digit; bash's take more
+		// (a workspace with many read-only paths binds one descriptor
+		// each).
+		if _, err := os.Stat("/bin/bash"); err != nil {
+			r.Close()
+			w.Close()
+			return errors.New("too many inherited files for the sandbox gate (more than 7 need /bin/bash)")
+		}
+		shell = "/bin/bash"
 	}
 	p.extra = append(p.extra, r)
 	p.gate = w
@@ -43,7 +49,7 @@ func (p *prepared) gateCommand(argv []string) error {
 	if p.cg != nil {
 		dirs = p.cg.dirs()
 	}
-	out := []string{"/bin/sh", "-c", fmt.Sprintf(gateScript, fd), "sh", strconv.Itoa(len(dirs))}
+	out := []string{shell, "-c", fmt.Sprintf(gateScript, fd), "sh", strconv.Itoa(len(dirs))}
 	out = append(out, dirs...)
 	p.cmdline = append(out, argv...)
 	return nil

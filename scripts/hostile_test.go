@@ -224,9 +224,7 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // directory only root can enter (a checkout's tools under /root) still
 // runs: the sandbox user gets a link to it, not a refusal.
 func TestRuntimeInPrivateDirectory(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only root drops privileges for scripts")
-	}
+	testenv.NeedRoot(t, "only root drops privileges for scripts")
 	private := t.TempDir() // 0700
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -258,9 +256,7 @@ func TestRuntimeInPrivateDirectory(t *testing.T) {
 // TestStaleMountRemoved: an idmapped mount point left by a harness that was
 // killed (its pid is gone) is unmounted and removed by the next call.
 func TestStaleMountRemoved(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only root makes idmapped mounts")
-	}
+	testenv.NeedRoot(t, "only root makes idmapped mounts")
 	// A process that has exited: its pid is free (until reused, which a
 	// quick test does not wait for).
 	dead := exec.Command("true")

@@ -140,6 +140,9 @@ func reachableByOthers(p string) error {
 	if err != nil {
 		return err
 	}
+	if !filepath.IsAbs(real) {
+		return fmt.Errorf("%q is not an absolute path", p)
+	}
 	if err := searchableByOthers(filepath.Dir(real)); err != nil {
 		return err
 	}
@@ -185,7 +188,7 @@ func searchableByOthers(dir string) error {
 	if err != nil {
 		return err
 	}
-	for d := real; ; d = filepath.Dir(d) {
+	return eachAncestor(real, func(d string) error {
 		fi, err := os.Stat(d)
 		if err != nil {
 			return err
@@ -193,10 +196,8 @@ func searchableByOthers(dir string) error {
 		if fi.Mode().Perm()&0o001 == 0 {
 			return fmt.Errorf("%s is not searchable by other users", d)
 		}
-		if d == "/" {
-			return nil
-		}
-	}
+		return nil
+	})
 }
 
 // reachableCopy gives an executable the sandbox user cannot reach a name

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -29,21 +28,18 @@ import (
 // rules): which backend --sandbox auto finds, and that a script runs
 // confined by it.
 func TestSandboxUnderRuntimeDefaultSeccomp(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the profile is translated for amd64 here")
-	}
-	if os.Getuid() != 0 {
-		t.Skip("needs root to start the child as the image's user")
-	}
+	testenv.NeedArch(t, "amd64", "the profile is translated for amd64 here")
+	testenv.NeedRoot(t, "it starts the child as the image's user")
 	_, err := Probe(context.Background(), BackendLandlock, helper(t))
 	testenv.Need(t, "sandbox backend landlock", err)
 	// Everything the child touches must be reachable by uid 10001.
 	dir := t.TempDir()
-	for d := dir; d != "/"; d = filepath.Dir(d) {
+	eachAncestor(dir, func(d string) error {
 		if strings.HasPrefix(d, os.TempDir()+"/") {
 			os.Chmod(d, 0o755)
 		}
-	}
+		return nil
+	})
 	exe := filepath.Join(dir, "scripts.test")
 	if err := copyFile(helper(t), exe, 0o755); err != nil {
 		t.Fatal(err)

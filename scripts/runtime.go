@@ -67,9 +67,11 @@ func Command(runtime, shebang, scriptPath string, args []string) ([]string, erro
 // LookupBinary finds an executable ELF binary for name on PATH, following
 // symlinks. Wrapper scripts (pyenv shims, for example) are skipped: they
 // would need their own interpreter and home directory inside the sandbox.
+// So are relative PATH entries (RelativePathEntries), which the error
+// names when nothing is found.
 func LookupBinary(name, path string) (string, error) {
 	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
+		if !filepath.IsAbs(dir) {
 			continue
 		}
 		p, err := filepath.EvalSymlinks(filepath.Join(dir, name))
@@ -83,6 +85,9 @@ func LookupBinary(name, path string) (string, error) {
 		if isELF(p) {
 			return p, nil
 		}
+	}
+	if rel := RelativePathEntries(path); len(rel) > 0 {
+		return "", fmt.Errorf("%s not found on PATH (relative PATH entries skipped: %s)", name, quoteAll(rel))
 	}
 	return "", errors.New(name + " not found on PATH")
 }

@@ -97,7 +97,7 @@ type Spec struct {
 	// backend. The script then sees of the system only those programs,
 	// what they load and what its runtime reads (execview.go); it cannot
 	// make an executable anonymous file (sandboxFilter), and under bwrap
-	// every mount it can write is noexec.
+	// every mount but the view's is noexec.
 	LimitExec bool
 	// Exec are binary names looked up on Path, or absolute host paths:
 	// a program, or a directory whose every program may run.
@@ -206,7 +206,7 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty command")
 	}
-	bin, err := LookupBinary(spec.Argv[0], spec.Path)
+	bin, err := LookupProgram(spec.Argv[0], spec.Path)
 	if err != nil {
 		return nil, &Refusal{Code: "script_runtime_missing", Msg: fmt.Sprintf("runtime %s is not installed on this machine: %v", spec.Argv[0], err)}
 	}

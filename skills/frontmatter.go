@@ -10,6 +10,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/harness-dev/harness/yamlsafe"
 )
 
 var bom = []byte("\xef\xbb\xbf")
@@ -105,6 +107,12 @@ func parseFrontmatter(fm []byte, yamlLine int) (map[string]any, error) {
 	}
 	if m, ok := plainFrontmatter(fm); ok {
 		return m, nil
+	}
+	// Bounded before the decoder follows an alias: a few lines of nested
+	// anchors expand to billions of nodes.
+	var bounds *yamlsafe.Error
+	if err := yamlsafe.Check("frontmatter", fm, yamlsafe.Default); errors.As(err, &bounds) {
+		return nil, &frontmatterError{Code: CodeFrontmatterInvalid, Msg: "the frontmatter " + bounds.Msg, Line: yamlLine + max(bounds.Line, 1) - 1}
 	}
 	var v any
 	if err := yaml.UnmarshalWithOptions(fm, &v); err != nil {

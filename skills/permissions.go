@@ -21,7 +21,10 @@ type Permissions struct {
 	Network []string `json:"network,omitempty"`
 	// Env is names of environment variables the skill needs passed.
 	Env []string `json:"env,omitempty"`
-	// Exec is binaries the skill runs (a shell, an interpreter, a tool).
+	// Exec is what the skill's code may execute besides its interpreter:
+	// program names looked up on PATH, absolute paths of programs, absolute
+	// directories (ending in "/": everything beneath), and ExecTemp (the
+	// call's private temporary directory). ExecEntryOf tells them apart.
 	Exec        []string `json:"exec,omitempty"`
 	Credentials bool     `json:"credentials,omitempty"`
 }
@@ -74,10 +77,8 @@ func PermissionsOf(fm map[string]any) (*Permissions, error) {
 			})
 		case "exec":
 			p.Exec, err = list("exec", v, func(s string) error {
-				if !execName.MatchString(s) {
-					return fmt.Errorf("%q is not a binary name (no paths)", s)
-				}
-				return nil
+				_, err := ExecEntryOf(s)
+				return err
 			})
 		case "credentials":
 			b, ok := v.(bool)
@@ -138,11 +139,23 @@ func list(field string, v any, check func(string) error) ([]string, error) {
 	return out, nil
 }
 
+// globChars are the characters a reader takes for a pattern. A path
+// holding one is refused rather than taken as a literal name: write: ["*"]
+// must not grant a directory called "*" to an operator who read it as
+// "everything".
+const globChars = "*?[]{}"
+
 // checkRelPath accepts a clean path relative to the workspace that stays
 // inside it ("." is the whole workspace).
 func checkRelPath(s string) error {
 	if strings.HasPrefix(s, "/") || strings.Contains(s, "\\") {
 		return fmt.Errorf("%q must be relative to the workspace", s)
+	}
+	if strings.ContainsAny(s, globChars) {
+		return fmt.Errorf("%q holds a wildcard character (%s); paths are literal: name each directory or file", s, globChars)
+	}
+	if strings.ContainsRune(s, 0) {
+		return fmt.Errorf("%q holds a NUL byte", s)
 	}
 	c := path.Clean(s)
 	if c == ".." || strings.HasPrefix(c, "../") {

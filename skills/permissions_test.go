@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"path"
 	"strings"
 	"testing"
 
@@ -38,7 +39,17 @@ func TestPermissionsOf(t *testing.T) {
 		{"scheme", "{network: ['https://example.com']}", 0, "is not host[:port]"},
 		{"bad port", "{network: ['example.com:99999']}", 0, "port must be 1-65535"},
 		{"bad env", "{env: ['A-B']}", 0, "not an environment variable name"},
-		{"exec path", "{exec: [/bin/sh]}", 0, "not a binary name"},
+		{"exec path", "{exec: [/bin/sh, /usr/local/go/pkg/tool/, $TMPDIR/]}", RiskHigh, ""},
+		{"exec relative path", "{exec: [bin/sh]}", 0, "not a program name, an absolute path"},
+		{"exec root", "{exec: [/]}", 0, "every program on the machine"},
+		{"exec unclean", "{exec: [/usr/../tmp/]}", 0, "not a clean absolute path"},
+		{"exec wildcard", "{exec: ['/usr/bin/*']}", 0, "wildcard"},
+		{"exec other variable", "{exec: [$HOME/bin/]}", 0, "not a program name"},
+		{"write wildcard", "{filesystem: {write: ['*']}}", 0, "wildcard character"},
+		{"read wildcard", "{filesystem: {read: ['src/*.go']}}", 0, "wildcard character"},
+		{"read class", "{filesystem: {read: ['out[12]']}}", 0, "wildcard character"},
+		{"write brace", "{filesystem: {write: ['{a,b}']}}", 0, "wildcard character"},
+		{"read question", "{filesystem: {read: ['a?']}}", 0, "wildcard character"},
 		{"credentials string", "{credentials: 'yes'}", 0, "true or false"},
 		{"non-string entry", "{env: [1]}", 0, "non-empty string"},
 	} {
@@ -96,4 +107,81 @@ func TestFindingsRaiseRisk(t *testing.T) {
 	if _, err := ParseRisk("none"); err == nil {
 		t.Error("ParseRisk accepted none")
 	}
+}
+
+func TestExecEntryOf(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ExecEntry
+		err  string
+	}{
+		{"go", ExecEntry{Name: "go"}, ""},
+		{"python3.12", ExecEntry{Name: "python3.12"}, ""},
+		{"/usr/bin/git", ExecEntry{Path: "/usr/bin/git"}, ""},
+		{"/usr/local/go/pkg/tool/", ExecEntry{Path: "/usr/local/go/pkg/tool", Dir: true}, ""},
+		{"$TMPDIR/", ExecEntry{Temp: true}, ""},
+		{"$TMPDIR", ExecEntry{}, "not a program name"},
+		{"/", ExecEntry{}, "every program"},
+		{"//", ExecEntry{}, "every program"},
+		{"/usr//bin/", ExecEntry{}, "not a clean"},
+		{"/usr/./bin", ExecEntry{}, "not a clean"},
+		{"/tmp/../usr/bin/", ExecEntry{}, "not a clean"},
+		{"/usr/bin/[", ExecEntry{}, "wildcard"},
+		{"/opt/$X/", ExecEntry{}, "wildcard or special"},
+		{"./run.sh", ExecEntry{}, "not a program name"},
+		{"-rf", ExecEntry{}, "not a program name"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ExecEntryOf(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("ExecEntryOf(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			}
+			if got.String() != tc.in {
+				t.Errorf("String() = %q, want %q", got.String(), tc.in)
+			}
+		})
+	}
+}
+
+// FuzzManifestPaths holds the manifest's path parsers to what the
+// sandboxes rely on: an accepted workspace path is literal and stays in
+// the workspace; an accepted exec entry is one of its forms, written back
+// as it was read.
+func FuzzManifestPaths(f *testing.F) {
+	for _, s := range []string{".", "out/reports", "*", "a/../../x", "/etc", "go", "/usr/bin/git", "/usr/local/go/pkg/tool/", "$TMPDIR/", "/", "a\\b", "{a,b}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if checkRelPath(s) == nil {
+			c := path.Clean(s)
+			if strings.ContainsAny(s, globChars) || strings.HasPrefix(c, "/") || c == ".." || strings.HasPrefix(c, "../") {
+				t.Fatalf("checkRelPath accepted %q", s)
+			}
+		}
+		e, err := ExecEntryOf(s)
+		if err != nil {
+			return
+		}
+		if e.String() != s {
+			t.Fatalf("ExecEntryOf(%q).String() = %q", s, e.String())
+		}
+		forms := 0
+		for _, b := range []bool{e.Name != "", e.Path != "", e.Temp} {
+			if b {
+				forms++
+			}
+		}
+		if forms != 1 {
+			t.Fatalf("ExecEntryOf(%q) = %+v: not exactly one form", s, e)
+		}
+		if e.Path != "" && (path.Clean(e.Path) != e.Path || !path.IsAbs(e.Path) || e.Path == "/" || strings.ContainsAny(e.Path, globChars+"$")) {
+			t.Fatalf("ExecEntryOf(%q) accepted path %q", s, e.Path)
+		}
+	})
 }

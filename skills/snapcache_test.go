@@ -434,6 +434,16 @@ func FuzzSnapshotCacheDecode(f *testing.F) {
 	for _, n := range []int{0, len(snapcache.Magic), len(good) / 3, len(good) / 2, len(good) - 1} {
 		f.Add(good[:n])
 	}
+	// Whatever the bytes, a record decodes to no more entries than it has
+	// bytes (a length is checked against what is left, so a corrupt file
+	// cannot make the decoder allocate for a count it does not hold), and
+	// the same bytes decode to the same skill.
+	decode := func(raw []byte, dir string, arena *snapcache.Arena) ([]pathStat, *Skill, []Diagnostic) {
+		d := snapcache.NewDecoder(raw, arena)
+		stats := decodePathStats(&d)
+		s, diags := decodeSkill(&d, dir, new(Skill))
+		return stats, s, diags
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, ok := snapcache.Decode(b)
 		if !ok {
@@ -441,13 +451,22 @@ func FuzzSnapshotCacheDecode(f *testing.F) {
 		}
 		var arena snapcache.Arena
 		for dir := range x.Dirs() {
-			filesOf(x, dir, &arena, nil)
-			if raw := x.Skill(dir); raw != nil {
-				d := snapcache.NewDecoder(raw, &arena)
-				decodePathStats(&d)
-				decodeSkill(&d, dir, new(Skill))
-				entryOlder(raw, x.Stamp)
+			if files, _ := filesOf(x, dir, &arena, nil); len(files) > len(x.FileEntries(dir)) {
+				t.Fatalf("%d file entries from %d bytes", len(files), len(x.FileEntries(dir)))
 			}
+			raw := x.Skill(dir)
+			if raw == nil {
+				continue
+			}
+			stats, s, diags := decode(raw, dir, &arena)
+			if len(stats) > len(raw) {
+				t.Fatalf("%d path stats from %d bytes", len(stats), len(raw))
+			}
+			stats2, s2, diags2 := decode(raw, dir, &arena)
+			if !reflect.DeepEqual(stats, stats2) || !reflect.DeepEqual(s, s2) || !reflect.DeepEqual(diags, diags2) {
+				t.Fatalf("one record decoded two ways: %+v / %+v", s, s2)
+			}
+			entryOlder(raw, x.Stamp)
 		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
@@ -30,8 +30,12 @@ type AddOptions struct {
 	// the lock says, exactly.
 	Source gitsource.Source
 	Root   string
-	// Skills, when given, are the only skills taken (by name).
-	Skills         []string
+	// Skills, when given, are the only skills taken (by name: each
+	// directory's, whose SKILL.md must give the same name).
+	Skills []string
+	// Version, when given, is the version (skills.Skill.Version) the one
+	// skill in Skills must have: what an index names, digest and all.
+	Version        artifacts.Digest
 	TrustedSources []string
 	Approve        Approval
 	Force          bool
@@ -83,8 +87,8 @@ func Add(ctx context.Context, o AddOptions) (*Added, error) {
 	if o.Source.URL == "" {
 		return addLocked(ctx, o)
 	}
-	if !trustedURL(o.Source.URL, o.TrustedSources) {
-		return nil, outcome.Policy("install_source_untrusted", "%s is not a trusted source; add a URL prefix of it to skills.trustedSources in the --config file (trusted now: %s)", o.Source.URL, listOrNone(o.TrustedSources))
+	if err := trustSource(o.Source.URL, "", o.TrustedSources); err != nil {
+		return nil, err
 	}
 	repo, done, err := fetch(ctx, o.Root, o.Source.URL)
 	if err != nil {
@@ -113,6 +117,20 @@ func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir,
 	if err != nil {
 		return nil, err
 	}
+	if o.Version != "" && len(o.Skills) != 1 {
+		return nil, errors.New("add: a version is asked for one skill at a time")
+	}
+	// Each skill is installed under its SKILL.md's name: two of one name
+	// would have the second replace the first, so the tree is refused.
+	named := map[string]string{}
+	names := make([]string, len(found))
+	for i, rel := range found {
+		names[i] = nameIn(ctx, filepath.Join(tree, filepath.FromSlash(rel)), rel, dir)
+		if other, ok := named[names[i]]; ok {
+			return nil, outcome.Failed("install_name_twice", "%s at %s: %s and %s are both named %s; nothing was installed", repo.URL, shortCommit(commit), repoPath(dir, other), repoPath(dir, rel), names[i])
+		}
+		named[names[i]] = rel
+	}
 	if len(o.Skills) > 0 {
 		var kept []string
 		for _, name := range o.Skills {
@@ -120,23 +138,22 @@ func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir,
 			if i < 0 {
 				return nil, outcome.Usage("install_skill_unknown", "%s at %s has no skill %s (it has: %s)", repo.URL, shortCommit(commit), name, strings.Join(skillNames(found, dir), ", "))
 			}
+			if names[i] != name {
+				return nil, outcome.Policy("install_name_mismatch", "%s at %s: %s holds a skill named %s, not %s; nothing was installed", repo.URL, shortCommit(commit), repoPath(dir, found[i]), names[i], name)
+			}
 			kept = append(kept, found[i])
 		}
 		found = kept
 	}
 	out := &Added{}
 	for _, rel := range found {
-		repoPath := path.Join(dir, rel)
-		if rel == "." {
-			repoPath = dir
-		}
-		pin := &GitPin{URL: repo.URL, Ref: ref, Commit: commit, Path: repoPath}
+		pin := &GitPin{URL: repo.URL, Ref: ref, Commit: commit, Path: repoPath(dir, rel)}
 		in, err := place(ctx, placement{
 			Dir: filepath.Join(tree, filepath.FromSlash(rel)), Stage: stage,
 			Source: pin.String(), Shown: pin.String(), Root: o.Root, Store: o.Store,
 			Force: o.Force, AllowRisky: o.AllowRisky, Approve: &o.Approve, Git: pin,
 			Replaces: func(e LockEntry) bool { return e.Git != nil && e.Git.URL == pin.URL && e.Git.Path == pin.Path },
-			Held:     grew, Want: want, DryRun: o.dryRun, Command: cmp.Or(o.Command, "harness skills add"), Now: o.Now,
+			Held:     grew, Want: want, Version: o.Version, DryRun: o.dryRun, Command: cmp.Or(o.Command, "harness skills add"), Now: o.Now,
 		})
 		if err != nil {
 			return nil, err
@@ -157,8 +174,8 @@ func addLocked(ctx context.Context, o AddOptions) (*Added, error) {
 	for _, name := range sortedGit(lock, o.Skills) {
 		e := lock.Skills[name]
 		pin := e.Git
-		if !trustedURL(pin.URL, o.TrustedSources) {
-			return nil, outcome.Policy("install_source_untrusted", "%s (pinned for %s) is not a trusted source; add a URL prefix of it to skills.trustedSources (trusted now: %s)", pin.URL, name, listOrNone(o.TrustedSources))
+		if err := trustSource(pin.URL, name, o.TrustedSources); err != nil {
+			return nil, err
 		}
 		if current(o.Root, name, e) {
 			out.Skills = append(out.Skills, AddedSkill{Name: name, Commit: pin.Commit, UpToDate: true})
@@ -199,6 +216,12 @@ func Outdated(ctx context.Context, root string, names []string) ([]RefMove, erro
 	var out []RefMove
 	for _, name := range sortedGit(lock, names) {
 		pin := lock.Skills[name].Git
+		// Outdated trusts nothing it installs, but a URL a server may
+		// resolve elsewhere is not asked about either: the answer would be
+		// another repository's.
+		if err := gitsource.CheckURL(pin.URL); err != nil {
+			return nil, outcome.Policy("install_source_invalid", "%s (pinned for %s) is refused: %v", pin.URL, name, err)
+		}
 		now, err := gitsource.RemoteRef(ctx, pin.URL, pin.Ref)
 		if err != nil {
 			return nil, &outcome.Error{Code: "source_unreachable", Msg: fmt.Sprintf("%s (%s): %v", name, pin.URL, err), Exit: outcome.ExitProvider, Err: err}
@@ -289,22 +312,22 @@ func fetch(ctx context.Context, root, u string) (*gitsource.Repo, func(), error)
 	return repo, done, nil
 }
 
-// trustedURL reports whether u lies under a trusted source: a URL prefix
-// (at a path boundary), or, for a file:// URL, a trusted directory.
-func trustedURL(u string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.Contains(p, "://") {
-			p = strings.TrimSuffix(p, "/")
-			if u == p || strings.HasPrefix(u, p+"/") {
-				return true
-			}
-			continue
-		}
-		if pu, err := url.Parse(u); err == nil && pu.Scheme == "file" && trusted(filepath.Clean(pu.Path), []string{p}) {
-			return true
-		}
+// trustSource refuses u unless it lies under a trusted source (the rule
+// is gitsource.Trusted's); pinned names the skill a lock pins it for.
+// A URL whose path a server may resolve elsewhere is refused as such, so
+// that a lock written by hand cannot carry it past the check.
+func trustSource(u, pinned string, prefixes []string) error {
+	what := u
+	if pinned != "" {
+		what = fmt.Sprintf("%s (pinned for %s)", u, pinned)
 	}
-	return false
+	if err := gitsource.CheckURL(u); err != nil {
+		return outcome.Policy("install_source_invalid", "%s is refused: %v", what, err)
+	}
+	if !gitsource.Trusted(u, prefixes) {
+		return outcome.Policy("install_source_untrusted", "%s is not a trusted source; add a URL prefix of it to skills.trustedSources in the --config file (trusted now: %s)", what, listOrNone(prefixes))
+	}
+	return nil
 }
 
 // writeCommit writes dir of commit into dst with the install's rules:
@@ -367,6 +390,24 @@ func skillDirsIn(tree string) ([]string, error) {
 		err = outcome.Usage("install_invalid", "no SKILL.md in the source")
 	}
 	return out, err
+}
+
+// repoPath is the path in the repository of rel, a skill directory of
+// the tree written from dir.
+func repoPath(dir, rel string) string {
+	if rel == "." {
+		return dir
+	}
+	return path.Join(dir, rel)
+}
+
+// nameIn is the name the SKILL.md in skillDir gives, or its directory's
+// name when it gives none (validation refuses it later).
+func nameIn(ctx context.Context, skillDir, rel, dir string) string {
+	if v, err := skills.Validate(ctx, skillDir, skills.ValidateOptions{}); err == nil && len(v.Skills) == 1 && v.Skills[0].Name != "" {
+		return v.Skills[0].Name
+	}
+	return path.Base(repoPath(dir, rel))
 }
 
 func skillNames(found []string, dir string) []string {
@@ -446,8 +487,8 @@ func Update(ctx context.Context, o UpdateOptions) ([]Updated, error) {
 	for _, name := range names {
 		e := lock.Skills[name]
 		pin := e.Git
-		if !trustedURL(pin.URL, o.TrustedSources) {
-			return nil, outcome.Policy("install_source_untrusted", "%s (pinned for %s) is not a trusted source; add a URL prefix of it to skills.trustedSources (trusted now: %s)", pin.URL, name, listOrNone(o.TrustedSources))
+		if err := trustSource(pin.URL, name, o.TrustedSources); err != nil {
+			return nil, err
 		}
 		repo, ok := repos[pin.URL]
 		if !ok {

@@ -44,6 +44,9 @@ type placement struct {
 	// Want, when it names the skill, is the entry whose digests it must
 	// have (an install from the lock).
 	Want map[string]LockEntry
+	// Version, when set, is the version the skill must be (an install
+	// from an index that names it).
+	Version artifacts.Digest
 	// DryRun stops before anything is kept or made live: the result says
 	// what would happen.
 	DryRun  bool
@@ -106,6 +109,9 @@ func place(ctx context.Context, p placement) (*Installed, error) {
 	if want, ok := p.Want[name]; ok && (want.TreeDigest != s.TreeDigest || want.SkillDigest != s.Digest) {
 		return nil, outcome.Policy("install_digest_mismatch", "%s from %s is not the content skills.lock.json pins (SKILL.md %s, resources %s; pinned %s, %s); nothing was installed",
 			name, p.Shown, s.Digest, s.TreeDigest, want.SkillDigest, want.TreeDigest)
+	}
+	if p.Version != "" && s.Version() != p.Version {
+		return nil, outcome.Policy("install_digest_mismatch", "%s from %s is not the version asked for (it is %s; asked for %s); nothing was installed", name, p.Shown, s.Version(), p.Version)
 	}
 	lock, err := ReadLock(p.Root)
 	if err != nil {

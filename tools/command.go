@@ -88,6 +88,10 @@ type Commands struct {
 	PassEnv []string
 	Lookup  func(string) (string, bool)
 	Network *Network
+	// Git is the run's index of git control paths: a .git a command makes
+	// anywhere in the workspace is removed after the call (nil: only the
+	// root's).
+	Git *grant.GitIndex
 	// Cache is a host directory (absolute) shared by every call and run
 	// as the toolchains' cache (--command-cache; "": each call's own
 	// private /tmp, gone with it).
@@ -196,7 +200,7 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 	// workspace, its protected paths read-only, no network, none of the
 	// operator's variables.
 	as := &skills.Skill{Name: CommandToolName, Frontmatter: cfg.Grant}
-	g, err := grant.For(grant.Request{Skill: as, Workspace: ws, Backend: cfg.Backend, PassEnv: cfg.PassEnv, Lookup: cfg.Lookup})
+	g, err := grant.For(grant.Request{Skill: as, Workspace: ws, Backend: cfg.Backend, PassEnv: cfg.PassEnv, Lookup: cfg.Lookup, Git: cfg.Git})
 	if err != nil {
 		return fail(refusal(err, "grant_failed"))
 	}
@@ -219,11 +223,11 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 		mounts = append(mounts, scripts.Mount{Host: cfg.Cache, Sandbox: commandCacheAt, Writable: true})
 	}
 	env := []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "XDG_CACHE_HOME=" + cache, "GOCACHE=" + cache + "/go-build",
-		"GOMODCACHE=" + cache + "/go-mod", "GOPATH=/tmp/go", "GOTOOLCHAIN=local", "npm_config_cache=" + cache + "/npm", "LANG=C.UTF-8", "NO_COLOR=1", "HARNESS_RUN_ID=" + cfg.RunID}
+		"GOMODCACHE=" + cache + "/go-mod", "GOPATH=/tmp/go", "GOTOOLCHAIN=local", "npm_config_cache=" + cache + "/npm", "npm_config_update_notifier=false", "LANG=C.UTF-8", "NO_COLOR=1", "HARNESS_RUN_ID=" + cfg.RunID}
 	env = append(env, g.Env...)
 	out, err := scripts.Run(ctx, cfg.Backend, scripts.Spec{
 		Argv: argv, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath, Stdin: []byte(stdin), Egress: sock,
-		Mounts: mounts, Hide: hide, HideHost: hideHost, Helper: cfg.Helper, LimitExec: g.LimitExec, Exec: g.Exec,
+		Mounts: mounts, Hide: hide, HideHost: hideHost, Helper: cfg.Helper, LimitExec: g.LimitExec, Exec: g.Exec, ExecTemp: g.ExecTemp,
 		Timeout: time.Duration(timeout) * time.Millisecond,
 		Limits:  scripts.Limits{Memory: cfg.MemoryLimit},
 	})

@@ -198,6 +198,11 @@ func (t *installTool) Call(ctx context.Context, call loop.ToolCall, raw json.Raw
 	if entry == nil {
 		return loop.ErrorResult("skill_not_in_source", fmt.Sprintf("index %s has no skill %q; discover_skills lists what it has", args.Source, args.Name), nil), nil
 	}
+	// The index names a version, not only a place: without its digest
+	// whatever the source serves now would be installed.
+	if entry.Digest == "" {
+		return loop.ErrorResult("skill_digest_missing", fmt.Sprintf("index %s gives no digest for %s, and install_skill installs only the version an index names by digest (harness skills index writes it)", args.Source, args.Name), nil), nil
+	}
 	c, err := t.d.Install(ctx, call.ID, *entry, args.Source)
 	if err != nil {
 		return loop.ErrorResult("install_refused", err.Error(), map[string]any{"name": args.Name, "source": args.Source, "error": err.Error()}), nil

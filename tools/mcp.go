@@ -91,10 +91,28 @@ type MCPHub struct {
 
 type mcpConn struct {
 	key, name string
-	conn      *mcp.Conn
-	rec       int // index into rec.Servers
+	conn      *mcp.Conn // nil while deferred
+	rec       int       // index into rec.Servers
 	// timeout is the skill's own limit on one call (0: none).
 	timeout time.Duration
+	// skill is the name of the skill whose server this is ("" for the
+	// operator's).
+	skill string
+	// deferred is set for a destructive skill's server, which is not
+	// started before a call a person approved needs it.
+	deferred *deferredServer
+}
+
+// deferredServer is what starting a deferred server needs, and what it
+// offers until then.
+type deferredServer struct {
+	srv      mcp.Server
+	skill    *skills.Skill
+	declared []mcp.Tool
+	// mu makes one start at a time; failed is why the start failed (the
+	// server is not tried again).
+	mu     sync.Mutex
+	failed error
 }
 
 // NewMCPHub makes the hub; Close stops every server.
@@ -111,6 +129,9 @@ func (h *MCPHub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range h.conns {
+		if c.conn == nil {
+			continue
+		}
 		c.conn.Close()
 		if r := &h.rec.Servers[c.rec]; r.Status == "running" {
 			r.Status = "stopped"
@@ -245,7 +266,11 @@ func (h *MCPHub) Tools(ctx context.Context) ([]loop.Tool, error) {
 }
 
 func (h *MCPHub) schemaOf(c *mcpConn, name string) json.RawMessage {
-	for _, t := range c.conn.Tools() {
+	list := c.declaredTools()
+	if c.conn != nil {
+		list = c.conn.Tools()
+	}
+	for _, t := range list {
 		if t.Name == name {
 			return t.InputSchema
 		}
@@ -322,27 +347,40 @@ func (h *MCPHub) startDue(ctx context.Context) {
 			rec.Origin, rec.Skill, rec.SkillDigest, rec.Sandbox = "skill", d.skill.Name, d.skill.Digest, string(h.cfg.Backend)
 		}
 		var conn *mcp.Conn
+		var later *deferredServer
 		err := d.err
-		if err == nil {
+		switch {
+		case err != nil:
+		case d.skill != nil && skills.Destructive(d.skill.Frontmatter):
+			// A destructive skill's server is its code running: it waits
+			// for the first call a person approved (ensureStarted), and
+			// until then the model is offered what the skill declares.
+			if len(d.srv.Tools) == 0 {
+				err = &scripts.Refusal{Code: "mcp_tools_undeclared", Msg: fmt.Sprintf("skill %s is marked destructive, so its MCP server %s starts only once a person approved a call of it; declare the tools it offers (\"tools\": [{\"name\", \"description\", \"inputSchema\"}] beside its command) so that they can be offered before it starts", d.skill.Name, d.name)}
+				break
+			}
+			later = &deferredServer{srv: d.srv, skill: d.skill, declared: d.srv.Declared()}
+		default:
 			conn, err = h.connect(ctx, d.key, d.srv, d.skill, &rec)
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			rec.Status = "failed"
 			rec.Error = mcpError(err)
-		} else {
+		case later != nil:
+			rec.Status = "deferred"
+			h.describe(&rec, later.declared)
+		default:
 			rec.Status = "running"
-			h.describe(&rec, conn)
-		}
-		ev := record.MCPServerEvent{Key: rec.Key, Name: rec.Name, Origin: rec.Origin, ServerName: rec.ServerName, Version: rec.ServerVersion,
-			Tools: []record.MCPToolDigest{}, ToolsDigest: rec.ToolsDigest, Error: rec.Error}
-		for _, t := range rec.Tools {
-			ev.Tools = append(ev.Tools, record.MCPToolDigest{Name: t.Name, Digest: t.Digest})
+			h.describeInfo(&rec, conn)
+			h.describe(&rec, conn.Tools())
 		}
 		h.mu.Lock()
 		h.rec.Servers = append(h.rec.Servers, rec)
-		if conn != nil {
-			c := &mcpConn{key: d.key, name: d.name, conn: conn, rec: len(h.rec.Servers) - 1}
+		if conn != nil || later != nil {
+			c := &mcpConn{key: d.key, name: d.name, conn: conn, rec: len(h.rec.Servers) - 1, deferred: later}
 			if d.skill != nil {
+				c.skill = d.skill.Name
 				if l, _ := skills.LimitsOf(d.skill.Frontmatter); l != nil {
 					c.timeout = l.Timeout
 				}
@@ -351,18 +389,123 @@ func (h *MCPHub) startDue(ctx context.Context) {
 		}
 		werr := h.write()
 		h.mu.Unlock()
-		kind := record.EventMCPServerStarted
-		if err != nil {
-			kind = record.EventMCPServerFailed
+		switch {
+		case err != nil:
 			h.progress("MCP server %s did not start: %s", rec.Key, rec.Error.Message)
-		} else {
+		case later != nil:
+			h.progress("MCP server %s waits for an approved call before it starts (skill %s is destructive; %d declared tools offered)", rec.Key, rec.Skill, len(rec.Tools))
+		default:
 			h.progress("MCP server %s started (%s %s, %d tools, %d ms)", rec.Key, rec.ServerName, rec.ServerVersion, len(rec.Tools), rec.HandshakeMs)
 		}
-		if h.cfg.Journal != nil {
-			h.cfg.Journal.Append(kind, ev)
-		}
+		h.journalServer(rec, err, later != nil)
 		_ = werr // the journal holds the event; the artifact is rewritten on the next change
 	}
+}
+
+// journalServer records a server's start, failure or deferral.
+func (h *MCPHub) journalServer(rec record.MCPServer, err error, deferred bool) {
+	if h.cfg.Journal == nil {
+		return
+	}
+	ev := record.MCPServerEvent{Key: rec.Key, Name: rec.Name, Origin: rec.Origin, ServerName: rec.ServerName, Version: rec.ServerVersion,
+		Tools: []record.MCPToolDigest{}, ToolsDigest: rec.ToolsDigest, Error: rec.Error, Deferred: deferred}
+	for _, t := range rec.Tools {
+		ev.Tools = append(ev.Tools, record.MCPToolDigest{Name: t.Name, Digest: t.Digest})
+	}
+	kind := record.EventMCPServerStarted
+	if err != nil {
+		kind = record.EventMCPServerFailed
+	}
+	h.cfg.Journal.Append(kind, ev)
+}
+
+// declaredTools is what a deferred server offers.
+func (c *mcpConn) declaredTools() []mcp.Tool {
+	if c.deferred == nil {
+		return nil
+	}
+	return c.deferred.declared
+}
+
+// ensureStarted is the server's connection, starting a deferred server
+// first. It is reached only from a call, which for a destructive skill's
+// tool the gate let through after a person approved it. The server's own
+// tool list must be exactly the declared one (names, descriptions,
+// schemas): the person approved a call of the tool the model was shown.
+func (h *MCPHub) ensureStarted(ctx context.Context, c *mcpConn) (*mcp.Conn, error) {
+	d := c.deferred
+	if d == nil {
+		return c.conn, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h.mu.Lock()
+	conn, rec := c.conn, h.rec.Servers[c.rec]
+	h.mu.Unlock()
+	if conn != nil {
+		return conn, nil
+	}
+	if d.failed != nil {
+		return nil, d.failed
+	}
+	declared := rec.ToolsDigest
+	rec.StartedAt = h.cfg.Now().UTC()
+	conn, err := h.connect(ctx, c.key, d.srv, d.skill, &rec)
+	if err == nil {
+		listed := rec
+		listed.Tools = nil
+		h.describe(&listed, conn.Tools())
+		if listed.ToolsDigest != declared {
+			conn.Close()
+			conn = nil
+			err = &scripts.Refusal{Code: "mcp_tools_mismatch", Msg: fmt.Sprintf("MCP server %s of skill %s lists other tools than the skill declares (%s, declared %s): the call a person approved was of a declared tool, so nothing was called", c.key, d.skill.Name, toolNames(listed.Tools), toolNames(rec.Tools))}
+		}
+	}
+	if err != nil {
+		d.failed = err
+		rec.Status, rec.Error = "failed", mcpError(err)
+		h.progress("MCP server %s did not start: %s", rec.Key, rec.Error.Message)
+	} else {
+		rec.Status = "running"
+		h.describeInfo(&rec, conn)
+		h.progress("MCP server %s started for an approved call (%s %s, %d tools, %d ms)", rec.Key, rec.ServerName, rec.ServerVersion, len(rec.Tools), rec.HandshakeMs)
+	}
+	h.mu.Lock()
+	h.rec.Servers[c.rec] = rec
+	c.conn = conn
+	h.write()
+	h.mu.Unlock()
+	h.journalServer(rec, err, false)
+	return conn, err
+}
+
+func toolNames(ts []record.MCPTool) string {
+	var names []string
+	for _, t := range ts {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// SkillOf names the skill whose server offers the exposed tool KEY__TOOL
+// ("" for an operator's server or no server): a skill with several
+// servers has keys <skill>-<server>, which are not its name.
+func (h *MCPHub) SkillOf(exposed string) string {
+	key, _, ok := strings.Cut(exposed, MCPSeparator)
+	if !ok {
+		return ""
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		if c.key == key {
+			return c.skill
+		}
+	}
+	return ""
 }
 
 func (h *MCPHub) progress(format string, args ...any) {
@@ -398,13 +541,17 @@ func (h *MCPHub) readVerified(s *skills.Skill, rel string) ([]byte, error) {
 	return root.ReadFile(rel)
 }
 
-// describe fills what the handshake and tool list said, and what the
-// operator allowed of it.
-func (h *MCPHub) describe(rec *record.MCPServer, conn *mcp.Conn) {
+// describeInfo fills what the handshake said.
+func (h *MCPHub) describeInfo(rec *record.MCPServer, conn *mcp.Conn) {
 	info := conn.Info()
 	rec.ServerName, rec.ServerVersion, rec.ProtocolVersion = info.Name, info.Version, info.ProtocolVersion
+}
+
+// describe fills what the tool list said (the server's, or a deferred
+// server's declaration), and what the operator allowed of it.
+func (h *MCPHub) describe(rec *record.MCPServer, tools []mcp.Tool) {
 	hs := artifacts.NewHasher()
-	for _, t := range conn.Tools() {
+	for _, t := range tools {
 		exposed := rec.Key + MCPSeparator + t.Name
 		effect, source := loop.EffectSideEffect, "default"
 		if e, ok := h.cfg.Effects[exposed]; ok {

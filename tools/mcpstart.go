@@ -82,7 +82,13 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 		// it: on the host, with the environment cleared.
 		spec = scripts.Spec{Argv: append([]string{srv.Command}, srv.Args...), Env: env, Path: os.Getenv("PATH"), Cwd: filepath.Join(ws.Host, cwdRel)}
 		if strings.Contains(srv.Command, "/") {
-			spec.Argv[0], spec.Path = filepath.Base(srv.Command), filepath.Dir(srv.Command)
+			// A relative command is the operator's path from where harness
+			// started; programs are looked up only in absolute directories.
+			dir, err := filepath.Abs(filepath.Dir(srv.Command))
+			if err != nil {
+				return nil, err
+			}
+			spec.Argv[0], spec.Path = filepath.Base(srv.Command), dir
 		}
 	} else {
 		if h.cfg.Probe != nil {
@@ -244,7 +250,7 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 	return scripts.Spec{
 		Argv: argv, Env: append(env, "SKILL_NAME="+s.Name, "SKILL_DIR="+skillDir), Path: path, Cwd: cwd,
 		Mounts:    []scripts.Mount{g.Mount, {Host: stage, Sandbox: s.SandboxSkillDir}},
-		LimitExec: g.LimitExec, Exec: g.Exec,
+		LimitExec: g.LimitExec, Exec: g.Exec, ExecTemp: g.ExecTemp,
 		Hide: hide, HideHost: hideHost, Helper: h.cfg.Helper,
 		Limits: scripts.Limits{Memory: h.cfg.MemoryLimit, CPUSeconds: 3600},
 	}, &g.Record, nil

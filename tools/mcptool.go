@@ -43,7 +43,12 @@ func (t *MCPTool) Spec() loop.ToolSpec {
 func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
 	rec := record.MCPCall{Type: record.TypeMCPCall, OutputID: call.ID, RunID: t.hub.cfg.RunID, Key: t.c.key, Server: t.c.name, Tool: t.tool.Name,
 		ArgsDigest: artifacts.DigestBytes(raw), CalledAt: t.hub.cfg.Now().UTC()}
-	before := t.c.conn.Restarts()
+	conn, err := t.hub.ensureStarted(ctx, t.c)
+	if err != nil {
+		rec.Status, rec.Error = "error", mcpError(err)
+		return loop.ErrorResult(rec.Error.Code, rec.Error.Message, rec), nil
+	}
+	before := conn.Restarts()
 	t0 := time.Now()
 	callCtx := ctx
 	if t.c.timeout > 0 {
@@ -51,9 +56,9 @@ func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMess
 		callCtx, cancel = context.WithTimeout(ctx, t.c.timeout)
 		defer cancel()
 	}
-	res, err := t.c.conn.Call(callCtx, t.tool.Name, raw)
+	res, err := conn.Call(callCtx, t.tool.Name, raw)
 	rec.DurationMs = time.Since(t0).Milliseconds()
-	rec.Restarted = t.c.conn.Restarts() > before
+	rec.Restarted = conn.Restarts() > before
 	if rec.Restarted {
 		t.hub.noteRestart(t.c)
 	}

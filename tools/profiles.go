@@ -10,6 +10,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/yamlsafe"
 )
 
 // sandboxStrength orders the backends a profile may ask for: bwrap (own
@@ -51,7 +52,7 @@ func ParseProfiles(path string, data []byte, parent Parent) ([]Profile, error) {
 	var doc struct {
 		Profiles []Profile `yaml:"profiles"`
 	}
-	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.Strict()); err != nil {
+	if err := yamlsafe.Unmarshal(path, data, &doc, yaml.Strict()); err != nil {
 		return nil, outcome.Usage("profiles_invalid", "--profiles %s: %v", path, err)
 	}
 	if len(doc.Profiles) == 0 {

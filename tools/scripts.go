@@ -70,6 +70,10 @@ type Scripts struct {
 	// gets those its skill declares; Lookup reads their values.
 	PassEnv []string
 	Lookup  func(string) (string, bool)
+	// Git is the run's index of git control paths: a .git a script makes
+	// anywhere in the workspace is removed after the call (nil: only the
+	// root's).
+	Git *grant.GitIndex
 }
 
 func (s Scripts) memoryLimit() uint64 {
@@ -245,7 +249,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 		"HARNESS_SCRIPT_EXECUTION_TARGET=" + rec.ExecutionTarget,
 	}
 	hide, hideHost := hiddenPaths(ws)
-	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: scripts.Backend(rec.SandboxBackend), PassEnv: cfg.PassEnv, Lookup: cfg.Lookup})
+	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: scripts.Backend(rec.SandboxBackend), PassEnv: cfg.PassEnv, Lookup: cfg.Lookup, Git: cfg.Git})
 	if err != nil {
 		return fail(refusal(err, "grant_failed"))
 	}
@@ -271,7 +275,7 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 				Egress: sock,
 				Argv:   cmd, Env: env, Path: os.Getenv("PATH"), Cwd: cwdPath,
 				Mounts:    []scripts.Mount{g.Mount, {Host: stage, Sandbox: s.SandboxSkillDir}},
-				LimitExec: g.LimitExec, Exec: g.Exec,
+				LimitExec: g.LimitExec, Exec: g.Exec, ExecTemp: g.ExecTemp,
 				Hide:     hide,
 				HideHost: hideHost,
 				Helper:   cfg.Helper,
@@ -328,7 +332,7 @@ func callCwd(ws *workspace.Workspace, cwd string) (string, *workspace.Refusal) {
 // or a start the sandbox refused. what names the thing run.
 func afterRun(ctx context.Context, g *grant.Grant, err error, what string) (code, msg string) {
 	if made := g.Sweep(); len(made) > 0 {
-		return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git, harness and the next run use it on the host); it was removed", what, strings.Join(made, ", "))
+		return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox; harness and the next run use the rest); it was undone: a .git made is removed, one moved is moved back", what, strings.Join(made, ", "))
 	}
 	if err == nil {
 		return "", ""

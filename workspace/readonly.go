@@ -74,6 +74,9 @@ func (w *Workspace) checkWritable(d *os.File, rel string) error {
 	if w.IsReadOnly(target) {
 		return w.readOnlyRefusal(rel)
 	}
+	if trel, ok := w.RelOf(target); ok && hasGitComponent(trel) && !w.gitAllowed(target) {
+		return w.gitRefusal(rel)
+	}
 	if w.view != nil {
 		if trel, ok := w.RelOf(target); !ok || !Covers(w.view.write, trel) {
 			return refuse("path_not_granted", "%s is not writable for this skill: its permission manifest declares filesystem.write %s", w.SandboxPath(rel), listOrNone(w.view.write))
@@ -138,6 +141,9 @@ func (w *Workspace) MkdirAll(rel string) error {
 	}
 	if w.IsReadOnly(filepath.Join(w.Host, filepath.FromSlash(rel))) {
 		return w.readOnlyRefusal(rel)
+	}
+	if w.makesGit(rel) {
+		return w.gitRefusal(rel)
 	}
 	if w.IsProtected(rel) {
 		return w.protectedRefusal(rel)

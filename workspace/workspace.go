@@ -29,6 +29,9 @@ type Workspace struct {
 	// ReadOnly are absolute host paths (symlinks resolved) that tools may
 	// read but never write (readonly.go).
 	ReadOnly []string
+	// GitAllowed are absolute host paths where tools may make a .git
+	// (the operator's --allow-protected-write); nowhere else (gitpath.go).
+	GitAllowed []string
 
 	root *os.Root
 	view *view // nil: the whole workspace
@@ -198,7 +201,12 @@ func (w *Workspace) leadsToProtected(rel string) bool {
 }
 
 // AsRefusal returns err as a *Refusal, wrapping other errors as io_error.
+// A nil error is a Refusal with no code, so a caller (or a test) comparing
+// codes sees a mismatch instead of a nil dereference.
 func AsRefusal(err error) *Refusal {
+	if err == nil {
+		return &Refusal{Msg: "no refusal: the operation succeeded"}
+	}
 	var r *Refusal
 	if errors.As(err, &r) {
 		return r

@@ -22,6 +22,9 @@ func (w *Workspace) WriteFile(rel string, data []byte) error {
 	if w.IsReadOnly(filepath.Join(w.Host, filepath.FromSlash(rel))) {
 		return w.readOnlyRefusal(rel)
 	}
+	if w.makesGit(rel) {
+		return w.gitRefusal(rel)
+	}
 	if dir := path.Dir(rel); dir != "." && rel != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
 			return w.rootError(dir, err)

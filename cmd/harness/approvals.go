@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/report"
 	"github.com/harness-dev/harness/rundir"
@@ -24,6 +25,10 @@ type approvalRow struct {
 	Skill     string `json:"skill,omitempty"`
 	Arguments string `json:"arguments"`
 	Why       string `json:"why"`
+	// Child is the delegate_task child run directory the call waits in,
+	// relative to RunDir (CallID is then CHILD_ID/CALL_ID, decided with
+	// `harness resume RUN_DIR --approve CHILD_ID/CALL_ID`).
+	Child string `json:"child,omitempty"`
 	// Problem is why the run directory does not verify; its calls are
 	// then not listed, since nothing in it can be trusted.
 	Problem string `json:"problem,omitempty"`
@@ -69,7 +74,7 @@ func approvalsCommand() *cli.Command {
 						continue
 					}
 					for _, w := range rep.Waiting {
-						rows = append(rows, approvalRow{RunID: rep.RunID, RunDir: rep.RunDir, CallID: w.CallID, Tool: w.Tool, Skill: w.Skill, Arguments: w.Arguments, Why: w.Why})
+						rows = append(rows, approvalRow{RunID: rep.RunID, RunDir: rep.RunDir, CallID: w.CallID, Tool: w.Tool, Skill: w.Skill, Arguments: w.Arguments, Why: w.Why, Child: w.Child})
 					}
 				}
 			}
@@ -81,12 +86,16 @@ func approvalsCommand() *cli.Command {
 			} else {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tSKILL\tWHY\tARGUMENTS")
+				// Every cell but the header is words harness did not choose
+				// (a model's call and arguments, a skill's name): escaped,
+				// so that no row can rewrite another or hide what it asks.
+				e := termsafe.Escape
 				for _, r := range rows {
 					if r.Problem != "" {
-						fmt.Fprintf(tw, "%s\t-\t-\t-\tdoes not verify: %s\t-\n", r.RunID, r.Problem)
+						fmt.Fprintf(tw, "%s\t-\t-\t-\tdoes not verify: %s\t-\n", e(r.RunID), e(r.Problem))
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.CallID, r.Tool, dash(r.Skill), r.Why, shorten(r.Arguments, 80))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e(r.RunID), e(r.CallID), e(r.Tool), dash(e(r.Skill)), e(r.Why), shorten(e(r.Arguments), 80))
 				}
 				if err := tw.Flush(); err != nil {
 					return err

@@ -178,6 +178,9 @@ func batchMergeCommand() *cli.Command {
 			if cmd.NArg() == 0 {
 				return usagef("harness batch merge needs the shard directories")
 			}
+			if err := pipeline.CheckMergeOut(cmd.String("out")); err != nil {
+				return err
+			}
 			res, err := pipeline.Merge(cmd.Args().Slice(), runKey(), cmd.Bool("allow-unverified"))
 			if err != nil {
 				return err

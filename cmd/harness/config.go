@@ -10,6 +10,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/urfave/cli/v3"
+
+	"github.com/harness-dev/harness/yamlsafe"
 )
 
 // option describes one setting of `harness run` that can come from a flag,
@@ -92,7 +94,7 @@ func resolveOptions(cmd *cli.Command, opts []option) (*resolvedOptions, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.Strict()); err != nil {
+		if err := yamlsafe.Unmarshal(cfgPath, data, &cfg, yaml.Strict()); err != nil {
 			return nil, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", cfgPath, err))
 		}
 		for k := range cfg {

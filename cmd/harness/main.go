@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/harness-dev/harness/internal/startheap"
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/scripts"
 )
@@ -48,12 +49,13 @@ func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe 
 	err := app.Run(ctx, args)
 	if err != nil && app.Metadata[deliveredKey] == nil {
 		if derr := deliverUnparsed(args, err); derr != nil {
-			fmt.Fprintf(stderr, "harness: %v\n", derr)
+			fmt.Fprintf(stderr, "harness: %s\n", termsafe.Lines(derr.Error()))
 		}
 	}
 	code := outcome.ExitCode(err)
 	if err != nil && !isReported(err) {
-		fmt.Fprintf(stderr, "harness: %v\n", err)
+		// An error can quote a model, a skill or a provider.
+		fmt.Fprintf(stderr, "harness: %s\n", termsafe.Lines(err.Error()))
 	}
 	return code
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,7 +39,36 @@ func TestTargetsIn(t *testing.T) {
 func FuzzTargetsIn(f *testing.F) {
 	f.Add("--result-file\x00r.json\x00--prompt\x00--result-file")
 	f.Add("--result-file=\x00--\x00-")
+	takes := func(n string) bool { return len(n)%2 == 0 }
 	f.Fuzz(func(t *testing.T, joined string) {
-		targetsIn(strings.Split(joined, "\x00"), func(n string) bool { return len(n)%2 == 0 })
+		rest := strings.Split(joined, "\x00")
+		got := targetsIn(rest, takes)
+		// What follows "--" is arguments, never flags: cutting it off
+		// changes nothing.
+		before := rest
+		if i := slices.Index(rest, "--"); i >= 0 {
+			before = rest[:i]
+		}
+		if cut := targetsIn(before, takes); !maps.Equal(cut, got) {
+			t.Fatalf("%q: %v, but %v without what follows --", rest, got, cut)
+		}
+		// Every target found was written on the command line as that
+		// flag's value, inline or as the next argument (a flag given no value
+		// names none).
+		for name, val := range got {
+			if name != "result-file" && name != "output-last-message" {
+				t.Fatalf("%q: found %q", rest, name)
+			}
+			written := false
+			for i, a := range before {
+				flag := strings.TrimLeft(a, "-")
+				if strings.HasPrefix(a, "-") && (flag == name+"="+val || flag == name && (val == "" || i+1 < len(before) && before[i+1] == val)) {
+					written = true
+				}
+			}
+			if !written {
+				t.Fatalf("%q: %s = %q was not written as its value", rest, name, val)
+			}
+		}
 	})
 }

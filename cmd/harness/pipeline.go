@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
 )
@@ -207,7 +208,8 @@ func (o *pipelineOutput) report(res *record.PipelineResult) {
 	if !o.quiet {
 		for _, p := range units {
 			for _, c := range p.PendingApprovals {
-				fmt.Fprintf(o.stderr, "harness: %s %s waits for approval of %s (%s): %s; decide with --approve %s:%s or --deny %s:%s\n", unitWord(kind), p.Name, c.CallID, c.Tool, c.Why, p.Name, c.CallID, p.Name, c.CallID)
+				e := termsafe.Escape
+				fmt.Fprintf(o.stderr, "harness: %s %s waits for approval of %s (%s): %s; decide with --approve %s:%s or --deny %s:%s\n", unitWord(kind), e(p.Name), e(c.CallID), e(c.Tool), e(c.Why), e(p.Name), e(c.CallID), e(p.Name), e(c.CallID))
 			}
 		}
 		fmt.Fprintf(o.stderr, "harness: %s %s %s (exit %d)\nharness: %s directory: %s\n", kind, res.PipelineID, res.Status, res.ExitCode, kind, res.Dir)

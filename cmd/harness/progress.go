@@ -7,10 +7,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/charmbracelet/x/ansi"
 	"golang.org/x/term"
+
+	"github.com/harness-dev/harness/internal/termsafe"
 )
 
 // progress is what people see on stderr while a run works. On a terminal
@@ -77,7 +78,7 @@ func (p *progress) ticking() {
 
 // Write passes lines from the run (its start and end, warnings) through,
 // above the status line, with control characters other than newlines and
-// tabs replaced: a provider's error body can carry anything.
+// tabs escaped: a provider's error body can carry anything.
 func (p *progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -85,17 +86,12 @@ func (p *progress) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	p.clear()
-	_, err := io.WriteString(p.w, strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return r
-		}
-		return printableRune(r)
-	}, string(b)))
+	_, err := io.WriteString(p.w, termsafe.Lines(string(b)))
 	p.draw()
 	return len(b), err
 }
 
-// linef prints one lasting line. Every value in it is made printable:
+// linef prints one lasting line. Every value in it is escaped:
 // tool names and errors come from the model or the network, and an escape
 // sequence in them must not reach a terminal or a log.
 func (p *progress) linef(format string, args ...any) {
@@ -180,14 +176,6 @@ func (s status) text(now time.Time) string {
 	return printable(strings.Join(parts, " · "))
 }
 
-// printable replaces control characters (escape sequences, carriage
-// returns, newlines) so that a text can never move the cursor or forge a
-// line.
-func printable(s string) string { return strings.Map(printableRune, s) }
-
-func printableRune(r rune) rune {
-	if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-		return '?'
-	}
-	return r
-}
+// printable shows a text on one line with its control characters
+// escaped, so that it can never move the cursor or forge a line.
+func printable(s string) string { return termsafe.Escape(s) }

@@ -26,7 +26,7 @@ func TestStatusText(t *testing.T) {
 		{status{started: start}, "harness · turn 0 · 0 tokens · 12s"},
 		{status{runID: "r1", started: start, turn: 3, maxTurns: 50, tokens: 1234, maxTokens: 100000, activity: "running read_file", retries: 2},
 			"harness r1 · turn 3/50 · 1234/100000 tokens · 12s · running read_file · 2 retries"},
-		{status{runID: "r\x1b[2J", started: start, activity: "running a\rb"}, "harness r?[2J · turn 0 · 0 tokens · 12s · running a?b"},
+		{status{runID: "r\x1b[2J", started: start, activity: "running a\rb"}, `harness r\x1b[2J · turn 0 · 0 tokens · 12s · running a\rb`},
 	} {
 		if got := tc.st.text(now); got != tc.want {
 			t.Errorf("text = %q\nwant   %q", got, tc.want)
@@ -41,7 +41,7 @@ func TestPlainProgressHasNoControlCharacters(t *testing.T) {
 	p.linef("harness: turn %d: %s", 1, "evil\x1b]0;title\x07\r\nharness: forged line")
 	p.Close()
 	got := b.String()
-	if got != "harness: turn 1: evil?]0;title???harness: forged line\n" {
+	if got != `harness: turn 1: evil\x1b]0;title\x07\r\nharness: forged line`+"\n" {
 		t.Errorf("plain progress = %q", got)
 	}
 	var q bytes.Buffer

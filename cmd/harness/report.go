@@ -49,7 +49,13 @@ func reportCommand() *cli.Command {
 			if err != nil {
 				return usagef(err.Error())
 			}
-			verified := page.Judge(judgeFor(dir))
+			verify, own, set := judgeFor(dir)
+			if set != nil && set.Recomputed != nil && page.Set != nil {
+				// The result file is not what the journal gives: the page
+				// shows the journal's, under the banner that says so.
+				page.Set.TakeJournal(set.Recomputed)
+			}
+			verified := page.Judge(verify, own)
 			out := cmd.String("output")
 			if out == "" {
 				out = filepath.Clean(dir) + ".report.html"

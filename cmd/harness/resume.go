@@ -151,6 +151,7 @@ func resume(ctx context.Context, cmd *cli.Command, outs record.Outputs, followUp
 	jsonOut, quiet := cmd.Bool("json"), cmd.Bool("quiet")
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	ev := newEvents(cmd, jsonOut, quiet)
+	warnRelativePath(ev.stderr())
 	res, err := run.Resume(ctx, run.ResumeOptions{
 		RunDir:           cmd.Args().First(),
 		AllowDrift:       cmd.Bool("allow-drift"),

@@ -14,6 +14,7 @@ import (
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
 	"github.com/harness-dev/harness/runopts"
+	"github.com/harness-dev/harness/scripts"
 )
 
 var runOptions = []option{
@@ -67,9 +68,9 @@ var runOptions = []option{
 	{name: "attach", kind: kindStrings, usage: "hand `FILE` (regular UTF-8 text, at most 1 MiB) to the model as labelled context (data, not a command); recorded with its digest"},
 	{name: "output-last-message", usage: "write the final answer to `FILE` (also when the run fails with an answer)", def: ""},
 	{name: "result-file", usage: "copy result.json to `FILE`", def: ""},
-	{name: "allow-command", kind: kindStrings, usage: "let run_command (with --allow-tool run_command) run `PATTERN`: an exact command (\"go test ./...\") or a prefix ending in * (\"npm run *\"); words are separated by spaces and the command is run directly, never by a shell, in the sandbox with the workspace and no network"},
-	{name: "command-grant", usage: "bound what run_command's commands may touch by `FILE`, with the fields of a skill's metadata.harness.permissions (filesystem.read, filesystem.write, env, exec, network); default: the whole workspace, no network, no environment", def: ""},
-	{name: "command-cache", usage: "share `DIR` across run_command's calls and runs as its toolchains' cache (Go's build and module caches, npm's); default: each call's own, gone with it", def: ""},
+	{name: "allow-command", kind: kindStrings, usage: "let run_command (with --allow-tool run_command) run `PATTERN`: an exact command (\"go test ./...\") or a prefix ending in * (\"npm run *\"); words are separated by spaces and the command is run directly, never by a shell, in the sandbox with the workspace and no network. A prefix runs whatever code the tool runs: \"go test *\" allows go test -exec PROGRAM, \"npm run *\" every script in package.json"},
+	{name: "command-grant", usage: "bound what run_command's commands may touch by `FILE`, with the fields of a skill's metadata.harness.permissions (filesystem.read, filesystem.write, env, exec, network; exec names programs on PATH, absolute files, directories ending in / and $TMPDIR/, docs/permissions.md); default: the whole workspace, no network, no environment", def: ""},
+	{name: "command-cache", usage: "share `DIR` across run_command's calls and runs as its toolchains' cache (Go's build and module caches, npm's); default: each call's own, gone with it. What one call puts there, the next call's and run's toolchain uses: a module planted in Go's module cache is what the next go test builds", def: ""},
 	{name: "tier", kind: kindStrings, usage: "map a model tier skills ask for (metadata.harness.tier: light, standard, heavy, vision) to a model, as `TIER=MODEL`: a child run started with such a skill (or a pipeline phase with tier:) runs on it; standard is --model unless mapped, and vision marks a model the operator vouches can see"},
 	{name: "price", kind: kindStrings, usage: "what a model costs, as `MODEL=IN/OUT` per million input and output tokens: result.json then gives a cost per model and in total"},
 	{name: "fallback-model", usage: "model `NAME` to continue with when --model fails with an outage after its retries (recorded in the journal and result.json)", def: ""},
@@ -86,6 +87,7 @@ var runOptions = []option{
 	{name: "max-retries", kind: kindInt, usage: "retries of a transient provider failure (`N`: timeouts, 408, 409, 429, 5xx, broken connections), with exponential backoff and jitter that honours Retry-After", def: runopts.DefaultMaxRetries},
 	{name: "retry-max-wait", kind: kindDuration, usage: "longest wait `DUR` between retries (default 30s)"},
 	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: runopts.DefaultMaxTurns},
+	{name: "max-tool-calls-per-turn", kind: kindInt, usage: "run at most `N` tool calls of one answer; the rest are answered tool_calls_per_turn without running", def: runopts.DefaultMaxToolCallsPerTurn},
 	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DUR` for the run, e.g. 10m (exit 3, resumable)"},
 	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
 	{name: "artifacts-dir", usage: "`DIR` that holds run directories", def: ".harness/runs"},
@@ -271,6 +273,7 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 		Profiles:            ro.str("profiles"),
 		Sandbox:             ro.str("sandbox"),
 		MaxTurns:            ro.int("max-turns"),
+		MaxToolCallsPerTurn: ro.int("max-tool-calls-per-turn"),
 		Timeout:             ro.dur("timeout"),
 		MaxTokens:           int64(ro.int("max-tokens")),
 		ArtifactsDir:        ro.str("artifacts-dir"),
@@ -287,10 +290,20 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 	ev := newEvents(cmd, jsonOut, quiet)
 	opts.OnEvent, opts.Stderr = ev.render, ev.stderr()
+	warnRelativePath(opts.Stderr)
 	res, err := run.Run(ctx, opts)
 	ev.Close()
 	reportResult(stdout, stderr, res, err, jsonOut, quiet)
 	return res, err
+}
+
+// warnRelativePath says which PATH entries the run's sandboxed programs
+// are never looked up in (scripts.LookupBinary skips them), so a command
+// that is not found is not a mystery.
+func warnRelativePath(w io.Writer) {
+	for _, dir := range scripts.RelativePathEntries(os.Getenv("PATH")) {
+		fmt.Fprintf(w, "harness: PATH entry %q is relative; programs a run starts are looked up only in absolute PATH entries\n", dir)
+	}
 }
 
 // reportResult prints the answer on stdout (unless --json, whose stream

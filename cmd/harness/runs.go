@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/harness-dev/harness/outcome"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/internal/termsafe"
+	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/report"
 )
 
@@ -61,7 +62,10 @@ func runsCommand() *cli.Command {
 				if r.Ended() {
 					exit = strconv.Itoa(r.ExitCode)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%v\t%s\n", r.RunID, r.Status, dash(r.Reason), exit, r.Turns, report.Age(now, r.StartedAt), r.Resumable, verifiesWord(*r.Verdict))
+				// A run directory is input: its id, status and reason are read
+				// from files anyone who can write it chose.
+				e := termsafe.Escape
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%v\t%s\n", e(r.RunID), e(r.Status), dash(e(r.Reason)), exit, r.Turns, report.Age(now, r.StartedAt), r.Resumable, e(verifiesWord(*r.Verdict)))
 			}
 			return tw.Flush()
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/discovery"
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -161,8 +162,12 @@ func skillsDiscoverCommand() *cli.Command {
 			if cmd.Bool("json") {
 				return writeJSONTo(w, out)
 			}
+			// Every name, description, source and install line is an
+			// index's or a registry's words: escaped before a terminal
+			// sees them.
+			e := termsafe.Escape
 			for _, warn := range out.Warnings {
-				fmt.Fprintf(cmd.Root().ErrWriter, "harness: %s\n", warn)
+				fmt.Fprintf(cmd.Root().ErrWriter, "harness: %s\n", e(warn))
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SCORE\tNAME\tFROM\tINSTALLED\tSOURCE\tDESCRIPTION")
@@ -171,15 +176,15 @@ func skillsDiscoverCommand() *cli.Command {
 				if c.Ref != "" {
 					src += "@" + c.Ref
 				}
-				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", c.Score, c.Name, c.From, orDash(c.Installed), src, shorten(c.Description, 60))
+				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\t%s\t%s\n", c.Score, e(c.Name), e(c.From), orDash(e(c.Installed)), e(src), shorten(e(c.Description), 60))
 			}
 			tw.Flush()
 			if cmd.Bool("mcp") {
 				fmt.Fprintf(w, "\nMCP servers (%s):\n", cmd.String("mcp-registry"))
 				for _, s := range out.MCPServers {
-					fmt.Fprintf(w, "  %s %s: %s\n", s.Name, s.Version, shorten(s.Description, 70))
+					fmt.Fprintf(w, "  %s %s: %s\n", e(s.Name), e(s.Version), shorten(e(s.Description), 70))
 					for _, h := range s.Install {
-						fmt.Fprintf(w, "    %s\n", h)
+						fmt.Fprintf(w, "    %s\n", e(h))
 					}
 				}
 			}

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/harness-dev/harness/discovery"
+	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/store"
+	"github.com/harness-dev/harness/yamlsafe"
 	"github.com/urfave/cli/v3"
 )
 
@@ -83,6 +83,13 @@ func readTrustedSources(file string) ([]string, error) {
 	}
 	var out []string
 	for _, p := range cfg.Skills.TrustedSources {
+		// A prefix gitsource would refuse as a source trusts nothing:
+		// say so rather than leave the operator wondering.
+		if strings.Contains(p, "://") {
+			if err := gitsource.CheckURL(p); err != nil {
+				return nil, usagef(fmt.Sprintf("--config %s: skills.trustedSources %s is refused: %v", file, p, err))
+			}
+		}
 		if !filepath.IsAbs(p) && !strings.Contains(p, "://") {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
@@ -111,7 +118,7 @@ func readSkillsConfig(file string) (skillsConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if err := yaml.Unmarshal(data, &cfg); err != nil {
+	if err := yamlsafe.Unmarshal(file, data, &cfg); err != nil {
 		return cfg, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", file, err))
 	}
 	return cfg, nil

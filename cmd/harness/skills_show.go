@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/audit"
+	"github.com/harness-dev/harness/grant"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -172,6 +173,15 @@ func printAssessment(w io.Writer, a audit.Assessment) {
 				continue
 			}
 			fmt.Fprintf(w, "  %s: %s → %s\n", f.k, strings.Join(f.vs, ", "), f.how)
+			if f.k == "exec" {
+				// What the names and directories come to here is what
+				// the execute layer holds: the reviewer sees files.
+				set := grant.ResolveExec(p.Exec, os.Getenv("PATH"))
+				fmt.Fprintf(w, "    on this machine: %s\n", set)
+				if len(set.Missing) > 0 {
+					fmt.Fprintf(w, "    not found here (runs nothing): %s\n", strings.Join(set.Missing, ", "))
+				}
+			}
 		}
 		if p.Credentials {
 			fmt.Fprintln(w, "  credentials: yes → a label for the reviewer; nothing enforces it")

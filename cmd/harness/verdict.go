@@ -42,13 +42,15 @@ func verdictFrom(rep *rundir.Report) report.Verdict {
 // itself and of what it recorded of its units. A set is verified once:
 // its units' run verdicts come from that pass, and a unit whose run does
 // not verify is told by that run's own verdict, not twice.
-func judgeFor(dir string) (verify func(string) report.Verdict, own []string) {
+//
+// set is the set's verification (nil: dir is a run directory).
+func judgeFor(dir string) (verify func(string) report.Verdict, own []string, set *pipeline.Verification) {
 	if !isSetDir(dir) {
-		return verdictOf, nil
+		return verdictOf, nil, nil
 	}
 	v, err := pipeline.Verify(dir, runKey())
 	if err != nil {
-		return verdictOf, []string{err.Error()}
+		return verdictOf, []string{err.Error()}, nil
 	}
 	known := map[string]report.Verdict{}
 	own = append(own, v.Problems...)
@@ -65,7 +67,7 @@ func judgeFor(dir string) (verify func(string) report.Verdict, own []string) {
 			return k
 		}
 		return verdictOf(d)
-	}, own
+	}, own, v
 }
 
 // unverified ends a reader's command: the banner on stderr too, and exit 5

@@ -98,8 +98,11 @@ func verifySet(cmd *cli.Command) error {
 		}
 	} else {
 		seal := "not sealed"
-		if v.Sealed {
+		switch {
+		case v.SealChecked:
 			seal = "sealed, seal checked"
+		case v.Sealed:
+			seal = "sealed, but the seal was not checked"
 		}
 		fmt.Fprintf(w, "%s %s: %s\n", v.Kind, v.ID, seal)
 		for _, p := range v.Problems {

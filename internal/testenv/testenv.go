@@ -6,10 +6,13 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -105,4 +108,23 @@ func Build(dir, goos, goarch string) (string, error) {
 	}
 	buildCache[key] = bin
 	return bin, nil
+}
+
+// NeedRoot stops the test unless it runs as root (what it checks only
+// happens there: dropping privileges, idmapped mounts). CI runs as root,
+// so there a non-root run fails instead of passing without the check.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Need(t, "root ("+why+")", errors.New("the test runs as uid "+strconv.Itoa(os.Geteuid())))
+	}
+}
+
+// NeedArch stops the test unless it runs on arch (what it checks is
+// translated for that architecture only); CI's machines are that one.
+func NeedArch(t testing.TB, arch, why string) {
+	t.Helper()
+	if runtime.GOARCH != arch {
+		Need(t, arch+" ("+why+")", errors.New("this is "+runtime.GOARCH))
+	}
 }

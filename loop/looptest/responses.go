@@ -99,7 +99,7 @@ func (s *Server) altered(body []byte) string {
 // documented order: response.created, then per output item
 // output_item.added, its text as output_text.delta events, and
 // output_item.done, then response.completed (or response.incomplete).
-func writeEvents(w http.ResponseWriter, resp map[string]any) {
+func writeEvents(w http.ResponseWriter, resp map[string]any, cut bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	seq := 0
 	event := func(typ string, fields map[string]any) {
@@ -140,6 +140,9 @@ func writeEvents(w http.ResponseWriter, resp map[string]any) {
 			event("response.output_item.added", map[string]any{"output_index": i, "item": item})
 		}
 		event("response.output_item.done", map[string]any{"output_index": i, "item": item})
+	}
+	if cut {
+		return
 	}
 	final := "response.completed"
 	if resp["status"] == "incomplete" {

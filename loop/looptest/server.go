@@ -47,6 +47,10 @@ type Reply struct {
 	// the Responses API, "length" and "content_filter" make the response
 	// incomplete for max_output_tokens and content_filter.
 	FinishReason string `json:"finishReason,omitempty"`
+	// Cut ends a streamed reply where a dropped connection would: after
+	// the message and its tool calls, before the finish reason and [DONE]
+	// (over the Responses API, before response.completed).
+	Cut bool `json:"cut,omitempty"`
 	// Hang makes the server hold the request until the client gives up,
 	// to exercise timeouts and interrupts without sleeping.
 	Hang bool `json:"hang,omitempty"`
@@ -174,7 +178,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		resp := s.response(n, rep)
 		if stream {
-			writeEvents(w, resp)
+			writeEvents(w, resp, rep.Cut)
 			return
 		}
 		writeJSON(w, http.StatusOK, resp)
@@ -182,7 +186,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	c := completion(n, rep)
 	if stream {
-		writeStream(w, c)
+		writeStream(w, c, rep.Cut)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
@@ -191,7 +195,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 // writeStream sends a completion as server-sent events, the way streaming
 // endpoints do: the message in a delta chunk, then the finish reason, then
 // usage in a chunk of its own, then [DONE].
-func writeStream(w http.ResponseWriter, c map[string]any) {
+func writeStream(w http.ResponseWriter, c map[string]any, cut bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	choice := c["choices"].([]any)[0].(map[string]any)
 	msg := choice["message"].(map[string]any)
@@ -219,6 +223,9 @@ func writeStream(w http.ResponseWriter, c map[string]any) {
 		fmt.Fprintf(w, "data: %s\n\n", b)
 	}
 	chunk([]any{map[string]any{"index": 0, "delta": delta}}, nil)
+	if cut {
+		return
+	}
 	chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": choice["finish_reason"]}}, nil)
 	if u, ok := c["usage"]; ok {
 		chunk([]any{}, u)

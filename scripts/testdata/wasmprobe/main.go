@@ -44,6 +44,13 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("wrote", args[0])
+	case "put":
+		// Replaces a file with the given text.
+		if err := os.WriteFile(args[0], []byte(args[1]), 0o644); err != nil {
+			fmt.Printf("error: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Println("put", args[0])
 	case "append":
 		f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err == nil {

@@ -1,0 +1,391 @@
+package grant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/harness-dev/harness/workspace"
+)
+
+// Git control paths.
+//
+// git runs code from a repository's directory on the host: hooks,
+// core.hooksPath, core.fsmonitor, filters in its config. Any .git in the
+// workspace, not only the root's, is such a directory, or a file naming
+// one: `git status` at the root recurses into a submodule, whose .git file
+// says where its repository is, and a person working in a nested
+// repository runs what its config says. So every .git the run finds at
+// its start is kept read-only (with the directory a .git file names, and
+// the .gitmodules files), and a .git that appears during a call is
+// removed after it.
+//
+// Finding them must not cost a walk of the workspace per call: one walk
+// at run start records every directory with its inode and change time
+// (st_ctim, which no user can set, unlike st_mtim); making, removing or
+// renaming an entry changes its directory's ctime, so a sweep after a
+// call stats each known directory and reads only those that changed,
+// walking whole any directory it did not know.
+
+// racyWindow is how recent a directory's ctime may be and still be
+// trusted not to change again within the same clock tick: file times come
+// from a coarse clock, so an entry made right after the directory was
+// read can leave its ctime unchanged. Such a directory is read again at
+// the next sweep (git's index has the same rule for racy timestamps).
+const racyWindow = time.Second
+
+// GitIndex is the workspace's git control paths found at run start, and
+// what a sweep needs to find the .git entries made since.
+type GitIndex struct {
+	host  string
+	skip  []string // clean relative paths not walked: .harness, run directories
+	allow []string // host paths the operator allows writes to (--allow-protected-write)
+
+	mu     sync.Mutex
+	dirs   map[string]dirStamp
+	gits   map[string]gitEntry // every .git entry, by relative path
+	mods   []string            // .gitmodules files, relative
+	listed int                 // directories listed, for tests and benchmarks
+}
+
+type dirStamp struct {
+	ino   uint64
+	ctime unix.Timespec
+	racy  bool
+}
+
+// gitEntry is what a .git was when the run found it, so that one moved
+// (an ancestor renamed under bwrap) can be put back and a link replaced
+// can be made again.
+type gitEntry struct {
+	dev, ino uint64
+	mode     uint32 // S_IFMT bits
+	link     string // the target of a .git that is a link
+}
+
+// ScanGit walks the workspace at host once, never following a link and
+// never entering a .git, .harness or a path of skip (host paths: the run
+// directories), and indexes what it finds.
+func ScanGit(ctx context.Context, host string, skip, allow []string) (*GitIndex, error) {
+	host, err := filepath.Abs(host)
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(host); err == nil {
+		host = real
+	}
+	x := &GitIndex{host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}}
+	for _, s := range skip {
+		if abs, err := filepath.Abs(s); err == nil {
+			if rel, err := filepath.Rel(host, abs); err == nil && workspace.Within(host, abs) && rel != "." {
+				x.skip = append(x.skip, filepath.ToSlash(rel))
+			}
+		}
+	}
+	for _, a := range allow {
+		if abs, err := filepath.Abs(a); err == nil {
+			x.allow = append(x.allow, abs)
+		}
+	}
+	root, err := openRootDir(host)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", host, err)
+	}
+	defer unix.Close(root)
+	var found []string
+	if err := x.walk(ctx, root, ".", time.Now(), &found); err != nil {
+		return nil, err
+	}
+	for _, rel := range found {
+		x.gits[rel] = x.identify(root, rel)
+	}
+	return x, nil
+}
+
+// ControlPaths are the host paths to keep read-only: every .git found,
+// the directory each .git file names with its commondir, and every
+// .gitmodules.
+func (x *GitIndex) ControlPaths() []string {
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []string
+	for _, rel := range slices.Sorted(maps.Keys(x.gits)) {
+		p := filepath.Join(x.host, filepath.FromSlash(rel))
+		out = append(out, p)
+		if target := gitdirOf(p); target != "" {
+			out = append(out, target)
+			if common := commondirOf(target); common != "" {
+				out = append(out, common)
+			}
+		}
+	}
+	for _, rel := range x.mods {
+		out = append(out, filepath.Join(x.host, filepath.FromSlash(rel)))
+	}
+	return out
+}
+
+// Sweep finds the .git entries made since the scan or the last sweep:
+// each is removed (a known one moved elsewhere is moved back, a known link
+// replaced is made again), and returned as the relative paths it was
+// found at. Only directories whose ctime changed are read.
+func (x *GitIndex) Sweep() []string {
+	if x == nil {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	root, err := openRootDir(x.host)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(root)
+	now := time.Now()
+	var changed []string
+	for rel, old := range x.dirs {
+		var st unix.Stat_t
+		if err := fstatat(root, rel, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ino != old.ino {
+			// Gone or replaced: its parent changed too and is read again,
+			// which walks whatever is at this name now.
+			delete(x.dirs, rel)
+			continue
+		}
+		if st.Ctim != old.ctime || old.racy {
+			changed = append(changed, rel)
+		}
+	}
+	var found []string
+	slices.Sort(changed)
+	for _, rel := range changed {
+		x.reread(root, rel, now, &found)
+	}
+	return x.settle(root, found)
+}
+
+// settle deals with the .git entries found in changed directories: a
+// known one where it was is left; one that is a known entry moved (same
+// inode) goes back; anything else is removed. Known entries no longer
+// where they were and not found moved are reported too.
+func (x *GitIndex) settle(root int, found []string) []string {
+	var made []string
+	moved := map[string]string{} // known relative path -> where it is now
+	for _, rel := range found {
+		if x.allowed(rel) {
+			continue
+		}
+		id := x.identify(root, rel)
+		if known, ok := x.gits[rel]; ok && known.same(id) {
+			continue
+		}
+		if from, ok := x.knownAs(id); ok && from != rel {
+			moved[from] = rel
+			continue
+		}
+		made = append(made, rel)
+	}
+	r, err := os.OpenRoot(x.host)
+	if err != nil {
+		return made
+	}
+	defer r.Close()
+	for _, rel := range made {
+		r.RemoveAll(rel)
+		x.touched(rel)
+	}
+	for rel, known := range x.gits {
+		if id := x.identify(root, rel); known.same(id) {
+			continue
+		}
+		if at, ok := moved[rel]; ok {
+			// The entry was moved with an ancestor: whatever now holds its
+			// name goes, and it goes back.
+			r.RemoveAll(rel)
+			r.MkdirAll(path.Dir(rel), 0o755)
+			if err := r.Rename(at, rel); err != nil {
+				made = append(made, fmt.Sprintf("%s (moved to %s; it could not be moved back: %v)", rel, at, err))
+			} else {
+				made = append(made, fmt.Sprintf("%s (moved to %s; moved back)", rel, at))
+			}
+			x.touched(rel)
+			x.touched(at)
+			continue
+		}
+		if known.mode == unix.S_IFLNK {
+			r.RemoveAll(rel)
+			r.MkdirAll(path.Dir(rel), 0o755)
+			if r.Symlink(known.link, rel) == nil {
+				made = append(made, rel+" (a link, replaced; made again)")
+			}
+			x.touched(rel)
+		}
+	}
+	slices.Sort(made)
+	return made
+}
+
+// touched marks the directory of rel to be read again at the next sweep:
+// the sweep itself changed it.
+func (x *GitIndex) touched(rel string) {
+	if d, ok := x.dirs[path.Dir(rel)]; ok {
+		d.racy = true
+		x.dirs[path.Dir(rel)] = d
+	}
+}
+
+func (x *GitIndex) allowed(rel string) bool {
+	p := filepath.Join(x.host, filepath.FromSlash(rel))
+	for _, a := range x.allow {
+		if workspace.Within(a, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *GitIndex) knownAs(id gitEntry) (string, bool) {
+	if id.mode == 0 {
+		return "", false
+	}
+	for rel, known := range x.gits {
+		if known.same(id) && known.mode != unix.S_IFLNK {
+			return rel, true
+		}
+	}
+	return "", false
+}
+
+func (e gitEntry) same(o gitEntry) bool {
+	return e.mode != 0 && e.mode == o.mode && e.dev == o.dev && e.ino == o.ino
+}
+
+// identify describes the entry rel, never following it (zero when absent).
+func (x *GitIndex) identify(root int, rel string) gitEntry {
+	var st unix.Stat_t
+	if fstatat(root, rel, &st) != nil {
+		return gitEntry{}
+	}
+	e := gitEntry{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}
+	if e.mode == unix.S_IFLNK {
+		e.link, _ = os.Readlink(filepath.Join(x.host, filepath.FromSlash(rel)))
+	}
+	return e
+}
+
+// walk records dir (relative to root) and everything below it: each
+// directory's stamp, the .git entries in found, the .gitmodules files.
+func (x *GitIndex) walk(ctx context.Context, root int, rel string, now time.Time, found *[]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	subdirs := x.read(root, rel, now, found)
+	for _, sub := range subdirs {
+		if err := x.walk(ctx, root, sub, now, found); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reread reads a known directory that changed: its .git entries go to
+// found, and its subdirectories the index does not know are walked whole.
+func (x *GitIndex) reread(root int, rel string, now time.Time, found *[]string) {
+	for _, sub := range x.read(root, rel, now, found) {
+		if _, ok := x.dirs[sub]; !ok {
+			x.walk(context.Background(), root, sub, now, found)
+		}
+	}
+}
+
+// read lists one directory, stamps it, and returns its subdirectories to
+// enter. A directory that cannot be opened is stamped from outside, so
+// that the next sweep tries it again once it changes.
+func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []string {
+	fd, err := openBeneath(root, rel)
+	if err != nil {
+		var st unix.Stat_t
+		if fstatat(root, rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			x.dirs[rel] = stampOf(&st, now)
+		}
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	x.listed++
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return nil
+	}
+	x.dirs[rel] = stampOf(&st, now)
+	entries, _ := f.ReadDir(-1)
+	var subdirs []string
+	for _, de := range entries {
+		sub := path.Join(rel, de.Name())
+		switch {
+		case workspace.IsGitName(de.Name()):
+			*found = append(*found, sub)
+		case de.Name() == ".gitmodules":
+			if !slices.Contains(x.mods, sub) {
+				x.mods = append(x.mods, sub)
+			}
+		case de.IsDir() && !slices.Contains(x.skip, sub):
+			// os reads the type with lstat where getdents gives none: a
+			// link to a directory is never entered.
+			subdirs = append(subdirs, sub)
+		}
+	}
+	return subdirs
+}
+
+func stampOf(st *unix.Stat_t, now time.Time) dirStamp {
+	ct := time.Unix(st.Ctim.Unix())
+	return dirStamp{ino: st.Ino, ctime: st.Ctim, racy: !ct.Before(now.Add(-racyWindow))}
+}
+
+func openRootDir(host string) (int, error) {
+	return unix.Open(host, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
+// openBeneath opens the directory rel below root for listing, refusing a
+// link anywhere on the way: what is read is what lies in the workspace.
+func openBeneath(root int, rel string) (int, error) {
+	if rel == "." {
+		return unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	return unix.Openat2(root, rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+}
+
+func fstatat(root int, rel string, st *unix.Stat_t) error {
+	if rel == "." {
+		return unix.Fstat(root, st)
+	}
+	// A path through a link is not the entry the index knows.
+	fd, err := unix.Openat2(root, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err == unix.ELOOP {
+		// The final component is a link (O_PATH|O_NOFOLLOW opens a link
+		// itself, so this is a link on the way).
+		return errors.New("through a link")
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fstat(fd, st)
+}

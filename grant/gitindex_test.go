@@ -1,0 +1,219 @@
+package grant
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tree makes the entries of spec under a new directory: "d/" a
+// directory, "l -> target" a link, anything else a file whose content
+// follows "=".
+func tree(t *testing.T, spec ...string) string {
+	t.Helper()
+	host, _ := filepath.EvalSymlinks(t.TempDir())
+	for _, e := range spec {
+		switch {
+		case strings.HasSuffix(e, "/"):
+			os.MkdirAll(filepath.Join(host, e), 0o755)
+		case strings.Contains(e, " -> "):
+			name, target, _ := strings.Cut(e, " -> ")
+			os.MkdirAll(filepath.Dir(filepath.Join(host, name)), 0o755)
+			if err := os.Symlink(strings.ReplaceAll(target, "$HOST", host), filepath.Join(host, name)); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			name, content, _ := strings.Cut(e, "=")
+			os.MkdirAll(filepath.Dir(filepath.Join(host, name)), 0o755)
+			if err := os.WriteFile(filepath.Join(host, name), []byte(strings.ReplaceAll(content, "$HOST", host)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return host
+}
+
+// rels are the control paths inside host, relative; outside ones as
+// "OUT:" and the path.
+func rels(host string, ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if r, err := filepath.Rel(host, p); err == nil && !strings.HasPrefix(r, "..") {
+			out = append(out, filepath.ToSlash(r))
+		} else {
+			out = append(out, "OUT:"+p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestControlPaths: what the run-start walk finds and keeps read-only.
+func TestControlPaths(t *testing.T) {
+	outside, _ := filepath.EvalSymlinks(t.TempDir())
+	os.MkdirAll(filepath.Join(outside, "r", ".git"), 0o755)
+	for _, tc := range []struct {
+		name string
+		spec []string
+		skip []string
+		want []string
+	}{
+		{"a repository", []string{".git/hooks/", ".git/config=[core]", "src/a.go=x"}, nil, []string{".git"}},
+		{"a submodule: gitfile with a relative gitdir, and .gitmodules",
+			[]string{".git/modules/sub/", ".gitmodules=[submodule \"sub\"]", "sub/.git=gitdir: ../.git/modules/sub\n"}, nil,
+			[]string{".git", ".git/modules/sub", ".gitmodules", "sub/.git"}},
+		{"a gitfile with an absolute gitdir", []string{"repo/", "w/.git=gitdir: $HOST/repo\n"}, nil, []string{"repo", "w/.git"}},
+		{"a gitfile naming a directory that holds a commondir",
+			[]string{"main/.git/worktrees/wt/commondir=../..\n", "wt/.git=gitdir: ../main/.git/worktrees/wt\n"}, nil,
+			[]string{"main/.git", "main/.git", "main/.git/worktrees/wt", "wt/.git"}},
+		{"a gitfile naming a path outside the workspace", []string{"w/.git=gitdir: " + outside + "/r\n"}, nil, []string{"OUT:" + outside + "/r", "w/.git"}},
+		{"a gitfile that is not one", []string{"w/.git=not a gitfile"}, nil, []string{"w/.git"}},
+		{"a nested repository, deep", []string{"a/b/c/nested/.git/hooks/", "a/b/c/nested/x=1"}, nil, []string{"a/b/c/nested/.git"}},
+		{"a nested submodule's .gitmodules", []string{"lib/.gitmodules=x", "lib/.git=gitdir: ../.git/modules/lib\n"}, nil,
+			[]string{".git/modules/lib", "lib/.git", "lib/.gitmodules"}},
+		{"a link named .git is kept as the link", []string{"real/", "w/.git -> ../real"}, nil, []string{"w/.git"}},
+		{"a .git in capitals", []string{"w/.GIT/"}, nil, []string{"w/.GIT"}},
+		{"a .git inside .harness is not looked for", []string{".harness/runs/r1/.git/", ".harness/x/.git=gitdir: /etc\n"}, nil, nil},
+		{"nor under a path skipped", []string{"runs/r/.git/"}, []string{"runs"}, nil},
+		{"nor through a link to a directory", []string{"w -> " + outside + "/r"}, nil, nil},
+		{"nor inside a .git", []string{".git/modules/sub/.git/", "x.git/", ".gitx/"}, nil, []string{".git"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := tree(t, tc.spec...)
+			var skip []string
+			for _, s := range tc.skip {
+				skip = append(skip, filepath.Join(host, s))
+			}
+			x, err := ScanGit(context.Background(), host, skip, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rels(host, x.ControlPaths()); !slices.Equal(got, tc.want) {
+				t.Errorf("control paths %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGitSweep: what a sweep after a call finds, and what it leaves.
+func TestGitSweep(t *testing.T) {
+	base := []string{".git/hooks/", "sub/.git=gitdir: ../.git/modules/sub\n", ".git/modules/sub/", "nested/.git/config=x", "a/b/c/", "link/.git -> ../a", "allowed/"}
+	for _, tc := range []struct {
+		name   string
+		change func(host string)
+		want   []string
+		gone   []string // paths that must not exist after the sweep
+		back   []string // paths that must exist after it
+	}{
+		{"nothing changed", func(string) {}, nil, nil, nil},
+		{"an ordinary file written", func(h string) { os.WriteFile(filepath.Join(h, "a/b/new.txt"), nil, 0o644) }, nil, nil, nil},
+		{"a .git directory in a known directory", func(h string) { os.MkdirAll(filepath.Join(h, "a/b/.git/hooks"), 0o755) },
+			[]string{"a/b/.git"}, []string{"a/b/.git"}, nil},
+		{"a .git file deep in new directories", func(h string) {
+			os.MkdirAll(filepath.Join(h, "a/new/deeper"), 0o755)
+			os.WriteFile(filepath.Join(h, "a/new/deeper/.git"), []byte("gitdir: ../../evil\n"), 0o644)
+		}, []string{"a/new/deeper/.git"}, []string{"a/new/deeper/.git"}, []string{"a/new/deeper"}},
+		{"a .git link", func(h string) { os.Symlink("/etc", filepath.Join(h, "a/b/c/.git")) }, []string{"a/b/c/.git"}, []string{"a/b/c/.git"}, nil},
+		{"a .GIT", func(h string) { os.MkdirAll(filepath.Join(h, "a/.GIT"), 0o755) }, []string{"a/.GIT"}, []string{"a/.GIT"}, nil},
+		{"a submodule moved away with its directory", func(h string) {
+			os.Rename(filepath.Join(h, "sub"), filepath.Join(h, "a/sub"))
+			os.MkdirAll(filepath.Join(h, "a/.git/modules/sub"), 0o755)
+		}, []string{"a/.git", "sub/.git (moved to a/sub/.git; moved back)"}, []string{"a/.git", "a/sub/.git"}, []string{"sub/.git"}},
+		{"a nested repository moved, a new one in its place", func(h string) {
+			os.Rename(filepath.Join(h, "nested"), filepath.Join(h, "a/b/nested"))
+			os.MkdirAll(filepath.Join(h, "nested/.git"), 0o755)
+			os.WriteFile(filepath.Join(h, "nested/.git/config"), []byte("evil"), 0o644)
+		}, []string{"nested/.git", "nested/.git (moved to a/b/nested/.git; moved back)"}, []string{"a/b/nested/.git"}, []string{"nested/.git/config"}},
+		{"a known link replaced", func(h string) {
+			os.Remove(filepath.Join(h, "link/.git"))
+			os.WriteFile(filepath.Join(h, "link/.git"), []byte("gitdir: /evil\n"), 0o644)
+		}, []string{"link/.git", "link/.git (a link, replaced; made again)"}, nil, nil},
+		{"a .git where the operator allows writes", func(h string) { os.MkdirAll(filepath.Join(h, "allowed/.git"), 0o755) }, nil, nil, []string{"allowed/.git"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := tree(t, base...)
+			x, err := ScanGit(context.Background(), host, nil, []string{filepath.Join(host, "allowed")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(host)
+			got := x.Sweep()
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("swept %q, want %q", got, tc.want)
+			}
+			for _, p := range tc.gone {
+				if _, err := os.Lstat(filepath.Join(host, p)); err == nil {
+					t.Errorf("%s is still there", p)
+				}
+			}
+			for _, p := range tc.back {
+				if _, err := os.Lstat(filepath.Join(host, p)); err != nil {
+					t.Errorf("%s: %v", p, err)
+				}
+			}
+			if tc.name == "a known link replaced" {
+				if l, err := os.Readlink(filepath.Join(host, "link/.git")); err != nil || l != "../a" {
+					t.Errorf("link/.git is %q (%v), want the link to ../a", l, err)
+				}
+			}
+			if again := x.Sweep(); len(again) > 0 {
+				t.Errorf("a second sweep found %q", again)
+			}
+		})
+	}
+}
+
+// TestGitSweepReadsOnlyChanges: a sweep reads only directories whose
+// ctime moved (or was too recent to trust when last read), not the tree.
+func TestGitSweepReadsOnlyChanges(t *testing.T) {
+	var spec []string
+	for i := range 50 {
+		spec = append(spec, filepath.Join("d", string(rune('a'+i%26))+strings.Repeat("x", i/26), "f=1"))
+	}
+	host := tree(t, spec...)
+	x, err := ScanGit(context.Background(), host, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything was just made: racy, read again once.
+	x.Sweep()
+	for rel, d := range x.dirs {
+		d.racy = false
+		x.dirs[rel] = d
+	}
+	os.MkdirAll(filepath.Join(host, "d/a/.git"), 0o755)
+	before := x.listed
+	if got := x.Sweep(); !slices.Equal(got, []string{"d/a/.git"}) {
+		t.Errorf("swept %q", got)
+	}
+	if n := x.listed - before; n != 1 {
+		t.Errorf("the sweep listed %d directories of %d, want 1 (d/a)", n, len(x.dirs))
+	}
+}
+
+// FuzzParseGitfile: whatever a .git file holds, the parser returns a
+// path without NUL and without surrounding white space, or nothing, and
+// never panics.
+func FuzzParseGitfile(f *testing.F) {
+	for _, s := range []string{"gitdir: ../.git/modules/sub\n", "gitdir: /abs/path\r\n", "gitdir:x", "gitdir: \n", "gitdir: a\nb\n", "nothing", "gitdir: a\x00b", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		target, ok := ParseGitfile(b)
+		if !ok {
+			if target != "" {
+				t.Fatalf("not ok but %q", target)
+			}
+			return
+		}
+		if target == "" || strings.IndexByte(target, 0) >= 0 || strings.TrimSpace(target) != target {
+			t.Fatalf("ParseGitfile(%q) = %q", b, target)
+		}
+		if !strings.HasPrefix(string(b), "gitdir:") || !strings.Contains(string(b), target) {
+			t.Fatalf("ParseGitfile(%q) = %q: not what the file says", b, target)
+		}
+	})
+}

@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	"github.com/harness-dev/harness/kube"
+)
+
+// What a container of a generated manifest receives, once Kubernetes
+// has expanded its command with its variables (the key a known value).
+func expanded(c corev1.Container) []string {
+	vars := map[string]string{"HARNESS_API_KEY": "sk-the-real-key"}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			vars[e.Name] = e.Value
+		}
+	}
+	out := make([]string, len(c.Command))
+	for i, w := range c.Command {
+		out[i] = kube.Expand(w, vars)
+	}
+	return out
+}
+
+func restricted(t *testing.T, meta *metav1.ObjectMeta, spec *corev1.PodSpec) {
+	t.Helper()
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := policy.AggregateCheckResults(eval.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, meta, spec)); !res.Allowed {
+		t.Errorf("not at the restricted level: %s", strings.Join(res.ForbiddenDetails, "; "))
+	}
+}
+
+var hostileWords = []string{"$(HARNESS_API_KEY)", "$$(HARNESS_API_KEY)", "x=$(XDG_CACHE_HOME) $", `'; touch PWNED; '`}
+
+// `batch k8s`: the batch file, the work directory and the run flags reach
+// the containers as given, never a variable's value.
+func TestK8sManifestCommandIsLiteral(t *testing.T) {
+	o := K8sOptions{File: "batches/$(HARNESS_API_KEY).yaml", Image: "img", Shards: 2, ID: "b", Secret: "key", WorkDir: "/work/$(HARNESS_API_KEY)",
+		WritableWorkspace: true, Args: append([]string{"--var"}, hostileWords...)}
+	job := decodeJob(t, o)
+	spec := job.Spec.Template.Spec
+	restricted(t, &job.Spec.Template.ObjectMeta, &spec)
+	want := append([]string{"harness", "batch", "run", o.File, "--shards", "2", "--id", "b", "--artifacts-dir", "/runs", "--jobs", "1", "--or-resume"}, o.Args...)
+	if got := expanded(spec.Containers[0]); strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Errorf("the container runs %q, want %q", got, want)
+	}
+	if got := expanded(spec.InitContainers[0]); got[2] != o.WorkDir+"/." {
+		t.Errorf("the workspace copy reads %q, want %q", got[2], o.WorkDir+"/.")
+	}
+}
+
+// `pipeline k8s` (an Argo Workflow): the pipeline file's path, the work
+// directory and the run flags reach the containers as given; a value
+// holding Argo's own template syntax is refused.
+func TestArgoCommandIsLiteral(t *testing.T) {
+	o := argoOptions(argoFile(t))
+	o.Path, o.WorkDir, o.ID = "pipelines/$(HARNESS_API_KEY).yaml", "/work/'$(touch PWNED)'", "p-1"
+	o.Args = append([]string{"--var"}, hostileWords...)
+	w := decodeWorkflow(t, o)
+	tpl := w.Spec.Templates[1]
+	pod := corev1.PodSpec{SecurityContext: w.Spec.SecurityContext, Volumes: w.Spec.Volumes, InitContainers: tpl.InitContainers, Containers: []corev1.Container{*tpl.Container}}
+	restricted(t, &metav1.ObjectMeta{}, &pod)
+	want := append([]string{"harness", "pipeline", "run", o.Path, "--id", "p-1", "--phase", "{{inputs.parameters.phase}}", "--artifacts-dir", "/runs/pipelines"}, o.Args...)
+	if got := expanded(*tpl.Container); strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Errorf("the container runs %q, want %q", got, want)
+	}
+	init := expanded(tpl.InitContainers[0])
+	if len(init) != 7 || init[6] != o.WorkDir || strings.Contains(init[2], o.WorkDir) {
+		t.Errorf("the workspace copy runs %q: the paths must be its arguments, not its script", init)
+	}
+	for _, edit := range []func(*ArgoOptions){
+		func(o *ArgoOptions) { o.Path = "p/{{workflow.parameters.x}}.yaml" },
+		func(o *ArgoOptions) { o.Args = []string{"--model", "{{=sprig.env('X')}}"} },
+		func(o *ArgoOptions) { o.WorkDir = "/work/{{workflow.name}}" },
+	} {
+		o := argoOptions(argoFile(t))
+		edit(&o)
+		if _, err := ArgoWorkflow(o); err == nil || !strings.Contains(err.Error(), "Argo") {
+			t.Errorf("err = %v, want a refusal of Argo's template syntax", err)
+		}
+	}
+}

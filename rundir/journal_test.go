@@ -1,0 +1,83 @@
+package rundir
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+)
+
+func journalFile(t *testing.T, content string, extra int64) *os.File {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "journal.jsonl")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if extra > 0 {
+		// A sparse tail: the size of a huge line without its disk.
+		if err := os.Truncate(p, int64(len(content))+extra); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+const twoLines = `{"seq":1,"time":"2026-11-23T00:00:00Z","type":"run.created","data":{}}` + "\n" +
+	`{"seq":2,"time":"2026-11-23T00:00:00Z","type":"run.finished","data":{}}` + "\n"
+
+func TestReadJournalTails(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content string
+		extra   int64
+		status  string
+		torn    int
+		err     string
+	}{
+		{"ended, whole", twoLines, 0, "succeeded", 0, ""},
+		{"crashed, torn", twoLines + `{"seq":3,"ty`, 0, outcome.StatusRunning, 12, ""},
+		{"ended, bytes after the end", twoLines + "junk", 0, "succeeded", 0, "bytes follow the journal's last line"},
+		{"ended, a 2 GiB tail", twoLines, 2 << 30, "failed", 0, "bytes follow the journal's last line"},
+		{"crashed, a 2 GiB tail", twoLines, 2 << 30, outcome.StatusRunning, 0, "longer than any harness writes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := readJournal(journalFile(t, tc.content, tc.extra), tc.status)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case len(c.Events) != 2 || c.TornBytes != tc.torn || c.TornTail != (tc.torn > 0):
+				t.Errorf("%d events, torn %d (%v), want 2 and %d", len(c.Events), c.TornBytes, c.TornTail, tc.torn)
+			}
+		})
+	}
+}
+
+// A line longer than the bound fails the read without being held whole.
+func TestLineBound(t *testing.T) {
+	r := &lineBound{r: io.LimitReader(zeros{}, maxJournalLine+10)}
+	_, err := io.Copy(io.Discard, r)
+	if !errors.Is(err, artifacts.ErrJournalCorrupt) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
