@@ -140,6 +140,7 @@ func viewFor(runtime string, allowed []string, path, helper string) *execView {
 			}
 		}
 	}
+	b.namesOnPath(path)
 	if helper != "" {
 		b.librariesOf(helper)
 	}
@@ -345,6 +346,37 @@ func (b *viewBuilder) libraryAt(p string) bool {
 	return ok
 }
 
+// namesOnPath shows every link in a directory of path that leads to a
+// program the script may run: a program named in the list is given by
+// its real file (sh as /usr/bin/dash), and the script calls it by the
+// name it has on PATH.
+func (b *viewBuilder) namesOnPath(path string) {
+	programs := map[string]bool{}
+	for _, e := range b.exec {
+		if b.files[e] {
+			programs[e] = true
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			name := filepath.Join(dir, e.Name())
+			if real, err := filepath.EvalSymlinks(name); err == nil && programs[real] {
+				b.program(name, true)
+			}
+		}
+	}
+}
+
 // librariesOf shows what the program at p loads, not p itself.
 func (b *viewBuilder) librariesOf(p string) {
 	if real, ok := b.resolve(p); ok {
@@ -353,8 +385,8 @@ func (b *viewBuilder) librariesOf(p string) {
 }
 
 // programDir shows a declared directory of programs whole, allows every
-// program beneath it, and shows the loaders, libraries and interpreters
-// of each.
+// program beneath it, and shows the loaders and libraries of each ELF
+// program.
 func (b *viewBuilder) programDir(p string) {
 	real, ok := b.dir(p)
 	if !ok {
@@ -382,7 +414,12 @@ func (b *viewBuilder) scan(real string, executable bool) {
 		} else if !strings.Contains(d.Name(), ".so") {
 			return nil
 		}
-		b.dependencies(p, executable)
+		// ELF files only: the interpreter of a #! script in a granted
+		// directory is granted only where the list names it (a
+		// directory of npm's scripts does not grant sh).
+		if isELF(p) {
+			b.dependencies(p, executable)
+		}
 		return nil
 	})
 }
