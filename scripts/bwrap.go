@@ -34,8 +34,10 @@ func probeBwrap(ctx context.Context) error {
 // etcAllowed is all of /etc a script sees: what the dynamic loader, name
 // lookups, TLS roots, time zones and Debian's alternatives links need, and
 // nothing that holds a secret (shadow, gshadow, ssh host keys, sudoers).
+// git's system configuration is there too: under Landlock a file that
+// exists but may not be read stops git (a missing one does not).
 var etcAllowed = []string{
-	"alternatives", "ca-certificates", "ca-certificates.conf", "gai.conf", "group", "host.conf", "hosts",
+	"alternatives", "ca-certificates", "ca-certificates.conf", "gai.conf", "gitconfig", "group", "host.conf", "hosts",
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf", "os-release",
 	"passwd", "protocols", "resolv.conf", "services", "ssl", "timezone",
 }
@@ -49,8 +51,8 @@ func bwrapBase(view *execView) []string {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
 		"--die-with-parent", "--new-session",
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
 	}
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	if view == nil {
 		args = append(args, "--ro-bind", "/usr", "/usr")
 	} else {
@@ -134,14 +136,15 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		// the sandbox's: the view shows each file where it is on the
 		// host.
 		bindHelper()
-		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: execList(spec, view.exec, "/tmp")}
+		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: view.exec}
+		if spec.ExecTemp {
+			h.exec = append(slices.Clone(h.exec), "/tmp")
+		}
 		if spec.Egress == "" {
-			h.noexec, h.execMounts = true, view.mounts()
-			if spec.ExecTemp {
-				// The grant runs what the call builds in its temporary
-				// directory (a test binary): that mount stays exec.
-				h.execMounts = append(h.execMounts, "/tmp")
-			}
+			// Its own mount too: once it has made the mounts noexec it
+			// only execs the script, and the loader must not be able to
+			// run it (or the harness binary it may be) for the script.
+			h.noexec, h.execMounts = true, view.mounts(spec.ExecTemp, false)
 		}
 		inner = h.args(sandboxHelper, inner)
 		// The first process in the sandbox (this helper, or the network
@@ -162,7 +165,9 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		fwd := []string{sandboxHelper, EgressArg, "--socket", sandboxEgressSocket, "--listen", EgressProxyAddr}
 		if spec.LimitExec {
 			fwd = append(fwd, egressNoexecArg)
-			for _, m := range view.mounts() {
+			// The forwarder starts itself again, then the execute
+			// layer: the helper's mount stays exec.
+			for _, m := range view.mounts(spec.ExecTemp, true) {
 				fwd = append(fwd, egressExecMountArg, m)
 			}
 		}
@@ -322,11 +327,18 @@ func filterFile(rules filterRules) (*os.File, error) {
 	return r, nil
 }
 
-// mounts are the mount points of the view in a bwrap sandbox, and the
-// helper: the only mounts whose files may be executed or mapped
-// executable.
-func (v *execView) mounts() []string {
-	return append(append(slices.Clone(v.dirs), v.files...), sandboxHelper)
+// mounts are the mount points of the view in a bwrap sandbox, with temp
+// the private /tmp, with helper the helper: the only mounts whose files
+// may be executed or mapped executable.
+func (v *execView) mounts(temp, helper bool) []string {
+	out := append(slices.Clone(v.dirs), v.files...)
+	if temp {
+		out = append(out, "/tmp")
+	}
+	if helper {
+		out = append(out, sandboxHelper)
+	}
+	return out
 }
 
 // bwrapArgs shows the view: each directory and file bound read-only where

@@ -63,7 +63,8 @@ const maxDirEntries = 50000
 
 // viewCache keeps computed views per harness process: the same runtime
 // and programs are asked for at every call of a run. An entry is used
-// again only while each root it started from is the same file. It is
+// again only while each root it started from, and the loader's cache,
+// is the same file. It is
 // emptied when it reaches maxCachedViews: a runtime copied per call (one
 // under a private directory, as root) makes a new key every time.
 var viewCache = struct {
@@ -98,7 +99,9 @@ func stampOf(p string) rootStamp {
 // binary bound into the sandbox; "" for none).
 func viewFor(runtime string, allowed []string, path, helper string) *execView {
 	key := strings.Join(append([]string{runtime, path, helper}, allowed...), "\x00")
-	roots := []string{runtime, helper}
+	// The loader cache too: ldconfig rewrites it when a library is
+	// installed or upgraded, which may move a library the view names.
+	roots := []string{runtime, helper, "/etc/ld.so.cache"}
 	for _, a := range allowed {
 		if filepath.IsAbs(a) {
 			roots = append(roots, a)
@@ -137,6 +140,7 @@ func viewFor(runtime string, allowed []string, path, helper string) *execView {
 			}
 		}
 	}
+	b.namesOnPath(path)
 	if helper != "" {
 		b.librariesOf(helper)
 	}
@@ -342,6 +346,37 @@ func (b *viewBuilder) libraryAt(p string) bool {
 	return ok
 }
 
+// namesOnPath shows every link in a directory of path that leads to a
+// program the script may run: a program named in the list is given by
+// its real file (sh as /usr/bin/dash), and the script calls it by the
+// name it has on PATH.
+func (b *viewBuilder) namesOnPath(path string) {
+	programs := map[string]bool{}
+	for _, e := range b.exec {
+		if b.files[e] {
+			programs[e] = true
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			name := filepath.Join(dir, e.Name())
+			if real, err := filepath.EvalSymlinks(name); err == nil && programs[real] {
+				b.program(name, true)
+			}
+		}
+	}
+}
+
 // librariesOf shows what the program at p loads, not p itself.
 func (b *viewBuilder) librariesOf(p string) {
 	if real, ok := b.resolve(p); ok {
@@ -350,8 +385,8 @@ func (b *viewBuilder) librariesOf(p string) {
 }
 
 // programDir shows a declared directory of programs whole, allows every
-// program beneath it, and shows the loaders, libraries and interpreters
-// of each.
+// program beneath it, and shows the loaders and libraries of each ELF
+// program.
 func (b *viewBuilder) programDir(p string) {
 	real, ok := b.dir(p)
 	if !ok {
@@ -379,7 +414,12 @@ func (b *viewBuilder) scan(real string, executable bool) {
 		} else if !strings.Contains(d.Name(), ".so") {
 			return nil
 		}
-		b.dependencies(p, executable)
+		// ELF files only: the interpreter of a #! script in a granted
+		// directory is granted only where the list names it (a
+		// directory of npm's scripts does not grant sh).
+		if isELF(p) {
+			b.dependencies(p, executable)
+		}
 		return nil
 	})
 }

@@ -70,6 +70,7 @@ func TestExecLimitHoldsAgainstLoader(t *testing.T) {
 "$LOADER" ./payload >/dev/null 2>&1 && echo LOADER-RAN-WORKSPACE-COPY
 "$LOADER" "$SKILL/tool" >/dev/null 2>&1 && echo LOADER-RAN-SKILL-COPY
 "$SKILL/tool" >/dev/null 2>&1 && echo EXECVE-SKILL-COPY
+"$LOADER" /run/harness/helper -test.run='^$' >/dev/null 2>&1 && echo LOADER-RAN-HELPER
 { read -r -n 1 _ < /usr/bin/ls; } 2>/dev/null && echo READ-LS
 echo builtin-ok
 echo done`, nil)
@@ -78,7 +79,7 @@ echo done`, nil)
 				// Landlock cannot refuse mmap PROT_EXEC of a file the
 				// script can read outside the system directories
 				// (docs/permissions.md says so).
-				bad = append(bad, "LOADER-RAN-WORKSPACE-COPY", "LOADER-RAN-SKILL-COPY")
+				bad = append(bad, "LOADER-RAN-WORKSPACE-COPY", "LOADER-RAN-SKILL-COPY", "LOADER-RAN-HELPER")
 			}
 			expectLines(t, res, []string{"builtin-ok"}, bad)
 		})
@@ -169,7 +170,7 @@ func TestExecLimitKeepsRuntimes(t *testing.T) {
 import ssl, json, sqlite3, hashlib, ctypes, decimal, zlib, bz2, lzma, subprocess, locale
 print("PY-" + "OK", hashlib.sha256(b"x").hexdigest()[:4], sqlite3.connect(":memory:").execute("select 1").fetchone()[0])
 print("done")`, nil, "PY-OK"},
-		{"git", []string{"bash"}, "run.sh", `export GIT_CONFIG_NOSYSTEM=1; git --version >/dev/null && git init -q repo && git -C repo status --short && echo GIT-OK; echo done`, []string{"git"}, "GIT-OK"},
+		{"git", []string{"bash"}, "run.sh", `git --version >/dev/null && git init -q repo && git -C repo status --short && echo GIT-OK; echo done`, []string{"git"}, "GIT-OK"},
 	}
 	if _, err := exec.LookPath("deno"); err == nil || os.Getenv("HARNESS_REQUIRE_TOOLS") == "1" {
 		cases = append(cases, runtimeCase{"deno", []string{"deno", "run", "--no-prompt"}, "run.ts", `console.log("DENO-" + "OK"); console.log("done")`, nil, "DENO-OK"})
@@ -323,5 +324,56 @@ func TestExecViewFollowsChanges(t *testing.T) {
 	}
 	if v := viewFor("/usr/bin/bash", []string{tool}, "", ""); !slices.Contains(v.files, selinux) {
 		t.Errorf("the replaced program's library %s is not shown: %v", selinux, v.files)
+	}
+}
+
+// TestExecTempRuns: with ExecTemp, a program the script writes in its
+// private temporary directory runs (a toolchain's test binary), directly
+// and through the loader; elsewhere in the workspace it still does not.
+func TestExecTempRuns(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			_, err := Probe(context.Background(), b, helper(t))
+			testenv.Need(t, "sandbox backend "+string(b), err)
+			ws, _ := filepath.EvalSymlinks(t.TempDir())
+			os.Chmod(ws, 0o777)
+			if err := copyFile("/usr/bin/env", filepath.Join(ws, "payload"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			skill, _ := filepath.EvalSymlinks(t.TempDir())
+			os.WriteFile(filepath.Join(skill, "run.py"), []byte(`
+import os, shutil, subprocess
+tmp = os.environ.get("TMPDIR", "/tmp")
+shutil.copy("payload", os.path.join(tmp, "built"))
+os.chmod(os.path.join(tmp, "built"), 0o755)
+if subprocess.run([os.path.join(tmp, "built")], capture_output=True).returncode == 0:
+    print("RAN-TEMP")
+if subprocess.run([os.environ["LOADER"], os.path.join(tmp, "built")], capture_output=True).returncode == 0:
+    print("LOADED-TEMP")
+try:
+    if subprocess.run(["./payload"], capture_output=True).returncode == 0:
+        print("RAN-WORKSPACE")
+except OSError:
+    pass
+print("done")
+`), 0o444)
+			os.Chmod(skill, 0o755)
+			os.Chmod(filepath.Dir(skill), 0o755)
+			cwd, skillPath := "/workspace", "/skill"
+			if b != BackendBwrap {
+				cwd, skillPath = ws, skill
+			}
+			res, err := Run(context.Background(), b, Spec{
+				Argv: []string{"python3", skillPath + "/run.py"},
+				Env:  []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LOADER=" + elfInterpreter("/usr/bin/env")},
+				Path: os.Getenv("PATH"), Cwd: cwd,
+				Mounts: []Mount{{Host: ws, Sandbox: "/workspace", Writable: true}, {Host: skill, Sandbox: "/skill"}},
+				Helper: helper(t), Timeout: 60 * time.Second, LimitExec: true, ExecTemp: true,
+			})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			expectLines(t, res, []string{"RAN-TEMP", "LOADED-TEMP", "done"}, []string{"RAN-WORKSPACE"})
+		})
 	}
 }

@@ -97,23 +97,15 @@ type Spec struct {
 	// backend. The script then sees of the system only those programs,
 	// what they load and what its runtime reads (execview.go); it cannot
 	// make an executable anonymous file (sandboxFilter), and under bwrap
-	// every mount it can write is noexec.
+	// every mount but the view's is noexec.
 	LimitExec bool
 	// Exec are binary names looked up on Path, or absolute host paths:
-	// a program, or a directory whose every program may run. With
-	// ExecTemp, the call's private temporary directory may run too (a
-	// toolchain's test binary is built there).
-	Exec     []string
+	// a program, or a directory whose every program may run.
+	Exec []string
+	// ExecTemp lets the script also run what it writes in the call's
+	// private temporary directory (a toolchain's test binaries): that
+	// directory stays out of the noexec mounts and in the execute layer.
 	ExecTemp bool
-}
-
-// execList is exec (the view's programs) with tmp, the call's temporary
-// directory as the execute layer sees it, when spec.ExecTemp asks for it.
-func execList(spec Spec, exec []string, tmp string) []string {
-	if !spec.ExecTemp {
-		return exec
-	}
-	return append(slices.Clone(exec), tmp)
 }
 
 // Result is what an execution did.
@@ -291,7 +283,10 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 		h := landlockRules(spec, bin, tmp, view)
 		h.uid = uid
 		if view != nil {
-			h.limitExec, h.exec = true, execList(spec, view.exec, tmp)
+			h.limitExec, h.exec = true, view.exec
+			if spec.ExecTemp {
+				h.exec = append(slices.Clone(h.exec), tmp)
+			}
 		}
 		argv = h.args(spec.Helper, inner)
 		var env []string
