@@ -89,7 +89,12 @@ func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
 // through it. A file that opens as anything but a regular file is
 // ErrNotRegular, and a FIFO is never waited on.
 func OpenBeneath(dir, rel string, flag int, perm os.FileMode) (*os.File, error) {
-	fd, err := openBeneath(dir, rel, flag|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, uint32(perm.Perm()))
+	var mode uint32
+	if flag&os.O_CREATE != 0 {
+		// openat2 refuses a mode without O_CREAT.
+		mode = uint32(perm.Perm())
+	}
+	fd, err := openBeneath(dir, rel, flag|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, mode)
 	if err != nil {
 		return nil, err
 	}
