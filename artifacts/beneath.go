@@ -24,7 +24,7 @@ var ErrOutsideDir = errors.New("leaves the run directory or goes through a link"
 // 256 MiB. A run directory is input once it travels (a CI artifact, a
 // copy): the paths written in it are not trusted to stay in it.
 func ReadBeneath(dir, rel string) ([]byte, error) {
-	fd, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
 	if parent == "" {
 		parent = "."
 	}
-	pd, err := openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	pd, err := openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -82,9 +82,39 @@ func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-// openBeneath opens rel inside dir with flags, refusing every link and
-// any path that leaves dir (ErrOutsideDir), and returns the descriptor.
-func openBeneath(dir, rel string, flags int) (int, error) {
+// OpenBeneath opens the regular file rel inside dir under ReadBeneath's
+// rules, for reading or writing as flag says (os.O_* flags; with O_CREATE
+// a missing file is made with perm). A link, even a dangling one, is
+// ErrOutsideDir: it is refused before anything is created or written
+// through it. A file that opens as anything but a regular file is
+// ErrNotRegular, and a FIFO is never waited on.
+func OpenBeneath(dir, rel string, flag int, perm os.FileMode) (*os.File, error) {
+	var mode uint32
+	if flag&os.O_CREATE != 0 {
+		// openat2 refuses a mode without O_CREAT.
+		mode = uint32(perm.Perm())
+	}
+	fd, err := openBeneath(dir, rel, flag|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, mode)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, rel))
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is %w", rel, ErrNotRegular)
+	}
+	return f, nil
+}
+
+// openBeneath opens rel inside dir with flags (and mode, for a file it
+// creates), refusing every link and any path that leaves dir
+// (ErrOutsideDir), and returns the descriptor.
+func openBeneath(dir, rel string, flags int, mode uint32) (int, error) {
 	d, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
@@ -92,6 +122,7 @@ func openBeneath(dir, rel string, flags int) (int, error) {
 	defer unix.Close(d)
 	how := unix.OpenHow{
 		Flags:   uint64(flags),
+		Mode:    uint64(mode),
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}
 	var fd int

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -63,8 +64,10 @@ type Journal struct {
 
 // OpenJournal opens (creating if needed) the journal at path for appending.
 // nextSeq is the sequence number of the next event (1 for a new journal).
+// The journal's own name is opened as OpenBeneath opens it: a link there
+// (ErrOutsideDir) would carry every appended line to wherever it points.
 func OpenJournal(path string, nextSeq int64) (*Journal, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := OpenBeneath(filepath.Dir(path), filepath.Base(path), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}

@@ -107,3 +107,51 @@ func TestReadFileAtMost(t *testing.T) {
 		t.Errorf("at the bound: %d bytes, %v", len(got), err)
 	}
 }
+
+// The journal's own name is opened without following a link: a line
+// appended through one would land wherever it leads.
+func TestOpenJournalRefusesLinks(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(t *testing.T, p, outside string)
+		target string // what the outside path must still hold ("": absent)
+	}{
+		{"dangling link", func(t *testing.T, p, outside string) {
+			mustSymlink(t, outside, p)
+		}, ""},
+		{"link to a journal", func(t *testing.T, p, outside string) {
+			if err := os.WriteFile(outside, []byte("{}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			mustSymlink(t, outside, p)
+		}, "{}\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, outside := filepath.Join(t.TempDir(), "journal.jsonl"), filepath.Join(t.TempDir(), "elsewhere")
+			tc.setup(t, p, outside)
+			j, err := OpenJournal(p, 1)
+			if err == nil {
+				j.Append("x", nil)
+				j.Close()
+			}
+			if !errors.Is(err, ErrOutsideDir) {
+				t.Fatalf("OpenJournal: %v, want ErrOutsideDir", err)
+			}
+			got, err := os.ReadFile(outside)
+			switch {
+			case tc.target == "" && !errors.Is(err, os.ErrNotExist):
+				t.Fatalf("outside path: %q, %v; want none", got, err)
+			case tc.target != "" && string(got) != tc.target:
+				t.Fatalf("outside file is %q, want %q", got, tc.target)
+			}
+		})
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}

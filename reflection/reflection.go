@@ -53,9 +53,9 @@ func Open(dir string, key []byte) (*Source, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s: %v", dir, err)
 	}
-	m, err := record.ReadManifest(abs)
+	m, err := rundir.ReadManifest(abs)
 	if err != nil {
-		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", dir, err)
+		return nil, err
 	}
 	st, err := rundir.Open(abs, m, key)
 	if err != nil {

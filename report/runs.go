@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 )
@@ -84,7 +85,7 @@ func Summarize(dir string) (*RunSummary, error) {
 // locked reports whether a live process holds the run's lock: the lock is
 // an flock, which the kernel drops when its holder dies.
 func locked(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, record.FileLock))
+	f, err := artifacts.OpenBeneath(dir, record.FileLock, os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}

@@ -125,7 +125,7 @@ func Show(dir string) (*RunView, error) {
 
 // readTurns walks the journal: responses, calls, decisions, results.
 func readTurns(dir string, v *RunView) {
-	f, err := os.Open(filepath.Join(dir, record.FileJournal))
+	f, err := artifacts.OpenBeneath(dir, record.FileJournal, os.O_RDONLY, 0)
 	if err != nil {
 		return
 	}

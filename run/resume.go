@@ -97,9 +97,9 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s: %v", ro.RunDir, err)
 	}
-	m, err := record.ReadManifest(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
-		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
+		return nil, err
 	}
 	// One process at a time, and what is read below is what no other
 	// process is changing: the lock comes before the directory is read
@@ -108,8 +108,8 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 		return nil, err
 	}
 	defer r.lock.Release()
-	if m, err = record.ReadManifest(dir); err != nil {
-		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", ro.RunDir, err)
+	if m, err = rundir.ReadManifest(dir); err != nil {
+		return nil, err
 	}
 	switch {
 	case ro.FollowUp != "" && m.Status != outcome.StatusSucceeded:
@@ -194,7 +194,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	r.decisions.inherited = stillWaiting(st, ro.decided)
 	if st.TornBytes > 0 {
-		if err := os.Truncate(filepath.Join(dir, record.FileJournal), st.ValidSize); err != nil {
+		if err := rundir.TruncateJournal(dir, st.ValidSize); err != nil {
 			return nil, fmt.Errorf("repair journal: %w", err)
 		}
 	}

@@ -236,7 +236,7 @@ func (r *runner) loadProfiles() error {
 // create makes the run directory and journal and writes the first
 // manifest. From here on every refusal is recorded in the run directory.
 func (r *runner) create() error {
-	dir, err := rundir.Create(r.opts.ArtifactsDir, r.res.runID, r.res.workspace)
+	dir, err := rundir.Create(r.opts.ArtifactsDir, r.res.runID, r.res.workspace, r.res.allRoots())
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,10 @@ func CheckRunID(id string) error {
 // An artifacts directory that is the workspace or contains it is refused:
 // the run directory would then be the workspace's own ancestor or sibling
 // in reach of every tool (`--artifacts-dir .` with the workspace `.`).
-func Create(artifactsDir, runID, ws string) (string, error) {
+// So is one inside a skill root (skillRoots, the run's resolved roots):
+// read_skill_resource would hand the model earlier runs' records. Both
+// are judged on the real path, before anything is made.
+func Create(artifactsDir, runID, ws string, skillRoots []string) (string, error) {
 	if artifactsDir == "" {
 		artifactsDir = filepath.Join(".harness", "runs")
 	}
@@ -55,14 +58,17 @@ func Create(artifactsDir, runID, ws string) (string, error) {
 	if err != nil {
 		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
+	abs = realPath(abs)
 	if workspace.Within(abs, ws) {
 		return "", outcome.Usage("artifacts_dir_contains_workspace", "--artifacts-dir %s is the workspace or contains it (%s): tools could reach the run records; put run directories elsewhere, e.g. the default .harness/runs", artifactsDir, ws)
+	}
+	for _, root := range skillRoots {
+		if workspace.Within(realPath(root), abs) {
+			return "", outcome.Usage("artifacts_dir_in_skill_root", "--artifacts-dir %s is inside the skill root %s: read_skill_resource could read earlier runs' records; put run directories outside every skill root, e.g. the default .harness/runs", artifactsDir, root)
+		}
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", artifactsDir, err)
 	}
 	dir := filepath.Join(abs, runID)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -75,4 +81,22 @@ func Create(artifactsDir, runID, ws string) (string, error) {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
 	return dir, nil
+}
+
+// realPath is the absolute path p with every link resolved in the part
+// of it that exists: a directory not yet made is judged by where it will
+// be made.
+func realPath(p string) string {
+	var rest []string
+	for cur := filepath.Clean(p); ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return filepath.Clean(p)
+		}
+		rest = append([]string{filepath.Base(cur)}, rest...)
+		cur = parent
+	}
 }

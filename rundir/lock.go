@@ -2,8 +2,8 @@ package rundir
 
 import (
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,18 +17,23 @@ import (
 // so a crash never leaves a directory locked.
 type Lock struct{ f *os.File }
 
+// maxHolder bounds what is read of a lock's holder line.
+const maxHolder = 4 << 10
+
 // TakeLock locks dir for this process, or says who holds it (a policy
-// refusal: one run or resume at a time).
+// refusal: one run or resume at a time). The lock file is opened as every
+// file of the directory is: a link there is refused before it is created,
+// truncated or written through.
 func TakeLock(dir string, now time.Time) (*Lock, error) {
-	p := filepath.Join(dir, record.FileLock)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openFile(dir, record.FileLock, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(p)
+		holder := make([]byte, maxHolder)
+		n, _ := f.ReadAt(holder, 0)
 		f.Close()
-		who := strings.TrimSpace(string(holder))
+		who := strings.TrimSpace(strings.SplitN(string(holder[:n]), "\n", 2)[0])
 		if who == "" {
 			who = "another process"
 		}
@@ -36,6 +41,7 @@ func TakeLock(dir string, now time.Time) (*Lock, error) {
 	}
 	host, _ := os.Hostname()
 	f.Truncate(0)
+	f.Seek(0, io.SeekStart)
 	fmt.Fprintf(f, "harness pid %d on %s since %s\n", os.Getpid(), host, now.UTC().Format(time.RFC3339))
 	f.Sync()
 	return &Lock{f: f}, nil

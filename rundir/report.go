@@ -50,9 +50,9 @@ func Verify(dir string, key []byte) (*Report, error) {
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s: %v", dir, err)
 	}
-	m, err := record.ReadManifest(abs)
+	m, err := ReadManifest(abs)
 	if err != nil {
-		return nil, outcome.Usage("run_dir_invalid", "%s is not a run directory (no readable run.json): %v", dir, err)
+		return nil, err
 	}
 	rep := &Report{RunID: m.RunID, RunDir: abs, Status: m.Status, Sealed: m.Seal != nil, SealChecked: m.Seal != nil && len(key) > 0}
 	st, err := Open(abs, m, key)

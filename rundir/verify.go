@@ -99,7 +99,11 @@ func Open(dir string, m record.Manifest, key []byte) (*State, error) {
 		}
 	}
 	p := filepath.Join(dir, record.FileJournal)
-	f, err := os.Open(p)
+	f, err := openFile(dir, record.FileJournal, os.O_RDONLY, 0)
+	var refused *outcome.Error
+	if errors.As(err, &refused) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, outcome.Usage("run_dir_invalid", "%s has no journal: %v", dir, err)
 	}
@@ -167,6 +171,9 @@ func checkResult(dir string, m record.Manifest, end *record.RunFinished) error {
 		return nil
 	}
 	data, err := artifacts.ReadBeneath(dir, record.FileResult)
+	if errors.Is(err, artifacts.ErrOutsideDir) {
+		return linked(record.FileResult)
+	}
 	if err != nil {
 		return tampered("result.json cannot be read (%v); the journal recorded the run's result", err)
 	}

@@ -47,7 +47,7 @@ func reportCommand() *cli.Command {
 			}
 			page, err := report.Report(dir, time.Now())
 			if err != nil {
-				return usagef(err.Error())
+				return unreadableRun(dir, usagef(err.Error()))
 			}
 			verify, own, set := judgeFor(dir)
 			if set != nil && set.Recomputed != nil && page.Set != nil {

@@ -32,7 +32,7 @@ func showCommand() *cli.Command {
 			}
 			v, err := report.Show(dir)
 			if err != nil {
-				return usagef(fmt.Sprintf("%s is neither a run directory nor a run id under %s", cmd.Args().First(), cmd.String("artifacts-dir")))
+				return unreadableRun(dir, usagef(fmt.Sprintf("%s is neither a run directory nor a run id under %s", cmd.Args().First(), cmd.String("artifacts-dir"))))
 			}
 			v.Take(verdictOf(v.RunDir))
 			var banner []string

@@ -19,6 +19,16 @@ func allowUnverifiedFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "allow-unverified", Usage: "show what does not verify, under its banner, and exit 0 (default: exit 5)"}
 }
 
+// unreadableRun is the error for a run directory a reader could not
+// read: a linked run.json is tampering (exit 5) in the verifier's words,
+// anything else the usage error the command gives.
+func unreadableRun(dir string, usage error) error {
+	if _, err := rundir.ReadManifest(dir); err != nil && outcome.As(err).Code == "run_dir_tampered" {
+		return err
+	}
+	return usage
+}
+
 // verdictOf verifies one run directory, with HARNESS_RUN_KEY when set.
 func verdictOf(dir string) report.Verdict {
 	rep, err := rundir.Verify(dir, runKey())
