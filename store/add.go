@@ -170,7 +170,7 @@ func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir,
 // copy only when the store put it there: a skill the store has no current
 // version of in this root is the operator's own.
 func addPinned(ctx context.Context, o AddOptions, repo *gitsource.Repo, name string, pin *GitPin, commit string, want map[string]LockEntry) (*Installed, error) {
-	if err := managed(o.Store, o.Root, name); err != nil {
+	if err := managed(ctx, o.Store, o.Root, name); err != nil {
 		return nil, err
 	}
 	stage, done, err := newStage(o.Root)
@@ -206,11 +206,11 @@ func addPinned(ctx context.Context, o AddOptions, repo *gitsource.Repo, name str
 }
 
 // managed refuses name in root when a skill of that name is there that
-// the store did not make live: no history of it, or none current in this
-// root. Such a skill is the operator's (written by hand, or installed
-// with another store); replacing it would lose it, with nothing to roll
-// back to.
-func managed(st *Store, root, name string) error {
+// is not the version the store made live: the store keeps no live version
+// of it in this root, or the directory was changed since. Such a skill is
+// the operator's (written or edited by hand, or installed with another
+// store); replacing it would lose it, with nothing to roll back to.
+func managed(ctx context.Context, st *Store, root, name string) error {
 	if _, err := os.Lstat(filepath.Join(root, name)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -221,11 +221,19 @@ func managed(st *Store, root, name string) error {
 	if err != nil {
 		return err
 	}
-	if h.Current != "" && h.Root == root {
+	if h.Current == "" || h.Root != root {
+		return outcome.Policy("install_unmanaged", "%s in %s was not installed through the skill store %s (it keeps no live version of it there): skills.lock.json's entry for %s will not replace it; nothing was installed (move the directory away to install the pinned version, or drop the entry from skills.lock.json to keep yours)",
+			name, root, st.Dir, name)
+	}
+	reg, err := skills.Scan(ctx, skills.ScanOptions{Roots: []string{root}})
+	if err != nil {
+		return err
+	}
+	if sk, ok := reg.Lookup(name); ok && VersionOf(sk) == h.Current {
 		return nil
 	}
-	return outcome.Policy("install_unmanaged", "%s in %s was not installed through the skill store %s (it keeps no live version of it there): skills.lock.json's entry for %s will not replace it; nothing was installed (move the directory away to install the pinned version, or drop the entry from skills.lock.json to keep yours)",
-		name, root, st.Dir, name)
+	return outcome.Policy("install_unmanaged", "%s in %s is not the version %s the skill store made live there (it was changed by hand): skills.lock.json's entry for %s will not replace it; nothing was installed (move the directory away, or harness skills rollback %s to put the stored version back)",
+		name, root, short(h.Current), name, name)
 }
 
 func pathOrTop(p string) string {
