@@ -86,6 +86,11 @@ type SkillVersion struct {
 	DecidedAt *time.Time `json:"decidedAt,omitempty"`
 	DecidedBy *Actor     `json:"decidedBy,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
+	// Lock is the entry the root's skills.lock.json holds while this
+	// version is live: kept with a pending version so that approving it
+	// pins it, and with every other so that a rollback pins what it makes
+	// live. Nil for a version no lock entry describes (SkillForge's).
+	Lock *SkillLockEntry `json:"lock,omitempty"`
 }
 
 // SkillAuditEvent is the data of one line of skills-audit.jsonl.

@@ -99,11 +99,11 @@ func Add(ctx context.Context, o AddOptions) (*Added, error) {
 	if err != nil {
 		return nil, outcome.Usage("install_ref_unknown", "%v", err)
 	}
-	return addAt(ctx, o, repo, commit, o.Source.Path, o.Source.Ref, nil)
+	return addAt(ctx, o, repo, commit, o.Source.Path, o.Source.Ref)
 }
 
 // addAt stages dir of commit and places each skill in it.
-func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir, ref string, want map[string]LockEntry) (*Added, error) {
+func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir, ref string) (*Added, error) {
 	stage, done, err := newStage(o.Root)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir,
 			Source: pin.String(), Shown: pin.String(), Root: o.Root, Store: o.Store,
 			Force: o.Force, AllowRisky: o.AllowRisky, Approve: &o.Approve, Git: pin,
 			Replaces: func(e LockEntry) bool { return e.Git != nil && e.Git.URL == pin.URL && e.Git.Path == pin.Path },
-			Held:     grew, Want: want, Version: o.Version, DryRun: o.dryRun, Command: cmp.Or(o.Command, "harness skills add"), Now: o.Now,
+			Held:     grew, Version: o.Version, DryRun: o.dryRun, Command: cmp.Or(o.Command, "harness skills add"), Now: o.Now,
 		})
 		if err != nil {
 			return nil, err
@@ -161,6 +161,86 @@ func addAt(ctx context.Context, o AddOptions, repo *gitsource.Repo, commit, dir,
 		out.Skills = append(out.Skills, AddedSkill{Name: in.Name, Commit: commit, Installed: in})
 	}
 	return out, nil
+}
+
+// addPinned places the one skill a lock entry pins: the skill named name
+// at the entry's path of commit, and nothing else. The path is the skill's
+// own directory; an entry edited to name a directory holding other skills
+// is refused, not taken as leave to install them all. It replaces the live
+// copy only when the store put it there: a skill the store has no current
+// version of in this root is the operator's own.
+func addPinned(ctx context.Context, o AddOptions, repo *gitsource.Repo, name string, pin *GitPin, commit string, want map[string]LockEntry) (*Installed, error) {
+	if err := managed(ctx, o.Store, o.Root, name); err != nil {
+		return nil, err
+	}
+	stage, done, err := newStage(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	tree := filepath.Join(stage, "tree")
+	if err := writeCommit(repo, commit, pin.Path, tree); err != nil {
+		return nil, err
+	}
+	found, err := skillDirsIn(tree)
+	if err != nil {
+		return nil, err
+	}
+	if len(found) != 1 || found[0] != "." || nameIn(ctx, tree, ".", pin.Path) != name {
+		held := fmt.Sprintf("%d skills (%s)", len(found), strings.Join(skillNames(found, pin.Path), ", "))
+		if len(found) == 1 {
+			held = "the skill " + nameIn(ctx, filepath.Join(tree, filepath.FromSlash(found[0])), found[0], pin.Path)
+			if found[0] != "." {
+				held += " at " + repoPath(pin.Path, found[0])
+			}
+		}
+		return nil, outcome.Policy("install_pin_mismatch", "skills.lock.json pins %s at %s of %s, which holds %s, not the one skill %s; nothing was installed (an entry's path is that skill's own directory: restore the entry, or add the skill again from its source)",
+			name, pathOrTop(pin.Path), pin.URL, held, name)
+	}
+	at := &GitPin{URL: repo.URL, Ref: pin.Ref, Commit: commit, Path: pin.Path}
+	return place(ctx, placement{
+		Dir: tree, Stage: stage, Source: at.String(), Shown: at.String(), Root: o.Root, Store: o.Store,
+		Force: true, AllowRisky: o.AllowRisky, Approve: &o.Approve, Git: at,
+		Held: grew, Want: want, DryRun: o.dryRun, Command: cmp.Or(o.Command, "harness skills add"), Now: o.Now,
+	})
+}
+
+// managed refuses name in root when a skill of that name is there that
+// is not the version the store made live: the store keeps no live version
+// of it in this root, or the directory was changed since. Such a skill is
+// the operator's (written or edited by hand, or installed with another
+// store); replacing it would lose it, with nothing to roll back to.
+func managed(ctx context.Context, st *Store, root, name string) error {
+	if _, err := os.Lstat(filepath.Join(root, name)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if st == nil {
+		return errors.New("install: no skill store")
+	}
+	h, err := st.History(name)
+	if err != nil {
+		return err
+	}
+	if h.Current == "" || h.Root != root {
+		return outcome.Policy("install_unmanaged", "%s in %s was not installed through the skill store %s (it keeps no live version of it there): skills.lock.json's entry for %s will not replace it; nothing was installed (move the directory away to install the pinned version, or drop the entry from skills.lock.json to keep yours)",
+			name, root, st.Dir, name)
+	}
+	reg, err := skills.Scan(ctx, skills.ScanOptions{Roots: []string{root}})
+	if err != nil {
+		return err
+	}
+	if sk, ok := reg.Lookup(name); ok && VersionOf(sk) == h.Current {
+		return nil
+	}
+	return outcome.Policy("install_unmanaged", "%s in %s is not the version %s the skill store made live there (it was changed by hand): skills.lock.json's entry for %s will not replace it; nothing was installed (move the directory away, or harness skills rollback %s to put the stored version back)",
+		name, root, short(h.Current), name, name)
+}
+
+func pathOrTop(p string) string {
+	if p == "" {
+		return "the top of the tree"
+	}
+	return p
 }
 
 // addLocked installs every git-pinned skill of the lock at its commit.
@@ -192,12 +272,11 @@ func addLocked(ctx context.Context, o AddOptions) (*Added, error) {
 			if !repo.Has(pin.Commit) {
 				return nil, outcome.Failed("install_commit_gone", "%s pins %s of %s, which the repository no longer holds (the ref %q moved and nothing left in it reaches that commit): `harness skills update %s` takes what the ref names now", name, shortCommit(pin.Commit), pin.URL, pin.Ref, name)
 			}
-			o.Force = true
-			added, err := addAt(ctx, o, repo, pin.Commit, pin.Path, pin.Ref, map[string]LockEntry{name: e})
+			in, err := addPinned(ctx, o, repo, name, pin, pin.Commit, map[string]LockEntry{name: e})
 			if err != nil {
 				return nil, err
 			}
-			out.Skills = append(out.Skills, added.Skills...)
+			out.Skills = append(out.Skills, AddedSkill{Name: name, Commit: pin.Commit, Installed: in})
 		}
 		if now, err := gitsource.RemoteRef(ctx, pin.URL, pin.Ref); err == nil && now != "" && now != pin.Commit {
 			out.Moved = append(out.Moved, RefMove{Skill: name, URL: pin.URL, Ref: pin.Ref, Pinned: pin.Commit, Now: now})
@@ -421,15 +500,6 @@ func skillNames(found []string, dir string) []string {
 	return out
 }
 
-// String is the pin as a source: URL#PATH@COMMIT.
-func (p *GitPin) String() string {
-	s := p.URL
-	if p.Path != "" {
-		s += "#" + p.Path
-	}
-	return s + "@" + p.Commit
-}
-
 func shortCommit(commit string) string {
 	if len(commit) > 12 {
 		return commit[:12]
@@ -509,17 +579,13 @@ func Update(ctx context.Context, o UpdateOptions) ([]Updated, error) {
 			out = append(out, u)
 			continue
 		}
-		added, err := addAt(ctx, AddOptions{Root: root, Approve: o.Approve, AllowRisky: o.AllowRisky, Store: o.Store, Now: o.Now, Force: true, dryRun: o.DryRun},
-			repo, commit, pin.Path, pin.Ref, nil)
+		in, err := addPinned(ctx, AddOptions{Root: root, Approve: o.Approve, AllowRisky: o.AllowRisky, Store: o.Store, Now: o.Now, dryRun: o.DryRun},
+			repo, name, pin, commit, nil)
 		if err != nil {
 			return nil, err
 		}
-		for _, a := range added.Skills {
-			if a.Name == name {
-				u.Installed = a.Installed
-				u.NewPermissions = NewPermissions(e.Permissions, a.Installed.Permissions)
-			}
-		}
+		u.Installed = in
+		u.NewPermissions = NewPermissions(e.Permissions, in.Permissions)
 		out = append(out, u)
 	}
 	return out, nil

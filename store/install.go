@@ -62,32 +62,11 @@ type SkillsLock struct {
 	Skills map[string]LockEntry `json:"skills"`
 }
 
-// LockEntry is one installed skill.
-type LockEntry struct {
-	Source      string           `json:"source"`
-	TreeDigest  artifacts.Digest `json:"treeDigest"`
-	SkillDigest artifacts.Digest `json:"skillDigest"`
-	InstalledAt time.Time        `json:"installedAt"`
-	Findings    []record.Finding `json:"findings"`
-	// Git pins a skill added from a git repository: what was asked and
-	// the commit it named.
-	Git *GitPin `json:"git,omitempty"`
-	// Risk and Permissions are what the installed version was assessed
-	// as, which an update compares against.
-	Risk        *skills.Risk        `json:"risk,omitempty"`
-	Permissions *skills.Permissions `json:"permissions,omitempty"`
-}
+// LockEntry is one installed skill (record.SkillLockEntry is its schema).
+type LockEntry = record.SkillLockEntry
 
 // GitPin is where a skill came from in a git repository.
-type GitPin struct {
-	URL string `json:"url"`
-	// Ref is the ref asked for ("" for the default branch); Commit the
-	// commit it named when the skill was added.
-	Ref    string `json:"ref,omitempty"`
-	Commit string `json:"commit"`
-	// Path is the skill's directory in the repository's tree.
-	Path string `json:"path"`
-}
+type GitPin = record.GitPin
 
 // Install copies a skill into a root without letting a malicious one
 // in: the source must be trusted, the tree is unpacked into a staging

@@ -106,6 +106,9 @@ func place(ctx context.Context, p placement) (*Installed, error) {
 		}
 		return nil, outcome.Policy("install_risky", "%s has critical findings: %s; nothing was installed (review it, then --allow-risky to install anyway)", p.Shown, strings.Join(rules, ", "))
 	}
+	if _, ok := p.Want[name]; p.Want != nil && !ok {
+		return nil, outcome.Policy("install_pin_mismatch", "%s from %s is not a skill skills.lock.json pins there; nothing was installed", name, p.Shown)
+	}
 	if want, ok := p.Want[name]; ok && (want.TreeDigest != s.TreeDigest || want.SkillDigest != s.Digest) {
 		return nil, outcome.Policy("install_digest_mismatch", "%s from %s is not the content skills.lock.json pins (SKILL.md %s, resources %s; pinned %s, %s); nothing was installed",
 			name, p.Shown, s.Digest, s.TreeDigest, want.SkillDigest, want.TreeDigest)
@@ -136,6 +139,12 @@ func place(ctx context.Context, p placement) (*Installed, error) {
 			was = &live
 		}
 		pending = !p.Approve.Auto(assessed.Risk) || p.Held != nil && p.Held(was, assessed.Risk, assessed.Permissions)
+		// The lock pins what was live: a version this store already made
+		// live in this root (a person approved it, or its tier did) comes
+		// back from the lock without asking again.
+		if pending && p.Want != nil {
+			pending = !p.Store.wasLive(name, s.Version(), p.Root)
+		}
 	}
 	if p.DryRun {
 		in := &Installed{Name: name, Dir: dest, Digest: s.TreeDigest, Findings: findings, InstallHints: s.InstallHints,
@@ -143,24 +152,22 @@ func place(ctx context.Context, p placement) (*Installed, error) {
 		return in, nil
 	}
 	changes := diffTrees(dest, dir)
-	event := record.SkillInstalled
+	if findings == nil {
+		findings = []record.Finding{}
+	}
+	risk := assessed.Risk
+	// The store writes the entry into the lock when the version goes
+	// live: now, or when a person approves it (the live copy, and so the
+	// lock, stay as they were while it is pending).
+	entry := &LockEntry{Source: p.Source, TreeDigest: s.TreeDigest, SkillDigest: s.Digest, InstalledAt: p.Now().UTC(), Findings: findings,
+		Git: p.Git, Risk: &risk, Permissions: assessed.Permissions}
 	v, err := p.Store.Put(ctx, PutRequest{Name: name, Dir: dir, Root: p.Root, Actor: record.Actor{Kind: "operator", Command: p.Command},
-		Risk: assessed.Risk, Findings: findings, Source: p.Source, Event: event, Pending: pending})
+		Risk: assessed.Risk, Findings: findings, Source: p.Source, Event: record.SkillInstalled, Pending: pending, Lock: entry})
 	if err != nil {
 		return nil, err
 	}
-	in := &Installed{Name: name, Dir: dest, Digest: s.TreeDigest, Findings: findings, InstallHints: s.InstallHints, Version: v.Version, Parent: v.Parent,
-		Risk: assessed.Risk, Permissions: assessed.Permissions, Pending: pending, Changes: changes}
-	if in.Findings == nil {
-		in.Findings = []record.Finding{}
-	}
-	if pending {
-		// The live copy, and so the lock, stay as they were.
-		return in, nil
-	}
-	lock.Skills[name] = LockEntry{Source: p.Source, TreeDigest: s.TreeDigest, SkillDigest: s.Digest, InstalledAt: p.Now().UTC(), Findings: in.Findings,
-		Git: p.Git, Risk: &in.Risk, Permissions: assessed.Permissions}
-	return in, artifacts.WriteJSON(filepath.Join(p.Root, fileSkillsLock), lock)
+	return &Installed{Name: name, Dir: dest, Digest: s.TreeDigest, Findings: findings, InstallHints: s.InstallHints, Version: v.Version, Parent: v.Parent,
+		Risk: assessed.Risk, Permissions: assessed.Permissions, Pending: pending, Changes: changes}, nil
 }
 
 // ReadLock reads root's skills.lock.json (empty when there is none).

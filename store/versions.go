@@ -140,6 +140,10 @@ type PutRequest struct {
 	Pending bool
 	// Event is the audit step: installed or promoted (pending is its own).
 	Event string
+	// Lock is the root's skills.lock.json entry for this version: kept
+	// with it, and written when it goes live (now, or when approved or
+	// rolled back to). Nil for a version no entry describes.
+	Lock *LockEntry
 }
 
 // Put stores a version (once per digest) and, unless pending, makes it
@@ -160,7 +164,7 @@ func (s *Store) Put(ctx context.Context, r PutRequest) (record.SkillVersion, err
 	}
 	h.Root = root
 	v := record.SkillVersion{Version: digest, Parent: h.Current, State: record.VersionLive, MadeBy: r.Actor, CreatedAt: s.now(),
-		Source: r.Source, Risk: r.Risk.String(), Findings: r.Findings}
+		Source: r.Source, Risk: r.Risk.String(), Findings: r.Findings, Lock: r.Lock}
 	if v.Findings == nil {
 		v.Findings = []record.Finding{}
 	}
@@ -176,6 +180,11 @@ func (s *Store) Put(ctx context.Context, r PutRequest) (record.SkillVersion, err
 	h.Versions = append(h.Versions, v)
 	if err := s.writeHistory(h); err != nil {
 		return v, err
+	}
+	if !r.Pending {
+		if err := s.pin(ctx, h, digest, r.Lock); err != nil {
+			return v, err
+		}
 	}
 	return v, s.appendAudit(event, record.SkillAuditEvent{Skill: r.Name, Version: digest, Parent: v.Parent, Actor: r.Actor, Risk: v.Risk, Detail: r.Source})
 }
@@ -335,6 +344,11 @@ func (s *Store) Decide(ctx context.Context, name, version string, approve bool, 
 	if err := s.writeHistory(h); err != nil {
 		return *v, err
 	}
+	if approve {
+		if err := s.pin(ctx, h, v.Version, pinnedNow(v.Lock, now)); err != nil {
+			return *v, err
+		}
+	}
 	return *v, s.appendAudit(event, record.SkillAuditEvent{Skill: name, Version: v.Version, Parent: v.Parent, Actor: actor, Risk: v.Risk, Reason: reason})
 }
 
@@ -386,10 +400,13 @@ func (s *Store) Rollback(ctx context.Context, name, version string, actor record
 	}
 	from := h.Current
 	back := record.SkillVersion{Version: target.Version, Parent: from, State: record.VersionLive, MadeBy: actor, CreatedAt: s.now(),
-		Source: "rollback", Risk: target.Risk, Findings: target.Findings}
+		Source: "rollback", Risk: target.Risk, Findings: target.Findings, Lock: pinnedNow(target.Lock, s.now())}
 	s.supersede(h, target.Version)
 	h.Versions = append(h.Versions, back)
 	if err := s.writeHistory(h); err != nil {
+		return back, err
+	}
+	if err := s.pin(ctx, h, target.Version, back.Lock); err != nil {
 		return back, err
 	}
 	return back, s.appendAudit(record.SkillRolledBack, record.SkillAuditEvent{Skill: name, Version: target.Version, Parent: from, Actor: actor, Risk: target.Risk})
@@ -425,6 +442,9 @@ func (s *Store) Remove(ctx context.Context, name string, actor record.Actor) err
 	}
 	h.Current = ""
 	if err := s.writeHistory(h); err != nil {
+		return err
+	}
+	if err := s.unpin(h); err != nil {
 		return err
 	}
 	return s.appendAudit(record.SkillRemoved, record.SkillAuditEvent{Skill: name, Version: from, Actor: actor})
@@ -472,3 +492,69 @@ func short(d artifacts.Digest) string {
 // VersionOf is the digest that names a version of a skill: SKILL.md and
 // every resource.
 func VersionOf(sk *skills.Skill) artifacts.Digest { return sk.Version() }
+
+// pinnedNow is e as it is written when its version goes live at t.
+func pinnedNow(e *LockEntry, t time.Time) *LockEntry {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.InstalledAt = t
+	return &c
+}
+
+// pin makes the root's skills.lock.json follow version v, just made
+// live: its entry e, or, for a version kept without one, no entry at all,
+// unless the one there already pins exactly v's content (a version kept
+// before the store kept entries). A lock that pinned anything else would
+// have add from the lock put the old version back, and outdated and
+// update judge a commit that is no longer live.
+func (s *Store) pin(ctx context.Context, h *record.SkillHistory, v artifacts.Digest, e *LockEntry) error {
+	lock, err := ReadLock(h.Root)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		lock.Skills[h.Name] = *e
+		return artifacts.WriteJSON(filepath.Join(h.Root, fileSkillsLock), lock)
+	}
+	was, ok := lock.Skills[h.Name]
+	if !ok {
+		return nil
+	}
+	reg, err := skills.Scan(ctx, skills.ScanOptions{Roots: []string{s.versionDir(h.Name, v)}})
+	if err != nil {
+		return err
+	}
+	if sk, ok := reg.Lookup(h.Name); ok && sk.TreeDigest == was.TreeDigest && sk.Digest == was.SkillDigest {
+		return nil
+	}
+	return s.unpin(h)
+}
+
+// unpin drops the skill's entry from the root's skills.lock.json: what
+// is live there no longer comes from what it pinned.
+func (s *Store) unpin(h *record.SkillHistory) error {
+	lock, err := ReadLock(h.Root)
+	if err != nil {
+		return err
+	}
+	if _, ok := lock.Skills[h.Name]; !ok {
+		return nil
+	}
+	delete(lock.Skills, h.Name)
+	return artifacts.WriteJSON(filepath.Join(h.Root, fileSkillsLock), lock)
+}
+
+// wasLive reports whether version v of name was ever live in root by
+// this store: approved by a person or by its tier, not pending or
+// rejected.
+func (s *Store) wasLive(name string, v artifacts.Digest, root string) bool {
+	h, err := s.History(name)
+	if err != nil || h.Root != root {
+		return false
+	}
+	return slices.ContainsFunc(h.Versions, func(sv record.SkillVersion) bool {
+		return sv.Version == v && sv.State != record.VersionPending && sv.State != record.VersionRejected
+	})
+}

@@ -41,8 +41,10 @@ func skillsAddCommand() *cli.Command {
 			"install does: unpacked safely, validated strictly, scanned. A version whose risk is above\n" +
 			"--approve-installed, or one that asks for more than the live version had, waits for harness\n" +
 			"skills approve. skills.lock.json records the URL, the ref, the commit, the path and the tree\n" +
-			"digest: without SOURCE, add installs exactly those (the same bytes, or an error when a\n" +
-			"commit is gone) and says which refs moved since.",
+			"digest: without SOURCE, add installs exactly those (the one skill each entry names, the\n" +
+			"same bytes, or an error when a commit is gone; never over a skill the store did not\n" +
+			"install) and says which refs moved since. The lock follows what is live: approve,\n" +
+			"rollback and remove rewrite it.",
 		Flags: gitSkillFlags(),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 1 {
