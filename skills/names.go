@@ -95,6 +95,9 @@ func checkFields(fm map[string]any, name, dirName, skillPath string, strict bool
 		// before a run finds out.
 		ds = append(ds, Diagnostic{Severity: sev, Code: CodePermissionsInvalid, Detail: err.Error() + "; every run of its scripts and servers is refused until it is fixed", Path: skillPath})
 	}
+	if why := DestructiveInvalid(fm); why != "" {
+		ds = append(ds, Diagnostic{Severity: sev, Code: CodePermissionsInvalid, Detail: why, Path: skillPath})
+	}
 	if !strict {
 		return ds
 	}

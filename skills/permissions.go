@@ -261,15 +261,37 @@ func RiskOf(p *Permissions, findingSeverities []string) Risk {
 
 // Destructive reports whether a skill marks itself
 // metadata.harness.destructive: true, so that every call running its code
-// waits for a person.
+// waits for a person. A value that is neither true nor false ("yes", 1, a
+// list) counts as true: a skill that meant to ask for a person gets one
+// (DestructiveInvalid says so in validation).
 func Destructive(fm map[string]any) bool {
-	meta, _ := fm["metadata"].(map[string]any)
-	h, _ := meta["harness"].(map[string]any)
-	switch d := h["destructive"].(type) {
+	switch d := destructiveValue(fm).(type) {
+	case nil:
+		return false
 	case bool:
 		return d
 	case string:
-		return d == "true"
+		return d != "false"
 	}
-	return false
+	return true
+}
+
+// DestructiveInvalid describes a destructive value that is not a boolean
+// ("" when it is one, or absent).
+func DestructiveInvalid(fm map[string]any) string {
+	switch d := destructiveValue(fm).(type) {
+	case nil, bool:
+		return ""
+	case string:
+		if d == "true" || d == "false" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("metadata.harness.destructive is %v, not true or false; it is taken as true (every call running the skill's code waits for a person)", destructiveValue(fm))
+}
+
+func destructiveValue(fm map[string]any) any {
+	meta, _ := fm["metadata"].(map[string]any)
+	h, _ := meta["harness"].(map[string]any)
+	return h["destructive"]
 }

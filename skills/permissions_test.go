@@ -185,3 +185,27 @@ func FuzzManifestPaths(f *testing.F) {
 		}
 	})
 }
+
+// A destructive value that is not a boolean asks for a person rather than
+// silently not: "yes" must not mean no.
+func TestDestructiveFailsClosed(t *testing.T) {
+	for _, tc := range []struct {
+		v       any
+		want    bool
+		invalid bool
+	}{
+		{nil, false, false}, {true, true, false}, {false, false, false}, {"true", true, false}, {"false", false, false},
+		{"yes", true, true}, {"no", true, true}, {1, true, true}, {[]any{"x"}, true, true},
+	} {
+		fm := map[string]any{"metadata": map[string]any{"harness": map[string]any{}}}
+		if tc.v != nil {
+			fm["metadata"].(map[string]any)["harness"].(map[string]any)["destructive"] = tc.v
+		}
+		if got := Destructive(fm); got != tc.want {
+			t.Errorf("%v: Destructive = %v, want %v", tc.v, got, tc.want)
+		}
+		if got := DestructiveInvalid(fm) != ""; got != tc.invalid {
+			t.Errorf("%v: invalid = %v, want %v", tc.v, got, tc.invalid)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/harness-dev/harness/internal/startheap"
@@ -55,13 +56,21 @@ func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe 
 	err := app.Run(ctx, args)
 	if err != nil && app.Metadata[deliveredKey] == nil {
 		if derr := deliverUnparsed(args, err); derr != nil {
-			fmt.Fprintf(stderr, "harness: %s\n", termsafe.Lines(derr.Error()))
+			fmt.Fprintf(stderr, "harness: %s\n", continued(derr.Error()))
 		}
 	}
 	code := outcome.ExitCode(err)
 	if err != nil && !isReported(err) {
 		// An error can quote a model, a skill or a provider.
-		fmt.Fprintf(stderr, "harness: %s\n", termsafe.Lines(err.Error()))
+		fmt.Fprintf(stderr, "harness: %s\n", continued(err.Error()))
 	}
 	return code
+}
+
+// continued is an error message for stderr: controls escaped, and every
+// line after the first indented, so a message that quotes a model or a
+// provider (a refusal, an error body) cannot print a line that reads as
+// harness's own ("harness: run r1 succeeded").
+func continued(msg string) string {
+	return strings.ReplaceAll(termsafe.Lines(msg), "\n", "\n  ")
 }
