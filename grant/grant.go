@@ -96,7 +96,7 @@ func For(r Request) (*Grant, error) {
 			return nil, &Refusal{Code: pr.Code, Msg: fmt.Sprintf("skill %s declares filesystem.write %s: %s", r.Skill.Name, rel, pr.Msg)}
 		}
 	}
-	if err := checkHardLinks(ws, r.Skill.Name, write); err != nil {
+	if err := checkHardLinks(ws, r.Skill.Name, write, read); err != nil {
 		return nil, err
 	}
 	parts := []scripts.Part{}

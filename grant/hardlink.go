@@ -12,41 +12,86 @@ import (
 	"github.com/harness-dev/harness/workspace"
 )
 
-// maxWriteEntries bounds the entries one grant's write paths are checked
-// for hard links before a call (a variable so a test can lower it).
+// maxWriteEntries bounds the entries one grant's read and write paths are
+// checked for hard links before a call, all of them together (a variable
+// so a test can lower it).
 var maxWriteEntries = 100_000
 
-// checkHardLinks refuses a write path that holds a regular file with more
-// than one name. A hard link is the file itself, not a pointer to it: one
-// that already sits in a write path with its other name elsewhere (outside
-// the write paths, outside the workspace) is written through by every
-// backend, since the sandbox grants the name it sees. The sandbox cannot
-// make one to a file it does not show (link(2) across mounts fails, and
-// Landlock refuses the reparenting), so only a link made before the call
-// matters, and each call checks. Directories are opened beneath the
+// checkHardLinks refuses a read or write path that holds a regular file
+// with more than one name. A hard link is the file itself, not a pointer
+// to it: one that already sits in a declared path with its other name
+// elsewhere (in a part the skill is not shown, outside the workspace) is
+// read, and in a write path written, through by every backend, since the
+// sandbox grants the name it sees. The sandbox cannot make one to a file
+// it does not show (link(2) across mounts fails, and Landlock refuses the
+// reparenting), so only a link made before the call matters (an earlier
+// call that saw more of the workspace could), and each call checks. The
+// rule is one for both kinds of path. Directories are opened beneath the
 // workspace's descriptor and each entry is judged by fstatat on its
-// parent's descriptor, without following links; the read-only paths inside
-// are not looked at, since nothing can write them.
-func checkHardLinks(ws *workspace.Workspace, skill string, write []string) error {
+// parent's descriptor, without following links; the read-only paths
+// inside are not looked at: no call can write them, so no call can have
+// planted a link there.
+func checkHardLinks(ws *workspace.Workspace, skill string, write, read []string) error {
 	left := maxWriteEntries
-	for _, rel := range write {
-		d, err := ws.OpenDir(rel)
-		if err != nil {
-			pr := workspace.AsRefusal(err)
-			return &Refusal{Code: pr.Code, Msg: fmt.Sprintf("skill %s declares filesystem.write %s: %s", skill, rel, pr.Msg)}
-		}
-		found, err := walkLinks(d, rel, ws.ReadOnlyRel(), &left)
-		d.Close()
+	for _, p := range append(declared(write, "write"), declared(read, "read")...) {
+		found, err := linksUnder(ws, p.rel, &left)
+		var ref *workspace.Refusal
 		switch {
+		case errors.As(err, &ref) && ref.Code == "file_not_found" && p.kind == "read":
+			// A read path that does not exist shows nothing.
+		case errors.As(err, &ref):
+			return &Refusal{Code: ref.Code, Msg: fmt.Sprintf("skill %s declares filesystem.%s %s: %s", skill, p.kind, p.rel, ref.Msg)}
 		case errors.Is(err, errTooMany):
-			return &Refusal{Code: "write_path_too_large", Msg: fmt.Sprintf("skill %s declares filesystem.write %s, whose files are more than the %d harness checks for hard links before a call; nothing was run. Declare narrower write paths", skill, rel, maxWriteEntries)}
+			return &Refusal{Code: p.kind + "_path_too_large", Msg: fmt.Sprintf("skill %s declares filesystem.%s %s, whose files, with those of the paths before it, are more than the %d harness checks for hard links before a call; nothing was run. Declare narrower paths", skill, p.kind, p.rel, maxWriteEntries)}
 		case err != nil:
-			return &Refusal{Code: "grant_failed", Msg: fmt.Sprintf("skill %s declares filesystem.write %s, which could not be checked for hard links: %v; nothing was run", skill, rel, err)}
+			return &Refusal{Code: "grant_failed", Msg: fmt.Sprintf("skill %s declares filesystem.%s %s, which could not be checked for hard links: %v; nothing was run", skill, p.kind, p.rel, err)}
+		case found != "" && p.kind == "write":
+			return &Refusal{Code: "write_path_hardlink", Msg: fmt.Sprintf("skill %s declares filesystem.write %s, which holds %s, a hard link (a file with another name elsewhere): writing it would change that file too, wherever it is; nothing was run. Make it a file of its own (copy it to a new name and rename the copy over it) or remove it", skill, p.rel, ws.SandboxPath(found))}
 		case found != "":
-			return &Refusal{Code: "write_path_hardlink", Msg: fmt.Sprintf("skill %s declares filesystem.write %s, which holds %s, a hard link (a file with another name elsewhere): writing it would change that file too, wherever it is; nothing was run. Make it a file of its own (copy it to a new name and rename the copy over it) or remove it", skill, rel, ws.SandboxPath(found))}
+			return &Refusal{Code: "read_path_hardlink", Msg: fmt.Sprintf("skill %s declares filesystem.read %s, which holds %s, a hard link (a file with another name elsewhere): reading it would show that file, which the manifest may not grant; nothing was run. Make it a file of its own (copy it to a new name and rename the copy over it) or remove it", skill, p.rel, ws.SandboxPath(found))}
 		}
 	}
 	return nil
+}
+
+type declaredPath struct{ rel, kind string }
+
+func declared(rels []string, kind string) []declaredPath {
+	out := make([]declaredPath, 0, len(rels))
+	for _, rel := range rels {
+		out = append(out, declaredPath{rel, kind})
+	}
+	return out
+}
+
+// linksUnder returns rel itself when it is a regular file with more than
+// one link, else the first such file beneath the directory rel.
+func linksUnder(ws *workspace.Workspace, rel string, left *int) (string, error) {
+	if workspace.Covers(ws.ReadOnlyRel(), rel) {
+		return "", nil
+	}
+	f, err := ws.Open(rel)
+	if err != nil {
+		return "", workspace.AsRefusal(err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return "", fmt.Errorf("%s: %w", rel, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if *left--; *left < 0 {
+			return "", errTooMany
+		}
+		if st.Nlink > 1 {
+			return rel, nil
+		}
+		return "", nil
+	case unix.S_IFDIR:
+		return walkLinks(f, rel, ws.ReadOnlyRel(), left)
+	}
+	return "", nil
 }
 
 var errTooMany = errors.New("too many entries")
