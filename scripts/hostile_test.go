@@ -188,7 +188,7 @@ func TestHostileAsOrdinaryUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	suite := []string{"TestHostile", "TestNarrowedView", "TestReadOnlyInsideWritable", "TestExecLimited", "TestNarrowedViewRefusesLinks",
-		"TestExecLimitHoldsAgainstLoader", "TestExecLimitHoldsAgainstAnonymousFiles", "TestExecLimitKeepsRuntimes", "TestExecTempRuns"}
+		"TestExecLimitHoldsAgainstLoader", "TestExecLimitHoldsAgainstAnonymousFiles", "TestExecLimitKeepsRuntimes", "TestExecTempRuns", "TestReadOnlyModesKept"}
 	cmd := exec.Command("setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", "--", bin, "-test.run", "^("+strings.Join(suite, "|")+")$", "-test.count", "1", "-test.v")
 	cmd.Env = append(os.Environ(), "HOME=/tmp", "TMPDIR=/tmp")
 	cmd.Dir = dir

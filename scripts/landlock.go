@@ -42,6 +42,11 @@ type helperRules struct {
 	// CAP_SYS_ADMIN in the sandbox's user namespace for it).
 	noexec     bool
 	execMounts []string
+	// keepModes are the read-only paths whose modes the helper records
+	// before the script and restores after it: Landlock has no right for
+	// chmod, so a confined script can change the mode of a path it may
+	// only read (its owner, or root owning it).
+	keepModes []string
 }
 
 // args builds the helper's command line for argv.
@@ -72,6 +77,7 @@ func (h helperRules) args(helper string, argv []string) []string {
 	add("--beneath", h.beneath)
 	add("--exec", h.exec)
 	add("--exec-mount", h.execMounts)
+	add("--keep-mode", h.keepModes)
 	return append(append(out, "--"), argv...)
 }
 
@@ -113,6 +119,8 @@ func HelperMain(args []string) int {
 			h.noexec = v == "1"
 		case "--exec-mount":
 			h.execMounts = append(h.execMounts, v)
+		case "--keep-mode":
+			h.keepModes = append(h.keepModes, v)
 		case "--uid":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
@@ -152,7 +160,99 @@ func HelperMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: exec %s: %v\n", argv[0], err)
 		return 127
 	}
-	return superviseTree(argv)
+	modes, err := recordModes(h.keepModes)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "harness sandbox helper: protected_path: %v; nothing was run\n", err)
+		return 126
+	}
+	return superviseTree(argv, func() bool {
+		changed := restoreModes(modes)
+		if len(changed) > 0 {
+			fmt.Fprintf(os.Stderr, "harness sandbox helper: protected_path: the script changed the mode of %s, read-only; harness set it back and fails the call\n", strings.Join(changed, ", "))
+		}
+		return len(changed) > 0
+	})
+}
+
+// maxKeptModes bounds the entries whose modes the helper records.
+const maxKeptModes = 100_000
+
+type keptMode struct {
+	path string
+	mode uint32
+}
+
+// recordModes lists every entry under roots (links not followed) with its
+// permission bits, parents before children, so that a restore reopens a
+// directory before the entries in it. More than maxKeptModes fails: a
+// mode left unrecorded could not be restored.
+func recordModes(roots []string) ([]keptMode, error) {
+	var out []keptMode
+	var walk func(p string) error
+	walk = func(p string) error {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return nil // a link has no mode of its own
+		}
+		if len(out) >= maxKeptModes {
+			return fmt.Errorf("more than %d entries under the read-only paths to record the modes of", maxKeptModes)
+		}
+		out = append(out, keptMode{p, st.Mode & 0o7777})
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return nil
+		}
+		d, err := os.Open(p)
+		if errors.Is(err, unix.EACCES) {
+			// The script, with the same credentials, cannot reach in either.
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		for _, n := range names {
+			if err := walk(filepath.Join(p, n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, r := range roots {
+		if err := walk(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// restoreModes sets back every recorded mode that changed and returns
+// those paths. The entries cannot have been replaced (the script may only
+// read them), and fchmodat does not follow a link at the last component
+// only when told to, which kernels before fchmodat2 refuse; a link was
+// never recorded, so following is safe here.
+func restoreModes(kept []keptMode) []string {
+	var changed []string
+	for _, k := range kept {
+		var st unix.Stat_t
+		if err := unix.Lstat(k.path, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			continue
+		}
+		if st.Mode&0o7777 != k.mode {
+			unix.Fchmodat(unix.AT_FDCWD, k.path, k.mode, 0)
+			changed = append(changed, k.path)
+		}
+	}
+	return changed
 }
 
 // dropPrivileges empties every capability set (bounding and ambient
@@ -187,7 +287,9 @@ func dropPrivileges(uid int) error {
 
 // superviseTree runs argv as a child, as its subreaper, and returns its
 // exit status once the child and every descendant are gone.
-func superviseTree(argv []string) int {
+// after runs once the tree is gone; when it reports a finding, the
+// helper fails with 126 whatever the child's status.
+func superviseTree(argv []string, after func() bool) int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: subreaper: %v\n", err)
 		return 126
@@ -210,6 +312,9 @@ func superviseTree(argv []string) int {
 		werr = <-done
 	}
 	killDescendants()
+	if after() {
+		return 126
+	}
 	return passExit(werr)
 }
 
@@ -376,6 +481,7 @@ func landlockRules(spec Spec, bin, tmp string, view *execView) helperRules {
 		for _, p := range readOnly {
 			ro.carve(p, spec.HideHost)
 		}
+		h.keepModes = append(h.keepModes, readOnly...)
 	}
 	return h
 }
