@@ -476,6 +476,9 @@ func landlockRules(spec Spec, bin, tmp string, view *execView) helperRules {
 				rw.carve(p, holes)
 			} else {
 				ro.carve(p, spec.HideHost)
+				if !m.insideWritable(part.Rel) {
+					h.keepModes = append(h.keepModes, p)
+				}
 			}
 		}
 		for _, p := range readOnly {
@@ -484,6 +487,17 @@ func landlockRules(spec Spec, bin, tmp string, view *execView) helperRules {
 		h.keepModes = append(h.keepModes, readOnly...)
 	}
 	return h
+}
+
+// insideWritable reports whether rel lies in a writable part of m, where
+// its modes are the script's to change (Landlock rights add up).
+func (m Mount) insideWritable(rel string) bool {
+	for _, part := range m.parts() {
+		if part.Writable && (part.Rel == "." || rel == part.Rel || strings.HasPrefix(rel, part.Rel+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 // access is one kind of grant being collected: rules for whole trees,

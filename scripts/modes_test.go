@@ -35,6 +35,18 @@ echo done`, nil)
 			if changed && (res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "protected_path")) {
 				t.Errorf("the script changed a read-only mode and the call did not fail with protected_path: exit %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Stdout, res.Stderr)
 			}
+			// A part a manifest declares read-only, beside a writable one.
+			res = inView(t, b, ws, Mount{Only: []Part{{Rel: "docs"}, {Rel: "out", Writable: true}}, ReadOnly: []string{".git"}}, `
+chmod 0666 docs/readme 2>/dev/null && echo CHMOD-READ-PART
+chmod 0700 out 2>/dev/null && chmod 0755 out && echo CHMOD-WRITE-PART
+echo done`, nil)
+			expectLines(t, res, []string{"done", "CHMOD-WRITE-PART"}, nil)
+			if fi, err := os.Lstat(filepath.Join(ws, "docs", "readme")); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("docs/readme after the call: %v %v, want mode 644", fi, err)
+			}
+			if strings.Contains(string(res.Stdout), "CHMOD-READ-PART") && (res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "protected_path")) {
+				t.Errorf("a read-only part's mode changed and the call did not fail: exit %d\n%s", res.ExitCode, res.Stderr)
+			}
 		})
 	}
 }
