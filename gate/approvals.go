@@ -28,9 +28,10 @@ type Approvals struct {
 	confirm  []string
 	registry func() *skills.Registry
 	// MCPSkill, when set, names the skill whose MCP server offers an
-	// exposed tool: a skill with several servers offers KEY__TOOL with
-	// KEY <skill>-<server>, which is no skill's name.
-	MCPSkill func(exposed string) string
+	// exposed tool ("" for the operator's server) and whether a server
+	// offers it: a skill with several servers offers KEY__TOOL with KEY
+	// <skill>-<server>, which is no skill's name, or another skill's.
+	MCPSkill func(exposed string) (string, bool)
 
 	mu        sync.Mutex
 	requested map[string]record.ApprovalRequested
@@ -138,9 +139,11 @@ func (a *Approvals) skillOf(call loop.ToolCall) *skills.Skill {
 		json.Unmarshal([]byte(call.Arguments), &args)
 		name = args.Skill
 	case strings.Contains(call.Name, tools.MCPSeparator):
+		// The server that serves the tool decides; the key is only a
+		// guess for a tool no running server offers (which no call runs).
 		name, _, _ = strings.Cut(call.Name, tools.MCPSeparator)
 		if a.MCPSkill != nil {
-			if n := a.MCPSkill(call.Name); n != "" {
+			if n, ok := a.MCPSkill(call.Name); ok {
 				name = n
 			}
 		}
