@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -83,6 +84,9 @@ type ResumeOptions struct {
 	Version           string
 
 	model loop.Model // a subagent's parent's model
+	// byParent is set when a parent run resumes its delegate_task child:
+	// a child run directory is resumed only that way.
+	byParent bool
 	// decided are a parent run's decisions about this child's waiting
 	// calls (ids as the child knows them), each with who made it.
 	decided []record.ApprovalDecided
@@ -134,6 +138,13 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	st, err := rundir.Open(dir, m, ro.RunKey)
 	if err != nil {
 		return nil, err
+	}
+	if d := st.Created.Inputs.Depth; d > 0 && !ro.byParent {
+		// A child's waiting calls are its parent's too: deciding or
+		// running them behind the parent's back would leave the parent
+		// listing, and later deciding, a call that already ran.
+		parent := filepath.Dir(filepath.Dir(dir))
+		return nil, outcome.Usage("run_is_child", "run %s is a delegate_task child (depth %d) and is resumed only through its parent: run `harness resume %s` (a call waiting in this child is decided there as %s/CALL_ID, e.g. --approve %s/CALL_ID); nothing was run", termsafe.Escape(m.RunID), d, termsafe.Escape(parent), termsafe.Escape(m.RunID), termsafe.Escape(m.RunID))
 	}
 	if err := expectEnvironment(st.Created.Inputs, ro); err != nil {
 		return nil, err
