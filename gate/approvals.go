@@ -86,6 +86,14 @@ func (a *Approvals) DecidedUnder(prefix string) []record.ApprovalDecided {
 	return out
 }
 
+// Approved reports whether a person approved call id.
+func (a *Approvals) Approved(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, ok := a.decided[id]
+	return ok && d.Decision == record.DecisionApproved
+}
+
 func (a *Approvals) Approve(turn int, call loop.ToolCall, effect loop.Effect) (loop.Approval, *loop.ToolResult) {
 	why, _ := a.Why(call)
 	if why == "" {

@@ -249,6 +249,7 @@ func (r *runner) newApprovals() *gate.Approvals {
 	a := gate.NewApprovals(r.opts.ConfirmTools, func() *skills.Registry { return r.registry }, requested, decided)
 	if r.mcp != nil {
 		a.MCPSkill = r.mcp.SkillOf
+		r.mcp.RequireApproval(a.Approved)
 	}
 	return a
 }

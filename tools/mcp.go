@@ -93,6 +93,19 @@ type MCPHub struct {
 	proxies []func()
 	// reported counts the server records already told to the loop.
 	reported int
+	// approved reports whether a person approved a call (nil: none
+	// was): a deferred server starts for nothing else.
+	approved func(callID string) bool
+}
+
+// RequireApproval names what a deferred server's start checks: that the
+// call it starts for was approved by a person. The gate decides that
+// before the call; this keeps a server of a destructive skill from
+// starting for a call the gate let through for another reason.
+func (h *MCPHub) RequireApproval(approved func(callID string) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.approved = approved
 }
 
 type mcpConn struct {
@@ -458,7 +471,7 @@ func (c *mcpConn) declaredTools() []mcp.Tool {
 // tool the gate let through after a person approved it. The server's own
 // tool list must be exactly the declared one (names, descriptions,
 // schemas): the person approved a call of the tool the model was shown.
-func (h *MCPHub) ensureStarted(ctx context.Context, c *mcpConn) (*mcp.Conn, error) {
+func (h *MCPHub) ensureStarted(ctx context.Context, c *mcpConn, callID string) (*mcp.Conn, error) {
 	d := c.deferred
 	if d == nil {
 		return c.conn, nil
@@ -466,10 +479,13 @@ func (h *MCPHub) ensureStarted(ctx context.Context, c *mcpConn) (*mcp.Conn, erro
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h.mu.Lock()
-	conn, rec := c.conn, h.rec.Servers[c.rec]
+	conn, rec, approved := c.conn, h.rec.Servers[c.rec], h.approved
 	h.mu.Unlock()
 	if conn != nil {
 		return conn, nil
+	}
+	if approved == nil || !approved(callID) {
+		return nil, &scripts.Refusal{Code: "approval_missing", Msg: fmt.Sprintf("MCP server %s of skill %s starts only for a call a person approved, and call %s was not: nothing was started or called", c.key, d.skill.Name, callID)}
 	}
 	if d.failed != nil {
 		return nil, d.failed
