@@ -3,9 +3,11 @@ package artifacts
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/url"
 	"regexp"
+	"strings"
 )
 
 // Redacted replaces a secret wherever harness would have written it.
@@ -24,6 +26,10 @@ var bearer = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}`)
 // reaches a file or a terminal. A nil Redactor writes unchanged.
 type Redactor struct {
 	secrets [][]byte
+	// escaped match each secret in any JSON-escaped spelling, however
+	// deeply nested: a model's tool-call arguments are a JSON document in
+	// a JSON string, and "sk-...\u0066" in them is the key once decoded.
+	escaped []*regexp.Regexp
 }
 
 // NewRedactor redacts the given values (and their JSON-escaped forms).
@@ -37,8 +43,43 @@ func NewRedactor(secrets ...string) *Redactor {
 		if q, _ := json.Marshal(s); !bytes.Equal(q[1:len(q)-1], []byte(s)) {
 			r.secrets = append(r.secrets, q[1:len(q)-1])
 		}
+		r.escaped = append(r.escaped, escapedSpellings(s))
 	}
 	return r
+}
+
+// escapedSpellings matches s with any of its characters written as a JSON
+// escape (\u0066 for f, \/ for /) behind any number of backslashes, as
+// each level of JSON-in-a-JSON-string doubles them. Redacting the text as
+// written, rather than decoding and re-encoding it, leaves every other
+// byte as it was: a cassette's request keys and a resumed run's digests
+// are of the same bytes whether or not the key was in them.
+func escapedSpellings(s string) *regexp.Regexp {
+	var b strings.Builder
+	for _, c := range s {
+		b.WriteString("(?:")
+		b.WriteString(regexp.QuoteMeta(string(c)))
+		if c < 0x10000 {
+			fmt.Fprintf(&b, `|\\+[uU]%s`, hexAnyCase(fmt.Sprintf("%04x", c)))
+		}
+		if c == '"' || c == '\\' || c == '/' {
+			b.WriteString(`|\\+` + regexp.QuoteMeta(string(c)))
+		}
+		b.WriteString(")")
+	}
+	return regexp.MustCompile(b.String())
+}
+
+func hexAnyCase(h string) string {
+	var b strings.Builder
+	for _, c := range h {
+		if c >= 'a' && c <= 'f' {
+			fmt.Fprintf(&b, "[%c%c]", c, c-'a'+'A')
+		} else {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }
 
 // Bytes returns b with every secret replaced.
@@ -49,6 +90,12 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	for _, s := range r.secrets {
 		if bytes.Contains(b, s) {
 			b = bytes.ReplaceAll(b, s, []byte(Redacted))
+		}
+	}
+	// An escaped spelling needs a backslash: most text has none to match.
+	if bytes.IndexByte(b, '\\') >= 0 {
+		for _, re := range r.escaped {
+			b = re.ReplaceAllLiteral(b, []byte(Redacted))
 		}
 	}
 	// The regular expression only runs where the word occurs at all: most

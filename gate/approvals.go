@@ -28,9 +28,10 @@ type Approvals struct {
 	confirm  []string
 	registry func() *skills.Registry
 	// MCPSkill, when set, names the skill whose MCP server offers an
-	// exposed tool: a skill with several servers offers KEY__TOOL with
-	// KEY <skill>-<server>, which is no skill's name.
-	MCPSkill func(exposed string) string
+	// exposed tool ("" for the operator's server) and whether a server
+	// offers it: a skill with several servers offers KEY__TOOL with KEY
+	// <skill>-<server>, which is no skill's name, or another skill's.
+	MCPSkill func(exposed string) (string, bool)
 
 	mu        sync.Mutex
 	requested map[string]record.ApprovalRequested
@@ -83,6 +84,14 @@ func (a *Approvals) DecidedUnder(prefix string) []record.ApprovalDecided {
 	}
 	slices.SortFunc(out, func(x, y record.ApprovalDecided) int { return strings.Compare(x.CallID, y.CallID) })
 	return out
+}
+
+// Approved reports whether a person approved call id.
+func (a *Approvals) Approved(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, ok := a.decided[id]
+	return ok && d.Decision == record.DecisionApproved
 }
 
 func (a *Approvals) Approve(turn int, call loop.ToolCall, effect loop.Effect) (loop.Approval, *loop.ToolResult) {
@@ -138,9 +147,11 @@ func (a *Approvals) skillOf(call loop.ToolCall) *skills.Skill {
 		json.Unmarshal([]byte(call.Arguments), &args)
 		name = args.Skill
 	case strings.Contains(call.Name, tools.MCPSeparator):
+		// The server that serves the tool decides; the key is only a
+		// guess for a tool no running server offers (which no call runs).
 		name, _, _ = strings.Cut(call.Name, tools.MCPSeparator)
 		if a.MCPSkill != nil {
-			if n := a.MCPSkill(call.Name); n != "" {
+			if n, ok := a.MCPSkill(call.Name); ok {
 				name = n
 			}
 		}

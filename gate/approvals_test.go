@@ -15,13 +15,13 @@ func TestDestructiveSkillCallsWait(t *testing.T) {
 	reg := &skills.Registry{Skills: []skills.Skill{{Name: "ops", Frontmatter: destructive}, {Name: "notes"}}}
 	servers := map[string]string{"ops": "ops", "ops-db": "ops", "ops-queue": "ops", "notes": "notes"}
 	a := NewApprovals(nil, func() *skills.Registry { return reg }, nil, nil)
-	a.MCPSkill = func(exposed string) string {
+	a.MCPSkill = func(exposed string) (string, bool) {
 		for key, skill := range servers {
 			if len(exposed) > len(key)+2 && exposed[:len(key)+2] == key+"__" {
-				return skill
+				return skill, true
 			}
 		}
-		return ""
+		return "", false
 	}
 	for _, tc := range []struct {
 		call loop.ToolCall

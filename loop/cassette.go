@@ -299,6 +299,10 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (Response, error) 
 			return e.Response, nil
 		}
 	}
+	if i := slices.Index(c.used, false); i >= 0 && c.matchesRedacted(i, req) {
+		c.used[i] = true
+		return c.entries[i].Response, nil
+	}
 	mm := &CassetteMismatchError{Request: pos + 1, Recorded: len(c.entries)}
 	if pos < len(c.entries) {
 		creq, _ := canonical(req)
@@ -315,6 +319,61 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (Response, error) 
 		}
 	}
 	return Response{}, mm
+}
+
+// matchesRedacted reports whether req is the next recorded request once
+// what the recording redacted is left out: a secret the recording run
+// knew (its API key, read from a file by a tool) was written as
+// "[redacted]", and a replay without that key sends it as it is. Each
+// "[redacted]" stands for a non-empty run of one JSON string's text.
+func (c *Cassette) matchesRedacted(i int, req Request) bool {
+	raw, err := c.recordedRequest(i)
+	if err != nil || !bytes.Contains(raw, []byte(artifacts.Redacted)) {
+		return false
+	}
+	creq, err := canonical(req)
+	if err != nil {
+		return false
+	}
+	got, err := json.Marshal(creq)
+	if err != nil {
+		return false
+	}
+	parts := bytes.Split(raw, []byte(artifacts.Redacted))
+	if !bytes.HasPrefix(got, parts[0]) {
+		return false
+	}
+	rest := got[len(parts[0]):]
+	for j, part := range parts[1:] {
+		n := stringSpan(rest)
+		last := j == len(parts)-2
+		found := false
+		// The shortest span after which the recording goes on.
+		for k := 1; k <= n; k++ {
+			if last && bytes.Equal(rest[k:], part) || !last && bytes.HasPrefix(rest[k:], part) {
+				rest, found = rest[k+len(part):], true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return len(rest) == 0
+}
+
+// stringSpan is how many bytes of b lie inside the JSON string text it
+// starts in: up to an unescaped quote.
+func stringSpan(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(b)
 }
 
 // CassetteMismatchError is a replayed request that the cassette does not

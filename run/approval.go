@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -85,10 +86,19 @@ func (r *runner) decideApprovals(d decisions) error {
 	// Every decision is checked before any is journaled: one refused
 	// decides none of them.
 	for _, dec := range all {
-		if req := st.ApprovalsRequested[dec.CallID]; req.Child == "" {
-			if err := r.checkApproval(dec.CallID, req); err != nil {
+		req := st.ApprovalsRequested[dec.CallID]
+		if req.Child != "" {
+			// The child's journal holds the skill digests the request
+			// named; a drifted skill is refused here, before the
+			// decision is journaled, not by the child once this run's
+			// model has been told the child failed.
+			var err error
+			if req, err = r.childRequest(req); err != nil {
 				return err
 			}
+		}
+		if err := r.checkApproval(dec.CallID, req); err != nil {
+			return err
 		}
 	}
 	for _, dec := range all {
@@ -131,6 +141,26 @@ func (r *runner) checkApproval(id string, req record.ApprovalRequested) error {
 		}
 	}
 	return nil
+}
+
+// childRequest is the request for a call waiting in a delegate_task
+// child, as the child's own verified journal holds it.
+func (r *runner) childRequest(req record.ApprovalRequested) (record.ApprovalRequested, error) {
+	dir := filepath.Join(r.res.runDir, filepath.FromSlash(req.Child))
+	id := req.CallID[strings.LastIndex(req.CallID, "/")+1:]
+	m, err := record.ReadManifest(dir)
+	if err != nil {
+		return req, fmt.Errorf("call %s waits in child run %s, which cannot be read: %w", req.CallID, req.Child, err)
+	}
+	st, err := rundir.Open(dir, m, r.opts.RunKey)
+	if err != nil {
+		return req, err
+	}
+	child, ok := st.ApprovalsRequested[id]
+	if !ok {
+		return req, outcome.Policy("approval_unknown", "call %s is not waiting in child run %s: its journal holds no request for %s; nothing was decided", req.CallID, req.Child, id)
+	}
+	return child, nil
 }
 
 // osUser names who decided when --actor is not given.
@@ -219,6 +249,7 @@ func (r *runner) newApprovals() *gate.Approvals {
 	a := gate.NewApprovals(r.opts.ConfirmTools, func() *skills.Registry { return r.registry }, requested, decided)
 	if r.mcp != nil {
 		a.MCPSkill = r.mcp.SkillOf
+		r.mcp.RequireApproval(a.Approved)
 	}
 	return a
 }

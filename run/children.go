@@ -49,7 +49,7 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 		// calls go down to it; its own resume checks them against its
 		// journal.
 		res, err = Resume(ctx, ResumeOptions{RunDir: childDir, OnEvent: r.opts.OnEvent, Stderr: r.stderr, Now: r.opts.Now, Version: r.opts.Version,
-			APIKey: r.opts.APIKey, RunKey: r.opts.RunKey, model: r.shared, Replay: r.opts.Replay, AllowDrift: r.acceptDrift,
+			APIKey: r.opts.APIKey, RunKey: r.opts.RunKey, model: r.shared, byParent: true, Replay: r.opts.Replay, AllowDrift: r.acceptDrift,
 			decided: r.approvals.DecidedUnder(id + "/")})
 		var e *outcome.Error
 		if errors.As(err, &e) && e.Code == "run_succeeded" {

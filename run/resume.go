@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -83,6 +86,9 @@ type ResumeOptions struct {
 	Version           string
 
 	model loop.Model // a subagent's parent's model
+	// byParent is set when a parent run resumes its delegate_task child:
+	// a child run directory is resumed only that way.
+	byParent bool
 	// decided are a parent run's decisions about this child's waiting
 	// calls (ids as the child knows them), each with who made it.
 	decided []record.ApprovalDecided
@@ -133,6 +139,16 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	// Everything below reads the run directory as input: verify it first.
 	st, err := rundir.Open(dir, m, ro.RunKey)
 	if err != nil {
+		return nil, err
+	}
+	if d := st.Created.Inputs.Depth; d > 0 && !ro.byParent {
+		// A child's waiting calls are its parent's too: deciding or
+		// running them behind the parent's back would leave the parent
+		// listing, and later deciding, a call that already ran.
+		parent := filepath.Dir(filepath.Dir(dir))
+		return nil, outcome.Usage("run_is_child", "run %s is a delegate_task child (depth %d) and is resumed only through its parent: run `harness resume %s` (a call waiting in this child is decided there as %s/CALL_ID, e.g. --approve %s/CALL_ID); nothing was run", termsafe.Escape(m.RunID), d, termsafe.Escape(parent), termsafe.Escape(m.RunID), termsafe.Escape(m.RunID))
+	}
+	if err := childrenPresent(dir, st); err != nil {
 		return nil, err
 	}
 	if err := expectEnvironment(st.Created.Inputs, ro); err != nil {
@@ -332,6 +348,26 @@ func expectEnvironment(in record.Inputs, ro ResumeOptions) error {
 	}
 	if ro.ExpectPromptRole != "" && ro.ExpectPromptRole != in.PromptRole {
 		return outcome.Policy("prompt_role_mismatch", "--prompt-role %s, but the run's prompt role is %s", ro.ExpectPromptRole, in.PromptRole)
+	}
+	return nil
+}
+
+// childrenPresent refuses a run whose journal names a call waiting in a
+// delegate_task child whose run directory is gone: delegate_task would
+// start a new child under the same id, and decisions about the old
+// child's calls would be handed to calls of the new one that share their
+// ids.
+func childrenPresent(dir string, st *rundir.State) error {
+	seen := map[string]bool{}
+	for _, id := range slices.Sorted(maps.Keys(st.ApprovalsRequested)) {
+		child := st.ApprovalsRequested[id].Child
+		if child == "" || seen[child] {
+			continue
+		}
+		seen[child] = true
+		if _, err := artifacts.ReadBeneath(dir, filepath.Join(filepath.FromSlash(child), record.FileManifest)); err != nil {
+			return outcome.Policy("run_dir_tampered", "the run directory was changed after harness wrote it: call %s waits in child run %s, whose run.json cannot be read (%v); nothing was run. Start the run again, or check the directory with `harness verify`", termsafe.Escape(id), termsafe.Escape(child), err)
+		}
 	}
 	return nil
 }

@@ -79,14 +79,33 @@ type MCPHub struct {
 	cfg MCP
 
 	mu      sync.Mutex
-	started map[string]bool // by key
-	conns   []*mcpConn
-	rec     record.MCPServers
+	started map[string]bool // operator servers by key
+	// startedSkills are the skills whose servers were looked at: a skill
+	// and an operator's server may share a name.
+	startedSkills map[string]bool
+	// keys names what claimed each server key: the key decides whose
+	// server a tool KEY__TOOL is, so no two servers may share one.
+	keys  map[string]string
+	conns []*mcpConn
+	rec   record.MCPServers
 	// proxies are the egress proxies of networked skill servers, which
 	// live as long as the hub (a restarted server keeps its proxy).
 	proxies []func()
 	// reported counts the server records already told to the loop.
 	reported int
+	// approved reports whether a person approved a call (nil: none
+	// was): a deferred server starts for nothing else.
+	approved func(callID string) bool
+}
+
+// RequireApproval names what a deferred server's start checks: that the
+// call it starts for was approved by a person. The gate decides that
+// before the call; this keeps a server of a destructive skill from
+// starting for a call the gate let through for another reason.
+func (h *MCPHub) RequireApproval(approved func(callID string) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.approved = approved
 }
 
 type mcpConn struct {
@@ -120,7 +139,7 @@ func NewMCPHub(cfg MCP) *MCPHub {
 	if cfg.Lookup == nil {
 		cfg.Lookup = os.LookupEnv
 	}
-	return &MCPHub{cfg: cfg, started: map[string]bool{},
+	return &MCPHub{cfg: cfg, started: map[string]bool{}, startedSkills: map[string]bool{}, keys: map[string]string{},
 		rec: record.MCPServers{Envelope: artifacts.NewEnvelope(record.TypeMCPServers, record.Version), Servers: []record.MCPServer{}}}
 }
 
@@ -249,7 +268,11 @@ func (h *MCPHub) Tools(ctx context.Context) ([]loop.Tool, error) {
 		if r.Status == "failed" {
 			h.reported = len(h.rec.Servers)
 			msg := fmt.Sprintf("MCP server %s, whose tools --allow-tool allows, could not start: %s", r.Key, r.Error.Message)
-			return nil, &outcome.Error{Code: "mcp_server_failed", Msg: msg, Exit: outcome.ExitFailed}
+			code := "mcp_server_failed"
+			if r.Error.Code == "mcp_key_conflict" {
+				code = r.Error.Code
+			}
+			return nil, &outcome.Error{Code: code, Msg: msg, Exit: outcome.ExitFailed}
 		}
 	}
 	h.reported = len(h.rec.Servers)
@@ -302,16 +325,18 @@ func (h *MCPHub) startDue(ctx context.Context) {
 		for _, name := range slices.Sorted(maps.Keys(op.Servers)) {
 			if !h.started[name] && h.keyAllowed(name) {
 				h.started[name] = true
-				todo = append(todo, due{key: name, name: name, srv: op.Servers[name], file: op.File, digest: op.Digest})
+				d := due{key: name, name: name, srv: op.Servers[name], file: op.File, digest: op.Digest}
+				d.err = h.claimKey(name, fmt.Sprintf("the operator's server %s (--mcp-config)", name))
+				todo = append(todo, d)
 			}
 		}
 	}
 	if h.cfg.Registry != nil && h.cfg.Active != nil {
 		for _, a := range h.cfg.Active.List() {
-			if h.started[a.Name] {
+			if h.startedSkills[a.Name] {
 				continue
 			}
-			h.started[a.Name] = true
+			h.startedSkills[a.Name] = true
 			s, ok := h.cfg.Registry.Lookup(a.Name)
 			if !ok {
 				continue
@@ -330,7 +355,9 @@ func (h *MCPHub) startDue(ctx context.Context) {
 					key = s.Name + "-" + n
 				}
 				if h.keyAllowed(key) {
-					todo = append(todo, due{key: key, name: n, srv: servers[n], skill: s, file: file, digest: digest})
+					d := due{key: key, name: n, srv: servers[n], skill: s, file: file, digest: digest}
+					d.err = h.claimKey(key, fmt.Sprintf("server %s of skill %s", n, s.Name))
+					todo = append(todo, d)
 				}
 			}
 		}
@@ -402,6 +429,18 @@ func (h *MCPHub) startDue(ctx context.Context) {
 	}
 }
 
+// claimKey reserves key for owner, or refuses it when another server
+// holds it: a skill a with servers b and c has keys a-b and a-c, which a
+// skill or an operator's server named a-b would share, and the approval
+// gate and the call must never disagree on whose server a tool is.
+func (h *MCPHub) claimKey(key, owner string) error {
+	if had, ok := h.keys[key]; ok {
+		return &scripts.Refusal{Code: "mcp_key_conflict", Msg: fmt.Sprintf("%s would offer its tools as %s__TOOL, the names %s already offers its tools under; rename the server or the skill so that the keys differ, or leave one of them out of the run", owner, key, had)}
+	}
+	h.keys[key] = owner
+	return nil
+}
+
 // journalServer records a server's start, failure or deferral.
 func (h *MCPHub) journalServer(rec record.MCPServer, err error, deferred bool) {
 	if h.cfg.Journal == nil {
@@ -432,7 +471,7 @@ func (c *mcpConn) declaredTools() []mcp.Tool {
 // tool the gate let through after a person approved it. The server's own
 // tool list must be exactly the declared one (names, descriptions,
 // schemas): the person approved a call of the tool the model was shown.
-func (h *MCPHub) ensureStarted(ctx context.Context, c *mcpConn) (*mcp.Conn, error) {
+func (h *MCPHub) ensureStarted(ctx context.Context, c *mcpConn, callID string) (*mcp.Conn, error) {
 	d := c.deferred
 	if d == nil {
 		return c.conn, nil
@@ -440,10 +479,13 @@ func (h *MCPHub) ensureStarted(ctx context.Context, c *mcpConn) (*mcp.Conn, erro
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h.mu.Lock()
-	conn, rec := c.conn, h.rec.Servers[c.rec]
+	conn, rec, approved := c.conn, h.rec.Servers[c.rec], h.approved
 	h.mu.Unlock()
 	if conn != nil {
 		return conn, nil
+	}
+	if approved == nil || !approved(callID) {
+		return nil, &scripts.Refusal{Code: "approval_missing", Msg: fmt.Sprintf("MCP server %s of skill %s starts only for a call a person approved, and call %s was not: nothing was started or called", c.key, d.skill.Name, callID)}
 	}
 	if d.failed != nil {
 		return nil, d.failed
@@ -491,21 +533,22 @@ func toolNames(ts []record.MCPTool) string {
 }
 
 // SkillOf names the skill whose server offers the exposed tool KEY__TOOL
-// ("" for an operator's server or no server): a skill with several
-// servers has keys <skill>-<server>, which are not its name.
-func (h *MCPHub) SkillOf(exposed string) string {
+// ("" for an operator's server), and whether a server offers it: a skill
+// with several servers has keys <skill>-<server>, which are not its name,
+// and a key is held by one server only (claimKey).
+func (h *MCPHub) SkillOf(exposed string) (string, bool) {
 	key, _, ok := strings.Cut(exposed, MCPSeparator)
 	if !ok {
-		return ""
+		return "", false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range h.conns {
 		if c.key == key {
-			return c.skill
+			return c.skill, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 func (h *MCPHub) progress(format string, args ...any) {

@@ -43,7 +43,7 @@ func (t *MCPTool) Spec() loop.ToolSpec {
 func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
 	rec := record.MCPCall{Type: record.TypeMCPCall, OutputID: call.ID, RunID: t.hub.cfg.RunID, Key: t.c.key, Server: t.c.name, Tool: t.tool.Name,
 		ArgsDigest: artifacts.DigestBytes(raw), CalledAt: t.hub.cfg.Now().UTC()}
-	conn, err := t.hub.ensureStarted(ctx, t.c)
+	conn, err := t.hub.ensureStarted(ctx, t.c, call.ID)
 	if err != nil {
 		rec.Status, rec.Error = "error", mcpError(err)
 		return loop.ErrorResult(rec.Error.Code, rec.Error.Message, rec), nil
