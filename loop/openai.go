@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,7 +97,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 // Complete sends one request over its wire API, retrying transient
 // failures.
 func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
-	extra, err := extraBody(req.Params.ExtraBody)
+	extra, err := extraBody(req.Params.ExtraBody, req.WireAPI)
 	if err != nil {
 		return Response{}, err
 	}
@@ -166,9 +167,52 @@ func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewPa
 	return &acc.ChatCompletion, reasoning.String(), nil
 }
 
+// ExtraBodyKeyPlain says whether an extra body key is a plain top-level
+// field name. Each key is applied with option.WithJSONSet, whose key is an
+// sjson path: ".", "#", "*", "|", "@", "\\" and the like would reach into
+// the conversation ("messages.0.content") or spell an owned field another
+// way ("mo\\del"). Letters, digits, "_" and "-" mean nothing to sjson on
+// an object, so a key of only these is set as itself.
+func ExtraBodyKeyPlain(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// OwnedBody are the request body keys harness sends itself, by wire API.
+// The extra body is set over the body harness built, so one of these would
+// replace the conversation the journal records, the tools the policy
+// allows, the model the identity names, or (over the Responses API) let
+// the provider store or extend the conversation.
+var OwnedBody = map[string][]string{
+	WireChat: {"model", "messages", "tools", "tool_choice", "functions", "function_call", "stream", "stream_options"},
+	WireResponses: {"model", "input", "instructions", "tools", "tool_choice", "stream", "stream_options",
+		"store", "include", "previous_response_id", "conversation", "prompt", "background"},
+}
+
+// ExtraBodyOwned says whether key is one harness sends over wire. Letter
+// case is ignored: servers that decode with Go's encoding/json (and some
+// others) match field names without case.
+func ExtraBodyOwned(wire, key string) bool {
+	if wire == "" {
+		wire = WireChat
+	}
+	return slices.ContainsFunc(OwnedBody[wire], func(o string) bool { return strings.EqualFold(o, key) })
+}
+
 // extraBody turns --extra-body's object into one body setting per key, in
-// key order (the request is the same in every replay).
-func extraBody(raw json.RawMessage) ([]option.RequestOption, error) {
+// key order (the request is the same in every replay). The options were
+// checked when the run was made; the keys are checked again here because
+// the wire API can change on resume and a path key must never be sent.
+func extraBody(raw json.RawMessage, wire string) ([]option.RequestOption, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -183,6 +227,12 @@ func extraBody(raw json.RawMessage) ([]option.RequestOption, error) {
 	slices.Sort(keys)
 	var out []option.RequestOption
 	for _, k := range keys {
+		switch {
+		case !ExtraBodyKeyPlain(k):
+			return nil, fmt.Errorf("extra body key %q is not a plain field name (letters, digits, _ and -)", k)
+		case ExtraBodyOwned(wire, k):
+			return nil, fmt.Errorf("extra body sets %q, which harness sends itself over the %s wire API", k, cmp.Or(wire, WireChat))
+		}
 		out = append(out, option.WithJSONSet(k, fields[k]))
 	}
 	return out, nil

@@ -367,43 +367,34 @@ func CommandPatterns(entries []string) ([]tools.CommandPattern, error) {
 	return out, nil
 }
 
-// ownedBody are the request body keys harness sends itself, by wire API,
-// with what to use instead. --extra-body is set over the body harness
-// built, so one of these would replace the conversation the journal
-// records, the tools the policy allows, the model the identity names, or
-// (over the Responses API) let the provider store or extend the
-// conversation.
-var ownedBody = map[string]map[string]string{
-	loop.WireChat: {
-		"model": "--model", "messages": "", "tools": "--allow-tool",
-		"tool_choice": "", "functions": "--allow-tool", "function_call": "",
-		"stream": "--stream", "stream_options": "--stream",
-	},
-	loop.WireResponses: {
-		"model": "--model", "input": "", "instructions": "",
-		"tools": "--allow-tool", "tool_choice": "", "stream": "--stream", "stream_options": "--stream",
-		"store": "", "include": "", "previous_response_id": "", "conversation": "", "prompt": "", "background": "",
-	},
+// ownedInstead names the flag to use instead of an extra body key harness
+// sends itself (loop.OwnedBody), where there is one.
+var ownedInstead = map[string]string{
+	"model": "--model", "tools": "--allow-tool", "functions": "--allow-tool",
+	"stream": "--stream", "stream_options": "--stream",
 }
 
-// checkExtraBody refuses a key of --extra-body that harness owns.
+// checkExtraBody refuses a key of --extra-body that is not a plain field
+// name (it would be read as a JSON path into the body) or that harness
+// sends itself.
 func checkExtraBody(obj map[string]json.RawMessage, wire string) error {
 	if wire == "" {
 		wire = loop.WireChat
 	}
-	owned := ownedBody[wire]
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		instead, ok := owned[k]
-		if !ok {
+		if !loop.ExtraBodyKeyPlain(k) {
+			return outcome.Usage("extra_body_key_invalid", "--extra-body key %q is not a plain field name: use only letters, digits, _ and -; a key names one top-level field of the request body, never a path into it", k)
+		}
+		if !loop.ExtraBodyOwned(wire, k) {
 			continue
 		}
 		msg := fmt.Sprintf("--extra-body sets %q, which harness sends itself over the %s wire API", k, wire)
-		if instead != "" {
+		if instead := ownedInstead[strings.ToLower(k)]; instead != "" {
 			msg += "; use " + instead + " instead"
 		}
 		return outcome.Usage("extra_body_owned", "%s. --extra-body is for a server's own knobs, such as '{\"top_k\": 20}'", msg)

@@ -286,8 +286,8 @@ func addLocked(ctx context.Context, o AddOptions) (*Added, error) {
 }
 
 // Outdated lists the git-pinned skills of root whose ref names another
-// commit now.
-func Outdated(ctx context.Context, root string, names []string) ([]RefMove, error) {
+// commit now, asking only URLs under trusted (as trustSource judges).
+func Outdated(ctx context.Context, root string, names, trusted []string) ([]RefMove, error) {
 	lock, err := ReadLock(root)
 	if err != nil {
 		return nil, err
@@ -295,11 +295,12 @@ func Outdated(ctx context.Context, root string, names []string) ([]RefMove, erro
 	var out []RefMove
 	for _, name := range sortedGit(lock, names) {
 		pin := lock.Skills[name].Git
-		// Outdated trusts nothing it installs, but a URL a server may
-		// resolve elsewhere is not asked about either: the answer would be
-		// another repository's.
-		if err := gitsource.CheckURL(pin.URL); err != nil {
-			return nil, outcome.Policy("install_source_invalid", "%s (pinned for %s) is refused: %v", pin.URL, name, err)
+		// Outdated installs nothing, but asking a server about refs is a
+		// request harness makes on the lock's word: a hand-edited lock
+		// must not point it at any host (from CI, a probe of the inside
+		// network), so it asks only what add and update would fetch.
+		if err := trustSource(pin.URL, name, trusted); err != nil {
+			return nil, err
 		}
 		now, err := gitsource.RemoteRef(ctx, pin.URL, pin.Ref)
 		if err != nil {

@@ -85,13 +85,16 @@ func skillsAddCommand() *cli.Command {
 
 func skillsOutdatedCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "outdated",
-		Usage:     "list the skills added from git whose ref names another commit now",
-		UsageText: "harness skills outdated --to ROOT [--skill NAME]... [--json]\n\nExit code 0 either way; the list is empty when every pin is current.",
+		Name:  "outdated",
+		Usage: "list the skills added from git whose ref names another commit now",
+		UsageText: "harness skills outdated --to ROOT [--skill NAME]... [--config FILE] [--json]\n\n" +
+			"Only a URL under a trusted source in the config file is asked, as add and update do.\n" +
+			"Exit code 0 either way; the list is empty when every pin is current.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Usage: "skills root `DIR` (holding skills.lock.json)", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
 			&cli.StringSliceFlag{Name: "skill", Usage: "only skill `NAME` (repeatable)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+			&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.trustedSources (URL prefixes and directories)", Sources: cli.EnvVars("HARNESS_CONFIG")},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
@@ -100,7 +103,11 @@ func skillsOutdatedCommand() *cli.Command {
 			if cmd.String("to") == "" {
 				return usagef("harness skills outdated needs --to ROOT, the skills root whose skills.lock.json to check")
 			}
-			moves, err := store.Outdated(ctx, cmd.String("to"), cmd.StringSlice("skill"))
+			trusted, err := readTrustedSources(cmd.String("config"))
+			if err != nil {
+				return err
+			}
+			moves, err := store.Outdated(ctx, cmd.String("to"), cmd.StringSlice("skill"), trusted)
 			if err != nil {
 				return err
 			}
