@@ -89,3 +89,41 @@ func TestArgoCommandIsLiteral(t *testing.T) {
 		}
 	}
 }
+
+// Kubernetes expands $(NAME) in an env value too, with the variables
+// listed before it (the key among them): a base URL reaches the container
+// as given, never with the key spliced into it.
+func TestGeneratedEnvValuesAreLiteral(t *testing.T) {
+	const base = "https://api.example/v1/$(HARNESS_API_KEY)?$$(HARNESS_API_KEY)"
+	check := func(t *testing.T, env []corev1.EnvVar) {
+		t.Helper()
+		vars := map[string]string{}
+		seen := false
+		for _, e := range env {
+			if e.ValueFrom != nil {
+				vars[e.Name] = "sk-the-real-key"
+				continue
+			}
+			got := kube.Expand(e.Value, vars)
+			vars[e.Name] = got
+			if e.Name == "HARNESS_BASE_URL" {
+				seen = true
+				if got != base {
+					t.Errorf("the container's HARNESS_BASE_URL is %q, want %q", got, base)
+				}
+			}
+		}
+		if !seen {
+			t.Error("no HARNESS_BASE_URL in the container's env")
+		}
+	}
+	t.Run("batch k8s", func(t *testing.T) {
+		job := decodeJob(t, K8sOptions{File: "b.yaml", Image: "img", Shards: 2, ID: "b", Secret: "key", WorkDir: "/work", BaseURL: base})
+		check(t, job.Spec.Template.Spec.Containers[0].Env)
+	})
+	t.Run("pipeline k8s", func(t *testing.T) {
+		o := argoOptions(argoFile(t))
+		o.BaseURL = base
+		check(t, decodeWorkflow(t, o).Spec.Templates[1].Container.Env)
+	})
+}
