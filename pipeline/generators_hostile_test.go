@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml/parser"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +13,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	"github.com/harness-dev/harness/kube"
+	"github.com/harness-dev/harness/outcome"
 )
 
 // What a container of a generated manifest receives, once Kubernetes
@@ -126,4 +130,45 @@ func TestGeneratedEnvValuesAreLiteral(t *testing.T) {
 		o.BaseURL = base
 		check(t, decodeWorkflow(t, o).Spec.Templates[1].Container.Env)
 	})
+}
+
+// `pipeline k8s`: a path, a flag or any other value holding a line break
+// (a newline, a carriage return, U+2028) is refused, so it cannot end the
+// header comment and start a document of its own; what is accepted comes
+// out as exactly the one Workflow.
+func TestArgoRefusesLineBreaksInValues(t *testing.T) {
+	inject := "x\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: evil}\n#"
+	for _, edit := range []func(*ArgoOptions){
+		func(o *ArgoOptions) { o.Path = "pipelines/" + inject + "/p.yaml" },
+		func(o *ArgoOptions) { o.Path = "pipelines/a\rb.yaml" },
+		func(o *ArgoOptions) { o.Path = "pipelines/a\u2028b.yaml" },
+		func(o *ArgoOptions) { o.WorkDir = "/work/" + inject },
+		func(o *ArgoOptions) { o.Args = []string{"--var", "a=\x1b[2J\x00"} },
+		func(o *ArgoOptions) { o.BaseURL = "https://api.example/\u0085x" },
+	} {
+		o := argoOptions(argoFile(t))
+		edit(&o)
+		if y, err := ArgoWorkflow(o); err == nil {
+			t.Errorf("accepted %+v:\n%s", o, y)
+		} else if oe := outcome.As(err); oe == nil || oe.Code != "k8s_value_control" {
+			t.Errorf("refused with %v, want k8s_value_control", err)
+		}
+	}
+	o := argoOptions(argoFile(t))
+	o.Path = `pipelines/# "odd": name'.yaml`
+	y, err := ArgoWorkflow(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseBytes(y, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Docs) != 1 {
+		t.Errorf("the manifest holds %d documents, want 1:\n%s", len(f.Docs), y)
+	}
+	if !strings.Contains(string(y), strconv.Quote(o.Path)) {
+		t.Errorf("the header does not name the path quoted:\n%s", y)
+	}
+	decodeWorkflow(t, o)
 }
