@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
@@ -15,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
@@ -26,10 +29,21 @@ type Repo struct {
 	repo *git.Repository
 }
 
+// noRedirects makes go-git's HTTP transport refuse every redirect. Trust
+// is judged on the URL a source names; go-git follows a server's first
+// redirect to any host by default, which would install from a repository
+// trust never saw while the lock records the trusted URL.
+var noRedirects = sync.OnceFunc(func() {
+	c := githttp.NewClientWithOptions(nil, &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects})
+	client.InstallProtocol("http", c)
+	client.InstallProtocol("https", c)
+})
+
 // Fetch mirrors the repository at url into dir (a bare repository there:
 // objects stay packed on disk, so a large file costs its compressed size
 // until someone reads it). "" keeps it in memory.
 func Fetch(ctx context.Context, url, dir string) (*Repo, error) {
+	noRedirects()
 	var st storage.Storer = memory.NewStorage()
 	if dir != "" {
 		st = filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
@@ -170,6 +184,7 @@ func RemoteRef(ctx context.Context, url, ref string) (string, error) {
 	if plumbing.IsHash(ref) {
 		return ref, nil
 	}
+	noRedirects()
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{PeelingOption: git.AppendPeeled})
 	if err != nil {

@@ -6,7 +6,10 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // location is a repository URL as trust is judged on it: what a server
@@ -25,8 +28,14 @@ var defaultPorts = map[string]string{"https": "443", "http": "80", "ssh": "22", 
 // another repository than the one it names: a dot segment (/a/../b,
 // /a/./b), a separator or dot percent-encoded (%2e, %2f, %5c), a
 // backslash, a percent sign left after decoding (encoded twice), a query
-// or a fragment. Such a URL is refused, never cleaned: cleaning it would
-// trust what the text says while the server serves what it resolves.
+// or a fragment, a segment holding ";" (Tomcat and Jetty drop ";params"
+// and then resolve "..;" as "..") or ending in a dot or a space (Windows
+// servers trim them, so "..." and ".. " become ".."). Such a URL is
+// refused, never cleaned: cleaning it would trust what the text says
+// while the server serves what it resolves. A URL go-git reads as
+// another endpoint than net/url does ("file:/x" is scp-like ssh to the
+// host "file" to go-git) is refused too, so that trust and fetch judge
+// one place.
 func CheckURL(raw string) error {
 	_, err := locate(raw)
 	return err
@@ -50,6 +59,9 @@ func locate(raw string) (location, error) {
 	if strings.ContainsAny(l.host, "%/") {
 		return location{}, fmt.Errorf("the host %q is percent-encoded", u.Host)
 	}
+	if l.host == "" && l.scheme != "file" {
+		return location{}, errors.New("it names no host")
+	}
 	if l.port == defaultPorts[l.scheme] {
 		l.port = ""
 	}
@@ -66,9 +78,39 @@ func locate(raw string) (location, error) {
 		if seg == "." || seg == ".." {
 			return location{}, fmt.Errorf("its path holds the dot segment %q; give the repository's own path, without . or ..", seg)
 		}
+		if strings.Contains(seg, ";") {
+			return location{}, fmt.Errorf("its path segment %q holds a semicolon, which some servers cut off before they resolve the path", seg)
+		}
+		if strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
+			return location{}, fmt.Errorf("its path segment %q ends in a dot or a space, which some servers trim", seg)
+		}
+	}
+	if err := sameEndpoint(raw, l, u.Path); err != nil {
+		return location{}, err
 	}
 	l.path = path.Clean("/" + u.Path)
 	return l, nil
+}
+
+// sameEndpoint refuses raw when go-git, which fetches it, reads another
+// scheme, host, port or path from it than the one trust was judged on.
+func sameEndpoint(raw string, l location, decoded string) error {
+	ep, err := transport.NewEndpoint(raw)
+	if err != nil {
+		return fmt.Errorf("git does not read it as a repository URL: %v", err)
+	}
+	port := ""
+	if ep.Port != 0 {
+		port = strconv.Itoa(ep.Port)
+	}
+	if port == defaultPorts[l.scheme] {
+		port = ""
+	}
+	host := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(ep.Host, "["), "]"))
+	if strings.ToLower(ep.Protocol) != l.scheme || host != l.host || port != l.port || ep.Path != decoded {
+		return fmt.Errorf("git reads it as %s, another place than it names; write it as scheme://host/path", ep.String())
+	}
+	return nil
 }
 
 // under reports whether l lies at or beneath prefix, whole path segments

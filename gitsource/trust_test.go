@@ -151,3 +151,64 @@ func FuzzTrusted(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckURLRefusesWhatServersReadAnotherWay: segments some servers
+// rewrite before they route (Tomcat and Jetty drop ";params" and then
+// resolve "..", Windows servers trim trailing dots and spaces) and URLs
+// go-git reads as another endpoint than net/url does.
+func TestCheckURLRefusesWhatServersReadAnotherWay(t *testing.T) {
+	prefixes := []string{"https://h.example/acme/", "/srv/git"}
+	for _, tc := range []struct{ name, url string }{
+		{"semicolon parameters on dot dot", "https://h.example/acme/..;/evil/x.git"},
+		{"semicolon in a segment", "https://h.example/acme/x;v=1/y.git"},
+		{"three dots", "https://h.example/acme/x/..."},
+		{"trailing dot", "https://h.example/acme/evil./x.git"},
+		{"dot dot space", "https://h.example/acme/x/..%20"},
+		{"trailing space", "https://h.example/acme/x%20/y.git"},
+		{"file URL with one slash, an ssh host to go-git", "file:/srv/git/skills.git"},
+		{"https with one slash, an ssh host to go-git", "https:/h.example/acme/x.git"},
+		{"https without a host", "https:///h.example/acme/x.git"},
+		{"port with a leading zero", "https://h.example:0443/acme/x.git"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := gitsource.CheckURL(tc.url); err == nil {
+				t.Errorf("CheckURL(%q) accepted it", tc.url)
+			}
+			if gitsource.Trusted(tc.url, prefixes) {
+				t.Errorf("Trusted(%q)", tc.url)
+			}
+		})
+	}
+	for _, ok := range []string{"https://h.example/acme/x.git", "https://H.example:443/acme/x.v2.git", "file:///srv/git/skills.git", "ssh://git@h.example/acme/x.git", "http://[::1]:8080/acme/x.git"} {
+		if err := gitsource.CheckURL(ok); err != nil {
+			t.Errorf("CheckURL(%q) = %v", ok, err)
+		}
+	}
+}
+
+// TestFetchRefusesRedirect: a trusted server that redirects elsewhere
+// would have harness install from a repository trust never saw, while
+// the lock records the trusted URL; no redirect is followed.
+func TestFetchRefusesRedirect(t *testing.T) {
+	testenv.NeedGit(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "evil"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	makeRepo(t, filepath.Join(dir, "evil"))
+	backend := testenv.GitServer(t, dir)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, backend+strings.Replace(r.URL.RequestURI(), "/trusted/", "/evil/", 1), http.StatusFound)
+	}))
+	t.Cleanup(redirect.Close)
+	if _, err := gitsource.Fetch(context.Background(), backend+"/evil/skills.git", t.TempDir()); err != nil {
+		t.Fatalf("the repository itself does not fetch: %v", err)
+	}
+	u := redirect.URL + "/trusted/skills.git"
+	if _, err := gitsource.Fetch(context.Background(), u, t.TempDir()); err == nil || !strings.Contains(err.Error(), "redirect") {
+		t.Errorf("Fetch(%s) followed the redirect: %v", u, err)
+	}
+	if got, err := gitsource.RemoteRef(context.Background(), u, "main"); err == nil {
+		t.Errorf("RemoteRef(%s) followed the redirect: %q", u, got)
+	}
+}

@@ -2,8 +2,8 @@ package kube
 
 import "strings"
 
-// Literal is s written so that a container's command or args receive it
-// as it is. Kubernetes expands $(NAME) there to the container's variable
+// Literal is s written so that a container's command, args or env value
+// receive it as it is. Kubernetes expands $(NAME) there to the container's variable
 // of that name (HARNESS_API_KEY among them) and reads $$ as one $; every
 // $ doubled expands to the text given, whatever follows it.
 func Literal(s string) string { return strings.ReplaceAll(s, "$", "$$") }

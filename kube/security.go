@@ -46,11 +46,12 @@ func ContainerSecurity() *corev1.SecurityContext {
 
 // Env is what every harness container is given: the API key by reference
 // to a Secret (never its value), a base URL when one is set, and a cache
-// directory on the writable /tmp.
+// directory on the writable /tmp. Kubernetes expands $(NAME) in an env
+// value as in command and args, so every value is written Literal.
 func Env(secret, secretKey, baseURL string) []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: "HARNESS_API_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: secretKey}}}}
 	if baseURL != "" {
-		env = append(env, corev1.EnvVar{Name: "HARNESS_BASE_URL", Value: baseURL})
+		env = append(env, corev1.EnvVar{Name: "HARNESS_BASE_URL", Value: Literal(baseURL)})
 	}
 	return append(env, corev1.EnvVar{Name: "XDG_CACHE_HOME", Value: "/tmp/cache"})
 }

@@ -133,6 +133,9 @@ func ArgoWorkflow(o ArgoOptions) ([]byte, error) {
 		if strings.Contains(v, "{{") {
 			return nil, outcome.Usage("argo_template_syntax", "%q holds \"{{\", which Argo would substitute or evaluate in the Workflow; give it without", v)
 		}
+		if err := kube.CheckText(v, false); err != nil {
+			return nil, outcome.Usage("k8s_value_control", "%v; the Workflow could not carry it as given", err)
+		}
 	}
 	if err := o.Pod.Check(); err != nil {
 		return nil, err
@@ -208,9 +211,9 @@ func ArgoWorkflow(o ArgoOptions) ([]byte, error) {
 		return nil, err
 	}
 	head := fmt.Sprintf("# An Argo Workflow that runs the pipeline %s with a pod per phase, in the\n"+
-		"# order of its needs: each runs \"harness pipeline run %s --phase NAME\" in the\n"+
+		"# order of its needs: each runs harness pipeline run %s --phase NAME in the\n"+
 		"# workspace %s, against the pipeline directory /runs/pipelines/%s\n"+
-		"# (both on the claim %s).\n", o.Path, o.Path, shared, id, o.RunsClaim)
+		"# (both on the claim %s).\n", quote(o.Path), quote(o.Path), quote(shared), quote(id), quote(o.RunsClaim))
 	return append([]byte(head), y...), nil
 }
 

@@ -1,8 +1,11 @@
 package pipeline
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml/parser"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +13,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	"github.com/harness-dev/harness/kube"
+	"github.com/harness-dev/harness/outcome"
 )
 
 // What a container of a generated manifest receives, once Kubernetes
@@ -88,4 +92,83 @@ func TestArgoCommandIsLiteral(t *testing.T) {
 			t.Errorf("err = %v, want a refusal of Argo's template syntax", err)
 		}
 	}
+}
+
+// Kubernetes expands $(NAME) in an env value too, with the variables
+// listed before it (the key among them): a base URL reaches the container
+// as given, never with the key spliced into it.
+func TestGeneratedEnvValuesAreLiteral(t *testing.T) {
+	const base = "https://api.example/v1/$(HARNESS_API_KEY)?$$(HARNESS_API_KEY)"
+	check := func(t *testing.T, env []corev1.EnvVar) {
+		t.Helper()
+		vars := map[string]string{}
+		seen := false
+		for _, e := range env {
+			if e.ValueFrom != nil {
+				vars[e.Name] = "sk-the-real-key"
+				continue
+			}
+			got := kube.Expand(e.Value, vars)
+			vars[e.Name] = got
+			if e.Name == "HARNESS_BASE_URL" {
+				seen = true
+				if got != base {
+					t.Errorf("the container's HARNESS_BASE_URL is %q, want %q", got, base)
+				}
+			}
+		}
+		if !seen {
+			t.Error("no HARNESS_BASE_URL in the container's env")
+		}
+	}
+	t.Run("batch k8s", func(t *testing.T) {
+		job := decodeJob(t, K8sOptions{File: "b.yaml", Image: "img", Shards: 2, ID: "b", Secret: "key", WorkDir: "/work", BaseURL: base})
+		check(t, job.Spec.Template.Spec.Containers[0].Env)
+	})
+	t.Run("pipeline k8s", func(t *testing.T) {
+		o := argoOptions(argoFile(t))
+		o.BaseURL = base
+		check(t, decodeWorkflow(t, o).Spec.Templates[1].Container.Env)
+	})
+}
+
+// `pipeline k8s`: a path, a flag or any other value holding a line break
+// (a newline, a carriage return, U+2028) is refused, so it cannot end the
+// header comment and start a document of its own; what is accepted comes
+// out as exactly the one Workflow.
+func TestArgoRefusesLineBreaksInValues(t *testing.T) {
+	inject := "x\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: evil}\n#"
+	for _, edit := range []func(*ArgoOptions){
+		func(o *ArgoOptions) { o.Path = "pipelines/" + inject + "/p.yaml" },
+		func(o *ArgoOptions) { o.Path = "pipelines/a\rb.yaml" },
+		func(o *ArgoOptions) { o.Path = "pipelines/a\u2028b.yaml" },
+		func(o *ArgoOptions) { o.WorkDir = "/work/" + inject },
+		func(o *ArgoOptions) { o.Args = []string{"--var", "a=\x1b[2J\x00"} },
+		func(o *ArgoOptions) { o.BaseURL = "https://api.example/\u0085x" },
+	} {
+		o := argoOptions(argoFile(t))
+		edit(&o)
+		if y, err := ArgoWorkflow(o); err == nil {
+			t.Errorf("accepted %+v:\n%s", o, y)
+		} else if oe := outcome.As(err); oe == nil || oe.Code != "k8s_value_control" {
+			t.Errorf("refused with %v, want k8s_value_control", err)
+		}
+	}
+	o := argoOptions(argoFile(t))
+	o.Path = `pipelines/# "odd": name'.yaml`
+	y, err := ArgoWorkflow(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseBytes(y, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Docs) != 1 {
+		t.Errorf("the manifest holds %d documents, want 1:\n%s", len(f.Docs), y)
+	}
+	if !strings.Contains(string(y), strconv.Quote(o.Path)) {
+		t.Errorf("the header does not name the path quoted:\n%s", y)
+	}
+	decodeWorkflow(t, o)
 }

@@ -202,7 +202,7 @@ spec:
                   key: {{q .o.SecretKey}}
 {{- if .o.BaseURL}}
             - name: HARNESS_BASE_URL
-              value: {{q .o.BaseURL}}
+              value: {{q (lit .o.BaseURL)}}
 {{- end}}
             - name: XDG_CACHE_HOME
               value: /tmp/cache

@@ -80,6 +80,9 @@ func GitHub(entries []*Entry, o GitHubOptions) ([]byte, error) {
 			return nil, outcome.Usage("schedule_expression", "%q holds \"${{\", which GitHub Actions would evaluate (it could read the workflow's secrets)", v)
 		}
 	}
+	if err := checkText(entries, o.SkillsRoots, o.Args); err != nil {
+		return nil, err
+	}
 	w := workflow{Name: "harness schedules", Permissions: map[string]any{"contents": "read"}, Jobs: map[string]job{},
 		On: workflowOn{WorkflowDispatch: map[string]any{}}}
 	for _, e := range entries {

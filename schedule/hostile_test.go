@@ -18,6 +18,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/kube"
+	"github.com/harness-dev/harness/outcome"
 )
 
 // Names a skill's frontmatter can hold that are code in a shell, in jq,
@@ -265,5 +266,44 @@ func TestK8sCommandIsLiteral(t *testing.T) {
 		if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 			t.Errorf("the container runs %q, want %q", got, want)
 		}
+	}
+}
+
+// A value a YAML reader could break a line at (U+2028, U+2029, U+0085,
+// a carriage return) would let a prompt start keys of its own in the run
+// step's env (HARNESS_BASE_URL, BASH_ENV); other control characters and
+// invalid UTF-8 make the workflow unreadable or change on the way. Every
+// such prompt, root and flag is refused; a prompt's lines are kept.
+func TestGitHubRefusesControlCharacters(t *testing.T) {
+	inject := "hi\u2028        HARNESS_BASE_URL:\u2028          https://evil.example"
+	bad := []string{inject, "a\u2029b", "a\u0085b", "a\rb", "a\r\nb", "a\x00b", "\x1b[2J", "a\x7fb", "a\vb", "a\fb", "a\tb", "\xffa"}
+	for _, v := range bad {
+		for name, edit := range map[string]func(*Entry, *GitHubOptions){
+			"prompt": func(e *Entry, o *GitHubOptions) { e.Prompt = v },
+			"root":   func(e *Entry, o *GitHubOptions) { o.SkillsRoots = []string{"skills/" + v} },
+			"flag":   func(e *Entry, o *GitHubOptions) { o.Args = []string{"--var", "x=" + v} },
+		} {
+			e, o := &Entry{Skill: "daily", Cron: "0 7 * * *", Prompt: "p", Timezone: "UTC"}, GitHubOptions{SkillsRoots: []string{"skills"}}
+			edit(e, &o)
+			b, err := GitHub([]*Entry{e}, o)
+			if err == nil || outcome.As(err) == nil || outcome.As(err).Code != "schedule_value_control" {
+				t.Errorf("%s %q: got %v, want schedule_value_control\n%s", name, v, err, b)
+			}
+			if _, err := K8s([]*Entry{e}, K8sOptions{Image: "img", Secret: "key", SkillsRoots: o.SkillsRoots, Args: o.Args}); err == nil {
+				t.Errorf("schedule k8s: %s %q accepted", name, v)
+			}
+		}
+	}
+	if _, err := GitHub([]*Entry{{Skill: "daily", Cron: "0 7 * * *", Prompt: "p", Timezone: "UTC"}}, GitHubOptions{SkillsRoots: []string{"a\nb"}}); err == nil {
+		t.Error("a root holding a newline was accepted")
+	}
+	e := &Entry{Skill: "daily", Cron: "0 7 * * *", Prompt: "Résumé the week.\nThen: list \"todos\" # all", Timezone: "UTC"}
+	b, err := GitHub([]*Entry{e}, GitHubOptions{SkillsRoots: []string{"skills"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lint(t, b)
+	if got := runStepOf(t, decodeWorkflow(t, b), e.Skill).Env["SCHEDULED_PROMPT"]; got != e.Prompt {
+		t.Errorf("the prompt came back as %q, want %q", got, e.Prompt)
 	}
 }

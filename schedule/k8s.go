@@ -44,6 +44,9 @@ func K8s(entries []*Entry, o K8sOptions) ([]byte, error) {
 	if o.WorkDir == "" {
 		o.WorkDir = "/work"
 	}
+	if err := checkText(entries, o.SkillsRoots, o.Args); err != nil {
+		return nil, err
+	}
 	if err := o.Pod.Check(); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/harness-dev/harness/kube"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
 )
@@ -57,6 +58,24 @@ var cronText = regexp.MustCompile(`^[0-9A-Za-z*/,?@ -]+$`)
 // name outside the Agent Skills name rule (1 to 64 lowercase letters,
 // digits and single hyphens), which every generator puts into names,
 // paths and job ids, or a cron with a character no cron holds.
+// checkText refuses a prompt, root or flag the generated workflow or
+// manifest could not carry as written (kube.CheckText): a line separator
+// a YAML 1.1 reader breaks at would let a prompt add keys of its own to
+// the run step's env. A prompt may hold lines; a root or a flag may not.
+func checkText(entries []*Entry, roots, args []string) error {
+	for _, e := range entries {
+		if err := kube.CheckText(e.Prompt, true); err != nil {
+			return outcome.Usage("schedule_value_control", "skill %s: its schedule's prompt is refused: %v; reword the prompt", e.Skill, err)
+		}
+	}
+	for _, v := range append(append([]string{}, roots...), args...) {
+		if err := kube.CheckText(v, false); err != nil {
+			return outcome.Usage("schedule_value_control", "%v; give it without", err)
+		}
+	}
+	return nil
+}
+
 func (e *Entry) check() error {
 	if !skills.ValidName(e.Skill) {
 		return outcome.Usage("schedule_skill_name_invalid", "skill %q cannot be scheduled: its name does not follow the Agent Skills name rule (1 to 64 lowercase letters, digits and single hyphens); rename it", e.Skill)
