@@ -74,6 +74,10 @@ func Failed(code, format string, args ...any) *Error {
 // As returns err as an *Error: an interrupt is exit 130, anything else
 // unknown is a failure (exit 1).
 func As(err error) *Error {
+	if err == nil {
+		// No error is no refusal: a caller comparing codes sees "".
+		return &Error{Msg: "no error", Exit: ExitOK}
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e
