@@ -62,7 +62,11 @@ func Verify(dir string, key []byte) (*Verification, error) {
 		l = batchLayout
 	}
 	var m record.PipelineManifest
-	if err := artifacts.ReadJSON(filepath.Join(abs, l.manifest), l.manifestType, record.PipelineVersion, &m); err != nil {
+	data, err := artifacts.ReadBeneath(abs, l.manifest)
+	if err == nil {
+		err = artifacts.DecodeArtifact(data, l.manifestType, record.PipelineVersion, &m)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s is not a pipeline or batch directory: %w", dir, err)
 	}
 	v := &Verification{Dir: abs, Kind: l.kind, ID: m.PipelineID, Units: []UnitVerification{}}
@@ -147,10 +151,10 @@ func runDirBeneath(dir, runDir string) error {
 	if err != nil || !filepath.IsLocal(rel) {
 		return fmt.Errorf("lies outside the directory")
 	}
+	// A missing or unreadable directory is left to the run's own
+	// verification, which says so; only a link is judged here.
 	if err := artifacts.CheckDirBeneath(dir, rel); errors.Is(err, artifacts.ErrOutsideDir) {
 		return fmt.Errorf("is a symbolic link or leads outside the directory (harness writes only directories there)")
-	} else if err != nil {
-		return fmt.Errorf("is missing or unreadable: %v", err)
 	}
 	return nil
 }
