@@ -168,3 +168,16 @@ func CheckDirBeneath(dir, rel string) error {
 	}
 	return unix.Close(fd)
 }
+
+// ReadJSONBeneath is ReadJSON for the file rel of the directory dir, read
+// under ReadBeneath's rules.
+func ReadJSONBeneath(dir, rel, wantType string, maxVersion int, v any) error {
+	data, err := ReadBeneath(dir, rel)
+	if err != nil {
+		return err
+	}
+	if err := DecodeArtifact(data, wantType, maxVersion, v); err != nil {
+		return fmt.Errorf("read %s: %w", filepath.Join(dir, rel), err)
+	}
+	return nil
+}

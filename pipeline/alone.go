@@ -163,7 +163,7 @@ func joinDir(ctx context.Context, f *File, dir string, o Options) (*pipe, func()
 		if err != nil {
 			return nil, nil, err
 		}
-		err = artifacts.ReadJSON(filepath.Join(dir, pipelineLayout.manifest), pipelineLayout.manifestType, record.PipelineVersion, &m)
+		err = artifacts.ReadJSONBeneath(dir, pipelineLayout.manifest, pipelineLayout.manifestType, record.PipelineVersion, &m)
 		if err == nil {
 			p := newPipe(f, dir, pipelineLayout, o.Common)
 			p.manifest, p.endpoint = m, o.BaseURL

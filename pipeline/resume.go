@@ -31,7 +31,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		l = batchLayout
 	}
 	var m record.PipelineManifest
-	if err := artifacts.ReadJSON(filepath.Join(dir, l.manifest), l.manifestType, record.PipelineVersion, &m); err != nil {
+	if err := artifacts.ReadJSONBeneath(dir, l.manifest, l.manifestType, record.PipelineVersion, &m); err != nil {
 		return nil, outcome.Usage("pipeline_dir_invalid", "%s is not a pipeline or batch directory (%v): give the directory `harness pipeline run` or `harness batch run` printed", o.Dir, err)
 	}
 	if err := o.Settings.check(); err != nil {
@@ -132,7 +132,7 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 		return nil
 	}
 	var r record.Result
-	if err := artifacts.ReadJSON(filepath.Join(runDir, record.FileResult), record.TypeResult, 1, &r); err == nil && !r.Resumable {
+	if err := artifacts.ReadJSONBeneath(runDir, record.FileResult, record.TypeResult, 1, &r); err == nil && !r.Resumable {
 		return p.setAside(name)
 	}
 	// A run that ended resumably, or one that never wrote its result (a
