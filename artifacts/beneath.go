@@ -155,3 +155,29 @@ func DecodeArtifact(data []byte, wantType string, maxVersion int, v any) error {
 	}
 	return json.Unmarshal(data, v)
 }
+
+// CheckDirBeneath says whether rel opens as a directory inside dir under
+// ReadBeneath's rules: no "..", no absolute path, no link on the way or
+// at the end. A path recorded in a journal is text; this judges what it
+// opens to, so a directory swapped for a link to a copy elsewhere is
+// ErrOutsideDir however the text reads.
+func CheckDirBeneath(dir, rel string) error {
+	fd, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// ReadJSONBeneath is ReadJSON for the file rel of the directory dir, read
+// under ReadBeneath's rules.
+func ReadJSONBeneath(dir, rel, wantType string, maxVersion int, v any) error {
+	data, err := ReadBeneath(dir, rel)
+	if err != nil {
+		return err
+	}
+	if err := DecodeArtifact(data, wantType, maxVersion, v); err != nil {
+		return fmt.Errorf("read %s: %w", filepath.Join(dir, rel), err)
+	}
+	return nil
+}

@@ -44,7 +44,7 @@ func runAlone(ctx context.Context, f *File, o Options) (*record.PipelineResult, 
 	if err != nil {
 		return nil, err
 	}
-	events, head, err := readJournal(filepath.Join(dir, p.layout.journal), o.RunKey)
+	events, head, err := readJournal(dir, p.layout, o.RunKey)
 	if err == nil {
 		err = p.openJournal(int64(len(events))+1, head)
 	}
@@ -74,7 +74,7 @@ func runAlone(ctx context.Context, f *File, o Options) (*record.PipelineResult, 
 		return nil, err
 	}
 	defer unlock()
-	if events, head, err = readJournal(filepath.Join(dir, p.layout.journal), o.RunKey); err != nil {
+	if events, head, err = readJournal(dir, p.layout, o.RunKey); err != nil {
 		return nil, err
 	}
 	if err := p.openJournal(int64(len(events))+1, head); err != nil {
@@ -163,7 +163,7 @@ func joinDir(ctx context.Context, f *File, dir string, o Options) (*pipe, func()
 		if err != nil {
 			return nil, nil, err
 		}
-		err = artifacts.ReadJSON(filepath.Join(dir, pipelineLayout.manifest), pipelineLayout.manifestType, record.PipelineVersion, &m)
+		err = artifacts.ReadJSONBeneath(dir, pipelineLayout.manifest, pipelineLayout.manifestType, record.PipelineVersion, &m)
 		if err == nil {
 			p := newPipe(f, dir, pipelineLayout, o.Common)
 			p.manifest, p.endpoint = m, o.BaseURL

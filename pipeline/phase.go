@@ -119,7 +119,7 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 	d.outcome.Status, d.outcome.Reason, d.outcome.ExitCode, d.outcome.Message = r.Status, r.Reason, r.ExitCode, r.Message
 	d.outcome.RunDir, d.outcome.Usage, d.outcome.PendingApprovals = res.RunDir, r.Usage, r.PendingApprovals
 	d.outcome.UsageByModel = r.UsageByModel
-	if b, rerr := os.ReadFile(filepath.Join(res.RunDir, record.FileResult)); rerr == nil {
+	if b, rerr := artifacts.ReadBeneath(res.RunDir, record.FileResult); rerr == nil {
 		d.outcome.ResultDigest = artifacts.DigestBytes(b)
 	}
 	if r.Answer != "" {

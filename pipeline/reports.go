@@ -123,7 +123,7 @@ func answerOf(t record.PhaseOutcome) string {
 		return ""
 	}
 	var r record.Result
-	if artifacts.ReadJSON(filepath.Join(t.RunDir, record.FileResult), record.TypeResult, 1, &r) != nil {
+	if artifacts.ReadJSONBeneath(t.RunDir, record.FileResult, record.TypeResult, 1, &r) != nil {
 		return ""
 	}
 	a := r.Answer
@@ -181,7 +181,7 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 			return nil, err
 		}
 		var m record.PipelineManifest
-		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatch), record.TypeBatch, record.PipelineVersion, &m); err != nil {
+		if err := artifacts.ReadJSONBeneath(abs, record.FileBatch, record.TypeBatch, record.PipelineVersion, &m); err != nil {
 			return nil, outcome.Usage("batch_dir_invalid", "%s is not a batch directory: %v", d, err)
 		}
 		if fileDigest == "" {
@@ -200,7 +200,7 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 			return nil, outcome.Policy("shard_unverified", "shard %s does not verify: %s; nothing was merged (harness verify %s says more; --allow-unverified merges its tasks as unverified)", d, firstProblem(v), d)
 		}
 		var r record.PipelineResult
-		if err := artifacts.ReadJSON(filepath.Join(abs, record.FileBatchResult), record.TypeBatchResult, record.PipelineVersion, &r); err != nil {
+		if err := artifacts.ReadJSONBeneath(abs, record.FileBatchResult, record.TypeBatchResult, record.PipelineVersion, &r); err != nil {
 			return nil, outcome.Usage("batch_dir_invalid", "%s has no batch result (did it finish?): %v", d, err)
 		}
 		verified := map[string]UnitVerification{}

@@ -31,7 +31,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		l = batchLayout
 	}
 	var m record.PipelineManifest
-	if err := artifacts.ReadJSON(filepath.Join(dir, l.manifest), l.manifestType, record.PipelineVersion, &m); err != nil {
+	if err := artifacts.ReadJSONBeneath(dir, l.manifest, l.manifestType, record.PipelineVersion, &m); err != nil {
 		return nil, outcome.Usage("pipeline_dir_invalid", "%s is not a pipeline or batch directory (%v): give the directory `harness pipeline run` or `harness batch run` printed", o.Dir, err)
 	}
 	if err := o.Settings.check(); err != nil {
@@ -42,7 +42,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		return nil, err
 	}
 	defer unlock()
-	events, head, err := readJournal(filepath.Join(dir, l.journal), o.RunKey)
+	events, head, err := readJournal(dir, l, o.RunKey)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,10 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 	runDir := p.runDir(name)
 	if prev != nil && prev.Status == "succeeded" {
-		b, err := os.ReadFile(filepath.Join(runDir, record.FileResult))
+		if err := runDirBeneath(p.dir, runDir); err != nil {
+			return outcome.Policy("phase_run_unverified", "%s %s succeeded, but its run directory %s %v; nothing was run", p.layout.unit, name, runDir, err)
+		}
+		b, err := artifacts.ReadBeneath(runDir, record.FileResult)
 		if err != nil || artifacts.DigestBytes(b) != prev.ResultDigest {
 			return outcome.Policy("phase_result_changed", "%s %s succeeded, but its result.json is missing or no longer matches the digest the %s journal recorded (%s); nothing was run. Restore %s, or start again", p.layout.unit, name, p.layout.kind, prev.ResultDigest, runDir)
 		}
@@ -129,7 +132,7 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 		return nil
 	}
 	var r record.Result
-	if err := artifacts.ReadJSON(filepath.Join(runDir, record.FileResult), record.TypeResult, 1, &r); err == nil && !r.Resumable {
+	if err := artifacts.ReadJSONBeneath(runDir, record.FileResult, record.TypeResult, 1, &r); err == nil && !r.Resumable {
 		return p.setAside(name)
 	}
 	// A run that ended resumably, or one that never wrote its result (a
@@ -170,20 +173,30 @@ func lastOutcomes(events []artifacts.Event, finished string) map[string]*record.
 	return out
 }
 
-// readJournal reads and verifies the pipeline journal. A torn last line
-// (a crash mid-write) is cut off; a broken chain is refused.
-func readJournal(path string, key []byte) ([]artifacts.Event, artifacts.Digest, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, "", outcome.Usage("pipeline_dir_invalid", "pipeline journal: %v", err)
+// readJournal reads and verifies the journal of the pipeline or batch
+// directory dir, opened as verify opens it (beneath dir, through no link,
+// a regular file). A torn last line (a crash mid-write) is cut off through
+// that descriptor; bytes after the finished event and a broken chain are
+// refused.
+func readJournal(dir string, l layout, key []byte) ([]artifacts.Event, artifacts.Digest, error) {
+	path := filepath.Join(dir, l.journal)
+	fh, err := artifacts.OpenBeneath(dir, l.journal, os.O_RDWR, 0)
+	switch {
+	case errors.Is(err, artifacts.ErrOutsideDir) || errors.Is(err, artifacts.ErrNotRegular):
+		return nil, "", outcome.Policy("pipeline_journal_tampered", "the %s journal %s is not a regular file inside the %s directory (%v): harness writes only regular files there; nothing was run", l.kind, path, l.kind, err)
+	case err != nil:
+		return nil, "", outcome.Usage("pipeline_dir_invalid", "%s journal: %v", l.kind, err)
 	}
+	defer fh.Close()
 	c, err := rundir.ReadJournal(fh)
-	fh.Close()
 	if err != nil {
-		return nil, "", outcome.Policy("pipeline_journal_invalid", "the pipeline journal %s cannot be read (%v); nothing was run", path, err)
+		return nil, "", outcome.Policy("pipeline_journal_invalid", "the %s journal %s cannot be read (%v); nothing was run", l.kind, path, err)
+	}
+	if err := afterEnd(c, l); err != nil {
+		return nil, "", outcome.Policy("pipeline_journal_tampered", "the %s journal %s: %v; nothing was run", l.kind, path, err)
 	}
 	if c.TornTail {
-		if err := os.Truncate(path, c.ValidSize); err != nil {
+		if err := fh.Truncate(c.ValidSize); err != nil {
 			return nil, "", err
 		}
 	}
@@ -220,7 +233,7 @@ func (p *pipe) checkAnswer(name string, want artifacts.Digest) error {
 	if want == "" {
 		return nil
 	}
-	b, err := os.ReadFile(p.answerFile(name))
+	b, err := artifacts.ReadBeneath(p.dir, filepath.Join(record.DirAnswers, name+".md"))
 	if err != nil || artifacts.DigestBytes(b) != want {
 		return outcome.Policy("phase_answer_changed", "%s %s's answer file %s is not the one it wrote (the journal recorded %s); nothing that reads it was run. Restore it, or start again", p.layout.unit, name, p.answerFile(name), want)
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +10,6 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/rundir"
-	"github.com/harness-dev/harness/workspace"
 )
 
 // Verification is how a pipeline or batch directory verified: its own
@@ -62,12 +62,16 @@ func Verify(dir string, key []byte) (*Verification, error) {
 		l = batchLayout
 	}
 	var m record.PipelineManifest
-	if err := artifacts.ReadJSON(filepath.Join(abs, l.manifest), l.manifestType, record.PipelineVersion, &m); err != nil {
+	data, err := artifacts.ReadBeneath(abs, l.manifest)
+	if err == nil {
+		err = artifacts.DecodeArtifact(data, l.manifestType, record.PipelineVersion, &m)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s is not a pipeline or batch directory: %w", dir, err)
 	}
 	v := &Verification{Dir: abs, Kind: l.kind, ID: m.PipelineID, Units: []UnitVerification{}}
 	bad := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
-	events, err := readJournalOnly(filepath.Join(abs, l.journal), key)
+	events, err := readJournalOnly(abs, l, key)
 	if err != nil {
 		bad("%s", err)
 	}
@@ -92,8 +96,8 @@ func Verify(dir string, key []byte) (*Verification, error) {
 			}
 		}
 		if o.RunDir != "" {
-			if !workspace.Within(abs, o.RunDir) {
-				fail("its run directory %s lies outside the %s directory", o.RunDir, l.kind)
+			if err := runDirBeneath(abs, o.RunDir); err != nil {
+				fail("its run directory %s %v", o.RunDir, err)
 			} else if rep, err := rundir.Verify(o.RunDir, key); err != nil {
 				fail("its run directory is missing or unreadable: %v", err)
 			} else if uv.Run = rep; !rep.OK {
@@ -105,13 +109,13 @@ func Verify(dir string, key []byte) (*Verification, error) {
 				}
 			}
 			if o.ResultDigest != "" {
-				if b, err := os.ReadFile(filepath.Join(o.RunDir, record.FileResult)); err != nil || artifacts.DigestBytes(b) != o.ResultDigest {
+				if b, err := artifacts.ReadBeneath(o.RunDir, record.FileResult); err != nil || artifacts.DigestBytes(b) != o.ResultDigest {
 					fail("its result.json is not the one the %s journal recorded", l.kind)
 				}
 			}
 		}
 		if o.AnswerDigest != "" {
-			if b, err := os.ReadFile(filepath.Join(abs, record.DirAnswers, u.Name+".md")); err != nil || artifacts.DigestBytes(b) != o.AnswerDigest {
+			if b, err := artifacts.ReadBeneath(abs, filepath.Join(record.DirAnswers, u.Name+".md")); err != nil || artifacts.DigestBytes(b) != o.AnswerDigest {
 				fail("its answer file %s/%s.md is not the one it wrote", record.DirAnswers, u.Name)
 			}
 		}
@@ -138,11 +142,49 @@ func resultStatus(f *record.RunFinished) string {
 	return f.Status
 }
 
+// runDirBeneath checks that a unit's run directory, as the journal names
+// it, opens inside the pipeline or batch directory dir without going
+// through a link: the path's text can stay inside while a link on it
+// leads to a copy elsewhere.
+func runDirBeneath(dir, runDir string) error {
+	rel, err := filepath.Rel(dir, runDir)
+	if err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("lies outside the directory")
+	}
+	// A missing or unreadable directory is left to the run's own
+	// verification, which says so; only a link is judged here.
+	if err := artifacts.CheckDirBeneath(dir, rel); errors.Is(err, artifacts.ErrOutsideDir) {
+		return fmt.Errorf("is a symbolic link or leads outside the directory (harness writes only directories there)")
+	}
+	return nil
+}
+
+// openJournal opens the journal of the pipeline or batch directory dir
+// as every file of a run directory is opened: beneath dir, through no
+// link, and only if it is a regular file (a FIFO is refused, never
+// waited on).
+func openJournal(dir string, l layout) (*os.File, error) {
+	f, err := artifacts.OpenBeneath(dir, l.journal, os.O_RDONLY, 0)
+	if errors.Is(err, artifacts.ErrOutsideDir) {
+		return nil, fmt.Errorf("%s is a symbolic link or leads outside the %s directory (harness writes only regular files there)", l.journal, l.kind)
+	}
+	return f, err
+}
+
+// afterEnd is the refusal for bytes after the journal's finished event:
+// harness writes nothing after it, so they are not a crash's torn line.
+func afterEnd(c artifacts.JournalContents, l layout) error {
+	if c.TornTail && len(c.Events) > 0 && c.Events[len(c.Events)-1].Type == l.finished() {
+		return fmt.Errorf("%d bytes follow the journal's %s line: harness writes nothing after a %s's end", c.TornBytes, l.finished(), l.kind)
+	}
+	return nil
+}
+
 // readJournalOnly reads and checks a pipeline journal without repairing
 // it: a torn last line (a crash) is left out, a broken chain or seal is an
-// error.
-func readJournalOnly(path string, key []byte) ([]artifacts.Event, error) {
-	f, err := os.Open(path)
+// error, and so is anything after the finished event.
+func readJournalOnly(dir string, l layout, key []byte) ([]artifacts.Event, error) {
+	f, err := openJournal(dir, l)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %v", err)
 	}
@@ -150,6 +192,9 @@ func readJournalOnly(path string, key []byte) ([]artifacts.Event, error) {
 	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("the journal cannot be read: %v", err)
+	}
+	if err := afterEnd(c, l); err != nil {
+		return c.Events, err
 	}
 	if len(key) == 0 && len(c.Events) > 0 && artifacts.Sealed(c.Events[0].Raw) {
 		return c.Events, fmt.Errorf("the journal is sealed: set HARNESS_RUN_KEY to the key it was written with to verify it")

@@ -180,12 +180,12 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 		kind, manifest, result = "batch", record.FileBatch, record.FileBatchResult
 	}
 	var m record.PipelineManifest
-	mb, err := os.ReadFile(filepath.Join(dir, manifest))
+	mb, err := artifacts.ReadBeneath(dir, manifest)
 	if err != nil || json.Unmarshal(mb, &m) != nil {
 		return nil, fmt.Errorf("%s is not a run, pipeline or batch directory", dir)
 	}
 	var r record.PipelineResult
-	if rb, err := os.ReadFile(filepath.Join(dir, result)); err == nil {
+	if rb, err := artifacts.ReadBeneath(dir, result); err == nil {
 		json.Unmarshal(rb, &r)
 	}
 	sp := &SetPage{ID: m.PipelineID, Status: r.Status, ExitCode: r.ExitCode, Message: r.Message, ModelCosts: r.ModelCosts}
