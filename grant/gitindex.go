@@ -51,11 +51,13 @@ type GitIndex struct {
 	skip  []string // clean relative paths not walked: .harness, run directories
 	allow []string // host paths the operator allows writes to (--allow-protected-write)
 
-	mu     sync.Mutex
-	dirs   map[string]dirStamp
-	gits   map[string]gitEntry // every .git entry, by relative path
-	mods   []string            // .gitmodules files, relative
-	listed int                 // directories listed, for tests and benchmarks
+	mu      sync.Mutex
+	dirs    map[string]dirStamp
+	gits    map[string]gitEntry // every .git entry, by relative path
+	mods    []string            // .gitmodules files, relative
+	bare    map[string]bool     // directories git takes for a git directory (HEAD, objects, refs) at the scan
+	newBare []string            // such directories found by the sweep's reads, not yet settled
+	listed  int                 // directories listed, for tests and benchmarks
 
 	ctx  context.Context
 	once sync.Once // the walk
@@ -83,7 +85,7 @@ type gitEntry struct {
 // for the walk, before it changes anything, so what the walk sees is the
 // workspace as the call found it.
 func NewGitScan(ctx context.Context, host string, skip, allow []string) *GitIndex {
-	x := &GitIndex{ctx: ctx, host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}}
+	x := &GitIndex{ctx: ctx, host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}, bare: map[string]bool{}}
 	if abs, err := filepath.Abs(host); err == nil {
 		x.host = abs
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
@@ -136,6 +138,10 @@ func (x *GitIndex) scan(ctx context.Context) error {
 	for _, rel := range found {
 		x.gits[rel] = x.identify(root, rel)
 	}
+	for _, rel := range x.newBare {
+		x.bare[rel] = true
+	}
+	x.newBare = nil
 	return nil
 }
 
@@ -207,7 +213,55 @@ func (x *GitIndex) Sweep() []string {
 	for _, rel := range changed {
 		x.reread(root, rel, now, &found)
 	}
-	return x.settle(root, found)
+	made := x.settle(root, found)
+	made = append(made, x.unbare(root)...)
+	slices.Sort(made)
+	return made
+}
+
+// unbare undoes each git directory made since the scan that is not a
+// .git (HEAD beside objects and refs, which git accepts as a repository
+// where it finds no .git): its HEAD is removed, after which git no longer
+// takes the directory for one. A HEAD that cannot be removed is said so.
+func (x *GitIndex) unbare(root int) []string {
+	var made []string
+	for _, rel := range x.newBare {
+		if x.bare[rel] || x.allowed(rel) {
+			continue
+		}
+		head := path.Join(rel, "HEAD")
+		what := head + " (made " + rel + " a git directory: HEAD beside objects and refs; HEAD removed)"
+		if err := removeChecked(root, head); err != nil {
+			what = fmt.Sprintf("%s (made %s a git directory: HEAD beside objects and refs; HEAD could not be removed: %v)", head, rel, err)
+		}
+		made = append(made, what)
+		x.touched(head)
+	}
+	x.newBare = nil
+	return made
+}
+
+// removeChecked removes the entry rel (a whole tree, never following
+// links) and reports whether it is gone.
+func removeChecked(root int, rel string) error {
+	dir, err := openBeneath(root, path.Dir(rel))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	r, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", dir))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.RemoveAll(path.Base(rel)); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, path.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.ENOENT {
+		return fmt.Errorf("still there")
+	}
+	return nil
 }
 
 // settle deals with the .git entries found in changed directories: a
@@ -429,6 +483,15 @@ func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []
 	x.dirs[rel] = stampOf(&st, now)
 	entries, _ := f.ReadDir(-1)
 	var subdirs []string
+	held := 0
+	for _, de := range entries {
+		if slices.Contains([]string{"HEAD", "objects", "refs"}, de.Name()) {
+			held++
+		}
+	}
+	if held == 3 {
+		x.newBare = append(x.newBare, rel)
+	}
 	for _, de := range entries {
 		sub := path.Join(rel, de.Name())
 		switch {
