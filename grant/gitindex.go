@@ -160,14 +160,27 @@ func (x *GitIndex) ControlPaths() []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []string
+	var named []string
 	for _, rel := range slices.Sorted(maps.Keys(x.gits)) {
 		p := filepath.Join(x.host, filepath.FromSlash(rel))
 		out = append(out, p)
+		worktree := filepath.Dir(p)
+		gitdirs := []string{p}
 		if target := gitdirOf(p); target != "" {
 			out = append(out, target)
+			gitdirs = append(gitdirs, target)
 			if common := commondirOf(target); common != "" {
 				out = append(out, common)
+				gitdirs = append(gitdirs, common)
 			}
+		}
+		for _, d := range gitdirs {
+			configTargets(filepath.Join(d, "config"), worktree, 0, &named)
+		}
+	}
+	for _, p := range named {
+		if workspace.Within(x.host, p) && p != x.host && !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	for _, rel := range x.mods {
