@@ -51,13 +51,14 @@ type GitIndex struct {
 	skip  []string // clean relative paths not walked: .harness, run directories
 	allow []string // host paths the operator allows writes to (--allow-protected-write)
 
-	mu      sync.Mutex
-	dirs    map[string]dirStamp
-	gits    map[string]gitEntry // every .git entry, by relative path
-	mods    []string            // .gitmodules files, relative
-	bare    map[string]bool     // directories git takes for a git directory (HEAD, objects, refs) at the scan
-	newBare []string            // such directories found by the sweep's reads, not yet settled
-	listed  int                 // directories listed, for tests and benchmarks
+	mu         sync.Mutex
+	dirs       map[string]dirStamp
+	gits       map[string]gitEntry // every .git entry, by relative path
+	mods       []string            // .gitmodules files, relative
+	bare       map[string]bool     // directories git takes for a git directory (HEAD, objects, refs) at the scan
+	newBare    []string            // such directories found by the sweep's reads, not yet settled
+	unreadable []string            // directories a sweep could not open, even after unlock
+	listed     int                 // directories listed, for tests and benchmarks
 
 	ctx  context.Context
 	once sync.Once // the walk
@@ -141,7 +142,7 @@ func (x *GitIndex) scan(ctx context.Context) error {
 	for _, rel := range x.newBare {
 		x.bare[rel] = true
 	}
-	x.newBare = nil
+	x.newBare, x.unreadable = nil, nil
 	return nil
 }
 
@@ -228,6 +229,10 @@ func (x *GitIndex) Sweep() []string {
 	}
 	made := x.settle(root, found)
 	made = append(made, x.unbare(root)...)
+	for _, rel := range x.unreadable {
+		made = append(made, rel+" (a directory the check after the call cannot open: what it holds is not known to be harmless)")
+	}
+	x.unreadable = nil
 	slices.Sort(made)
 	return made
 }
@@ -298,8 +303,10 @@ func (x *GitIndex) settle(root int, found []string) []string {
 		}
 		made = append(made, rel)
 	}
-	for _, rel := range made {
-		removeAt(root, rel)
+	for i, rel := range made {
+		if err := removeChecked(root, rel); err != nil {
+			made[i] = fmt.Sprintf("%s (it could not be removed: %v)", rel, err)
+		}
 		x.touched(rel)
 	}
 	for rel, known := range x.gits {
@@ -479,7 +486,13 @@ func (x *GitIndex) reread(root int, rel string, now time.Time, found *[]string) 
 // that the next sweep tries it again once it changes.
 func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []string {
 	fd, err := openBeneath(root, rel)
+	if err == unix.EACCES && unlock(root, rel) {
+		fd, err = openBeneath(root, rel)
+	}
 	if err != nil {
+		if err == unix.EACCES {
+			x.unreadable = append(x.unreadable, rel)
+		}
 		var st unix.Stat_t
 		if fstatat(root, rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			x.dirs[rel] = stampOf(&st, now)
@@ -563,4 +576,27 @@ func fstatat(root int, rel string, st *unix.Stat_t) error {
 	}
 	defer unix.Close(fd)
 	return unix.Fstat(fd, st)
+}
+
+// unlock gives the owner read, write and search on the directory rel when
+// the harness user owns it: a script running as that user can take them
+// away to hide what it made there from the check after the call, and git
+// needs only search to reach it. Reports whether the mode was changed.
+func unlock(root int, rel string) bool {
+	if rel == "." {
+		return false
+	}
+	fd, err := unix.Openat2(root, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+		return false
+	}
+	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), (st.Mode&0o7777)|0o700) == nil
 }
