@@ -94,3 +94,100 @@ func readSmall(p string) ([]byte, bool) {
 	}
 	return b[:n], true
 }
+
+// A repository's config can name files that git runs or reads as config,
+// and those can lie in the workspace, outside every .git: husky sets
+// core.hooksPath = .husky/_, a project shares settings through
+// include.path = ../.gitconfig. Writing there plants what git runs on the
+// host as surely as writing the .git itself, so each such target inside
+// the workspace is a control path too.
+
+// maxIncludeDepth bounds how deep includes are followed (git's own limit
+// is 10).
+const maxIncludeDepth = 10
+
+// configTargets are the paths the config file cfg names that git runs or
+// reads as config: core.hooksPath (relative to worktree, where hooks run),
+// include.path and includeIf.*.path (relative to the including file, and
+// followed), and a program given as a path for core.fsmonitor,
+// core.sshCommand, core.editor, core.pager (relative to worktree).
+func configTargets(cfg, worktree string, depth int, out *[]string) {
+	if depth > maxIncludeDepth {
+		return
+	}
+	b, ok := readSmall(cfg)
+	if !ok {
+		return
+	}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			head := strings.TrimSpace(line[1:end])
+			name, _, _ := strings.Cut(head, " ")
+			if n, _, ok := strings.Cut(name, "."); ok {
+				name = n
+			}
+			section = strings.ToLower(name)
+			line = strings.TrimSpace(line[end+1:])
+			if line == "" {
+				continue
+			}
+		}
+		key, val, _ := strings.Cut(line, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		val = configValue(val)
+		if val == "" || strings.IndexByte(val, 0) >= 0 || strings.HasPrefix(val, "~") {
+			continue
+		}
+		switch {
+		case (section == "include" || section == "includeif") && key == "path":
+			p := val
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(cfg), p)
+			}
+			p = filepath.Clean(p)
+			*out = append(*out, p)
+			configTargets(p, worktree, depth+1, out)
+		case section == "core" && key == "hookspath":
+			p := val
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(worktree, p)
+			}
+			*out = append(*out, filepath.Clean(p))
+		case section == "core" && (key == "fsmonitor" || key == "sshcommand" || key == "editor" || key == "pager"):
+			prog, _, _ := strings.Cut(val, " ")
+			if !strings.Contains(prog, "/") {
+				continue
+			}
+			if !filepath.IsAbs(prog) {
+				prog = filepath.Join(worktree, prog)
+			}
+			*out = append(*out, filepath.Clean(prog))
+		}
+	}
+}
+
+// configValue is a config value without its comment and quotes: enough
+// to find a path, not a full parser (a value it misreads names a path
+// that protects nothing or one more file, never one less than git reads).
+func configValue(v string) string {
+	v = strings.TrimSpace(v)
+	if strings.HasPrefix(v, `"`) {
+		if end := strings.IndexByte(v[1:], '"'); end >= 0 {
+			return v[1 : end+1]
+		}
+		return strings.Trim(v, `"`)
+	}
+	if i := strings.IndexAny(v, "#;"); i >= 0 {
+		v = strings.TrimSpace(v[:i])
+	}
+	return v
+}

@@ -51,11 +51,14 @@ type GitIndex struct {
 	skip  []string // clean relative paths not walked: .harness, run directories
 	allow []string // host paths the operator allows writes to (--allow-protected-write)
 
-	mu     sync.Mutex
-	dirs   map[string]dirStamp
-	gits   map[string]gitEntry // every .git entry, by relative path
-	mods   []string            // .gitmodules files, relative
-	listed int                 // directories listed, for tests and benchmarks
+	mu         sync.Mutex
+	dirs       map[string]dirStamp
+	gits       map[string]gitEntry // every .git entry, by relative path
+	mods       []string            // .gitmodules files, relative
+	bare       map[string]bool     // directories git takes for a git directory (HEAD, objects, refs) at the scan
+	newBare    []string            // such directories found by the sweep's reads, not yet settled
+	unreadable []string            // directories a sweep could not open, even after unlock
+	listed     int                 // directories listed, for tests and benchmarks
 
 	ctx  context.Context
 	once sync.Once // the walk
@@ -83,7 +86,7 @@ type gitEntry struct {
 // for the walk, before it changes anything, so what the walk sees is the
 // workspace as the call found it.
 func NewGitScan(ctx context.Context, host string, skip, allow []string) *GitIndex {
-	x := &GitIndex{ctx: ctx, host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}}
+	x := &GitIndex{ctx: ctx, host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}, bare: map[string]bool{}}
 	if abs, err := filepath.Abs(host); err == nil {
 		x.host = abs
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
@@ -136,6 +139,10 @@ func (x *GitIndex) scan(ctx context.Context) error {
 	for _, rel := range found {
 		x.gits[rel] = x.identify(root, rel)
 	}
+	for _, rel := range x.newBare {
+		x.bare[rel] = true
+	}
+	x.newBare, x.unreadable = nil, nil
 	return nil
 }
 
@@ -154,14 +161,27 @@ func (x *GitIndex) ControlPaths() []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []string
+	var named []string
 	for _, rel := range slices.Sorted(maps.Keys(x.gits)) {
 		p := filepath.Join(x.host, filepath.FromSlash(rel))
 		out = append(out, p)
+		worktree := filepath.Dir(p)
+		gitdirs := []string{p}
 		if target := gitdirOf(p); target != "" {
 			out = append(out, target)
+			gitdirs = append(gitdirs, target)
 			if common := commondirOf(target); common != "" {
 				out = append(out, common)
+				gitdirs = append(gitdirs, common)
 			}
+		}
+		for _, d := range gitdirs {
+			configTargets(filepath.Join(d, "config"), worktree, 0, &named)
+		}
+	}
+	for _, p := range named {
+		if workspace.Within(x.host, p) && p != x.host && !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	for _, rel := range x.mods {
@@ -207,7 +227,70 @@ func (x *GitIndex) Sweep() []string {
 	for _, rel := range changed {
 		x.reread(root, rel, now, &found)
 	}
-	return x.settle(root, found)
+	made := x.settle(root, found)
+	made = append(made, x.unbare(root)...)
+	for _, rel := range x.unreadable {
+		made = append(made, rel+" (a directory the check after the call cannot open: what it holds is not known to be harmless)")
+	}
+	x.unreadable = nil
+	slices.Sort(made)
+	return made
+}
+
+// unbare undoes each git directory made since the scan that is not a
+// .git (HEAD beside objects and refs, which git accepts as a repository
+// where it finds no .git): its HEAD is removed, after which git no longer
+// takes the directory for one. A HEAD that cannot be removed is said so.
+func (x *GitIndex) unbare(root int) []string {
+	var made []string
+	for _, rel := range x.newBare {
+		if x.bare[rel] || x.allowed(rel) {
+			continue
+		}
+		head := path.Join(rel, "HEAD")
+		what := head + " (made " + rel + " a git directory: HEAD beside objects and refs; HEAD removed)"
+		if err := removeChecked(root, head); err != nil {
+			what = fmt.Sprintf("%s (made %s a git directory: HEAD beside objects and refs; HEAD could not be removed: %v)", head, rel, err)
+		}
+		made = append(made, what)
+		x.touched(head)
+	}
+	x.newBare = nil
+	return made
+}
+
+// removeChecked removes the entry rel (a whole tree, never following
+// links) and reports whether it is gone.
+func removeChecked(root int, rel string) error {
+	err := removeOnce(root, rel)
+	if err != nil && unlock(root, path.Dir(rel)) || err != nil && unlock(root, rel) {
+		// A script running as the harness user can take write away
+		// from the directory or the entry to keep it; give it back once.
+		unlock(root, rel)
+		err = removeOnce(root, rel)
+	}
+	return err
+}
+
+func removeOnce(root int, rel string) error {
+	dir, err := openBeneath(root, path.Dir(rel))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	r, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", dir))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.RemoveAll(path.Base(rel)); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, path.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.ENOENT {
+		return fmt.Errorf("still there")
+	}
+	return nil
 }
 
 // settle deals with the .git entries found in changed directories: a
@@ -231,8 +314,10 @@ func (x *GitIndex) settle(root int, found []string) []string {
 		}
 		made = append(made, rel)
 	}
-	for _, rel := range made {
-		removeAt(root, rel)
+	for i, rel := range made {
+		if err := removeChecked(root, rel); err != nil {
+			made[i] = fmt.Sprintf("%s (it could not be removed: %v)", rel, err)
+		}
 		x.touched(rel)
 	}
 	for rel, known := range x.gits {
@@ -412,7 +497,13 @@ func (x *GitIndex) reread(root int, rel string, now time.Time, found *[]string) 
 // that the next sweep tries it again once it changes.
 func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []string {
 	fd, err := openBeneath(root, rel)
+	if err == unix.EACCES && unlock(root, rel) {
+		fd, err = openBeneath(root, rel)
+	}
 	if err != nil {
+		if err == unix.EACCES {
+			x.unreadable = append(x.unreadable, rel)
+		}
 		var st unix.Stat_t
 		if fstatat(root, rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			x.dirs[rel] = stampOf(&st, now)
@@ -429,6 +520,15 @@ func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []
 	x.dirs[rel] = stampOf(&st, now)
 	entries, _ := f.ReadDir(-1)
 	var subdirs []string
+	held := 0
+	for _, de := range entries {
+		if slices.Contains([]string{"HEAD", "objects", "refs"}, de.Name()) {
+			held++
+		}
+	}
+	if held == 3 {
+		x.newBare = append(x.newBare, rel)
+	}
 	for _, de := range entries {
 		sub := path.Join(rel, de.Name())
 		switch {
@@ -487,4 +587,27 @@ func fstatat(root int, rel string, st *unix.Stat_t) error {
 	}
 	defer unix.Close(fd)
 	return unix.Fstat(fd, st)
+}
+
+// unlock gives the owner read, write and search on the directory rel when
+// the harness user owns it: a script running as that user can take them
+// away to hide what it made there from the check after the call, and git
+// needs only search to reach it. Reports whether the mode was changed.
+func unlock(root int, rel string) bool {
+	if rel == "." {
+		return false
+	}
+	fd, err := unix.Openat2(root, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
+		return false
+	}
+	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), (st.Mode&0o7777)|0o700) == nil
 }

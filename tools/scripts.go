@@ -332,7 +332,13 @@ func callCwd(ws *workspace.Workspace, cwd string) (string, *workspace.Refusal) {
 // or a start the sandbox refused. what names the thing run.
 func afterRun(ctx context.Context, g *grant.Grant, err error, what string) (code, msg string) {
 	if made := g.Sweep(); len(made) > 0 {
-		return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox; harness and the next run use the rest); it was undone: a .git made is removed, one moved is moved back", what, strings.Join(made, ", "))
+		undone := "it was undone: a .git made is removed, one moved is moved back"
+		for _, m := range made {
+			if strings.Contains(m, "could not") || strings.Contains(m, "cannot open") {
+				undone = "NOT all of it could be undone (see each entry): do not run git in this workspace before looking"
+			}
+		}
+		return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox; harness and the next run use the rest); %s", what, strings.Join(made, ", "), undone)
 	}
 	if err == nil {
 		return "", ""

@@ -115,6 +115,9 @@ func (w *Workspace) checkWritable(d *os.File, rel string) error {
 	if trel, ok := w.RelOf(target); ok && hasGitComponent(trel) && !w.gitAllowed(target) {
 		return w.gitRefusal(rel)
 	}
+	if completesGitDir(int(d.Fd()), path.Base(rel)) && !w.gitAllowed(target) {
+		return w.gitDirRefusal(rel)
+	}
 	if w.view != nil {
 		if trel, ok := w.RelOf(target); !ok || !Covers(w.view.write, trel) {
 			return refuse("path_not_granted", "%s is not writable for this skill: its permission manifest declares filesystem.write %s", w.SandboxPath(rel), listOrNone(w.view.write))
@@ -182,6 +185,9 @@ func (w *Workspace) MkdirAll(rel string) error {
 	}
 	if w.makesGit(rel) {
 		return w.gitRefusal(rel)
+	}
+	if err := w.makesGitDir(rel); err != nil {
+		return err
 	}
 	if w.IsProtected(rel) {
 		return w.protectedRefusal(rel)

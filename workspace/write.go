@@ -25,6 +25,9 @@ func (w *Workspace) WriteFile(rel string, data []byte) error {
 	if w.makesGit(rel) {
 		return w.gitRefusal(rel)
 	}
+	if err := w.makesGitDir(rel); err != nil {
+		return err
+	}
 	if dir := path.Dir(rel); dir != "." && rel != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
 			return w.rootError(dir, err)
