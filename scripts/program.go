@@ -3,7 +3,6 @@ package scripts
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 )
 
 // LookupProgram finds name on PATH as LookupBinary does, and, where no
@@ -15,20 +14,8 @@ func LookupProgram(name, path string) (string, error) {
 	if notFound == nil {
 		return p, nil
 	}
-	for _, dir := range filepath.SplitList(path) {
-		// As LookupBinary: a relative entry names wherever harness was
-		// started, never a place to take programs from.
-		if !filepath.IsAbs(dir) {
-			continue
-		}
-		p, err := filepath.EvalSymlinks(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		fi, err := os.Stat(p)
-		if err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && isScript(p) {
-			return p, nil
-		}
+	if p, ok := lookupOnPath(name, path, isScript); ok {
+		return p, nil
 	}
 	return "", notFound
 }

@@ -70,6 +70,20 @@ func Command(runtime, shebang, scriptPath string, args []string) ([]string, erro
 // So are relative PATH entries (RelativePathEntries), which the error
 // names when nothing is found.
 func LookupBinary(name, path string) (string, error) {
+	if p, ok := lookupOnPath(name, path, isELF); ok {
+		return p, nil
+	}
+	if rel := RelativePathEntries(path); len(rel) > 0 {
+		return "", fmt.Errorf("%s not found on PATH (relative PATH entries skipped: %s)", name, quoteAll(rel))
+	}
+	return "", errors.New(name + " not found on PATH")
+}
+
+// lookupOnPath is the first executable regular file named name, links
+// followed, in an absolute entry of path that accept takes. A relative
+// entry names wherever harness was started, never a place to take
+// programs from.
+func lookupOnPath(name, path string, accept func(string) bool) (string, bool) {
 	for _, dir := range filepath.SplitList(path) {
 		if !filepath.IsAbs(dir) {
 			continue
@@ -79,17 +93,11 @@ func LookupBinary(name, path string) (string, error) {
 			continue
 		}
 		fi, err := os.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-			continue
-		}
-		if isELF(p) {
-			return p, nil
+		if err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && accept(p) {
+			return p, true
 		}
 	}
-	if rel := RelativePathEntries(path); len(rel) > 0 {
-		return "", fmt.Errorf("%s not found on PATH (relative PATH entries skipped: %s)", name, quoteAll(rel))
-	}
-	return "", errors.New(name + " not found on PATH")
+	return "", false
 }
 
 func isELF(p string) bool {
