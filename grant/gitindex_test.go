@@ -144,7 +144,7 @@ func TestGitSweep(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.change(host)
-			got := x.Sweep()
+			got := Strings(x.Sweep())
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("swept %q, want %q", got, tc.want)
 			}
@@ -196,7 +196,7 @@ func TestGitSweepReadsOnlyChanges(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(host, "d/a/.git"), 0o755)
 	before := x.listed
-	if got := x.Sweep(); !slices.Equal(got, []string{"d/a/.git"}) {
+	if got := Strings(x.Sweep()); !slices.Equal(got, []string{"d/a/.git"}) {
 		t.Errorf("swept %q", got)
 	}
 	if n := x.listed - before; n != 1 {

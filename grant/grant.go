@@ -139,20 +139,23 @@ func For(r Request) (*Grant, error) {
 
 // Sweep removes what the execution made at a read-only path that did not
 // exist when it started (a .git made in a workspace that had none, where
-// the sandbox had nothing to bind read-only) and every .git it made
-// anywhere (GitIndex.Sweep), and returns those paths.
-func (g *Grant) Sweep() []string {
-	var made []string
+// the sandbox had nothing to bind read-only) and undoes what it did to
+// the git control paths anywhere (GitIndex.Sweep), and says what it found.
+func (g *Grant) Sweep() []Change {
+	var made []Change
 	for _, rel := range g.missing {
 		p := filepath.Join(g.ws.Host, filepath.FromSlash(rel))
 		if _, err := os.Lstat(p); err == nil {
-			os.RemoveAll(p)
-			made = append(made, rel)
+			c := Change{Path: rel}
+			if err := os.RemoveAll(p); err != nil {
+				c.Note, c.Left = fmt.Sprintf("it could NOT be removed: %v", err), true
+			}
+			made = append(made, c)
 		}
 	}
-	for _, rel := range g.git.Sweep() {
-		if !slices.Contains(made, rel) {
-			made = append(made, rel)
+	for _, c := range g.git.Sweep() {
+		if !slices.ContainsFunc(made, func(m Change) bool { return m.Path == c.Path }) {
+			made = append(made, c)
 		}
 	}
 	return made

@@ -118,7 +118,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(ws.Host, ".git", "hooks"), 0o755)
-	if made := g.Sweep(); !slices.Equal(made, []string{".git"}) {
+	if made := Strings(g.Sweep()); !slices.Equal(made, []string{".git"}) {
 		t.Errorf("swept %v", made)
 	}
 	if _, err := os.Lstat(filepath.Join(ws.Host, ".git")); err == nil {

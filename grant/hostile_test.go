@@ -104,7 +104,7 @@ func TestGitAttackSandboxed(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
-			made := g.Sweep()
+			made := Strings(g.Sweep())
 			out := string(res.Stdout)
 			for _, bad := range []string{"WROTE-GITFILE", "WROTE-GITMODULES", "WROTE-NESTED-CONFIG", "WROTE-NESTED-HOOK"} {
 				if strings.Contains(out, bad) {
