@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -33,7 +34,9 @@ const maxShownPath = 200
 func (c Change) String() string {
 	p := c.Path
 	if len(p) > maxShownPath {
-		p = fmt.Sprintf("%s…%s (a path of %d bytes)", p[:maxShownPath/2], p[len(p)-maxShownPath/4:], len(p))
+		// Cut on bytes, shown as valid UTF-8: a name cut mid-rune loses
+		// that rune, never the message's encoding.
+		p = fmt.Sprintf("%s…%s (a path of %d bytes)", strings.ToValidUTF8(p[:maxShownPath/2], ""), strings.ToValidUTF8(p[len(p)-maxShownPath/4:], ""), len(p))
 	}
 	if c.Note == "" {
 		return p
