@@ -3,10 +3,13 @@ package grant
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/workspace"
 )
@@ -43,11 +46,20 @@ type heldStep struct {
 	id  gitEntry
 }
 
+// heldLink is a link of the workspace on the way git takes to a control
+// path ("gitdir: ../gitdirs/proj" with gitdirs a link): the read-only
+// bind is on where it led, so pointing it elsewhere would lead git there.
+type heldLink struct {
+	rel, target string
+	to          string // the control path it leads to, for the message
+}
+
 // hold records the held paths among paths (host paths, as ControlPaths
 // gives them): those inside the workspace that are not a .git entry or a
 // .gitmodules (the index follows those by name).
 func (x *GitIndex) hold(root int, paths []string) {
 	for _, p := range paths {
+		x.holdLinks(p)
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil || real == x.host || !workspace.Within(x.host, real) {
 			continue
@@ -82,6 +94,47 @@ func (x *GitIndex) hold(root int, paths []string) {
 	}
 }
 
+// holdLinks records the links of the workspace on the way to p, each by
+// where it is (its directory resolved) and what it says. The scan runs
+// before any call, so the path strings are the workspace as found.
+func (x *GitIndex) holdLinks(p string) {
+	if !filepath.IsAbs(p) {
+		return
+	}
+	names := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+	for i := range names {
+		cur := "/" + filepath.Join(names[:i+1]...)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		dir, err := filepath.EvalSymlinks(filepath.Dir(cur))
+		if err != nil || !workspace.Within(x.host, dir) {
+			continue
+		}
+		target, err := os.Readlink(cur)
+		if err != nil {
+			return
+		}
+		rel, err := filepath.Rel(x.host, filepath.Join(dir, filepath.Base(cur)))
+		if err != nil {
+			return
+		}
+		rel = filepath.ToSlash(rel)
+		if _, ok := x.gits[rel]; ok || x.allowed(rel) || x.skipped(rel) || slices.ContainsFunc(x.links, func(l heldLink) bool { return l.rel == rel }) {
+			continue
+		}
+		to := p
+		if r, err := filepath.Rel(x.host, p); err == nil && !strings.HasPrefix(r, "..") {
+			to = filepath.ToSlash(r)
+		}
+		x.links = append(x.links, heldLink{rel: rel, target: target, to: to})
+	}
+}
+
 func (x *GitIndex) skipped(rel string) bool {
 	for _, s := range x.skip {
 		if rel == s || strings.HasPrefix(rel, s+"/") {
@@ -99,6 +152,17 @@ func (x *GitIndex) skipped(rel string) bool {
 // itself afterwards leaves nothing at its path.
 func (x *GitIndex) restoreHeld(root int, now time.Time, found *[]string) []Change {
 	var made []Change
+	for _, l := range x.links {
+		if e := x.identify(root, l.rel); e.mode == unix.S_IFLNK && e.link == l.target {
+			continue
+		}
+		x.touched(l.rel)
+		c := Change{Path: l.rel, Note: "a link on the way to " + l.to + ", changed; made again"}
+		if err := remakeLink(root, l.rel, l.target); err != nil {
+			c.Note, c.Left = fmt.Sprintf("a link on the way to %s, changed; it could NOT be made again: %v", l.to, err), true
+		}
+		made = append(made, c)
+	}
 	for _, h := range x.held {
 		last := h.chain[len(h.chain)-1]
 		if last.id.same(x.identify(root, h.rel)) {

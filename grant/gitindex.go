@@ -60,6 +60,7 @@ type GitIndex struct {
 	listed     int                 // directories listed, for tests and benchmarks
 
 	held    []heldPath        // control paths kept by identity (githeld.go)
+	links   []heldLink        // links of the workspace on the way to one
 	heldIDs map[fileID]bool   // their identities and those of the directories above them
 	seen    map[fileID]string // where this sweep's reads found one of those
 

@@ -102,7 +102,8 @@ func TestControlPaths(t *testing.T) {
 func TestGitSweep(t *testing.T) {
 	base := []string{".git/hooks/", "sub/.git=gitdir: ../.git/modules/sub\n", ".git/modules/sub/", "nested/.git/config=x", "a/b/c/", "link/.git -> ../a", "allowed/",
 		"store/proj/HEAD=ref: refs/heads/main\n", "store/proj/objects/", "store/proj/refs/", "proj/.git=gitdir: ../store/proj\n",
-		"cfgd/.git/config=[core]\n\thooksPath = .husky/_\n", "cfgd/.husky/_/pre-commit=x"}
+		"cfgd/.git/config=[core]\n\thooksPath = .husky/_\n", "cfgd/.husky/_/pre-commit=x",
+		"gitdirs/v/HEAD=ref: refs/heads/main\n", "gitdirs/v/objects/", "gitdirs/v/refs/", "lnk -> gitdirs", "vl/.git=gitdir: ../lnk/v\n"}
 	evil := func(h, rel string) {
 		os.MkdirAll(filepath.Join(h, rel, "objects"), 0o755)
 		os.MkdirAll(filepath.Join(h, rel, "refs"), 0o755)
@@ -161,6 +162,12 @@ func TestGitSweep(t *testing.T) {
 			os.WriteFile(filepath.Join(h, "cfgd/.husky/_/post-index-change"), []byte("evil"), 0o755)
 		}, []string{"cfgd/.husky (moved to cfgd/husky.old, and cfgd/.husky/_ with it; moved back)"},
 			[]string{"cfgd/husky.old", "cfgd/.husky/_/post-index-change"}, []string{"cfgd/.husky/_/pre-commit"}, false},
+		{"a link on the way to a separate git directory pointed elsewhere", func(h string) {
+			evil(h, "a/x/v")
+			os.Remove(filepath.Join(h, "lnk"))
+			os.Symlink("a/x", filepath.Join(h, "lnk"))
+		}, []string{"a/x/v/HEAD (made a/x/v a git directory: HEAD beside objects and refs; HEAD removed)", "lnk (a link on the way to lnk/v, changed; made again)"},
+			[]string{"a/x/v/HEAD"}, []string{"lnk/v/HEAD"}, false},
 		{"a separate git directory moved where the sweep does not look", func(h string) {
 			os.Mkdir(filepath.Join(h, ".harness"), 0o755)
 			os.Rename(filepath.Join(h, "store"), filepath.Join(h, ".harness/store"))
