@@ -162,6 +162,8 @@ func TestGitSweep(t *testing.T) {
 			os.WriteFile(filepath.Join(h, "cfgd/.husky/_/post-index-change"), []byte("evil"), 0o755)
 		}, []string{"cfgd/.husky (moved to cfgd/husky.old, and cfgd/.husky/_ with it; moved back)"},
 			[]string{"cfgd/husky.old", "cfgd/.husky/_/post-index-change"}, []string{"cfgd/.husky/_/pre-commit"}, false},
+		{"a directory above a separate git directory made a git directory", func(h string) { evil(h, "store") },
+			[]string{"store/HEAD (made store a git directory: HEAD beside objects and refs; HEAD removed)"}, []string{"store/HEAD"}, []string{"store/proj/HEAD"}, false},
 		{"a link on the way to a separate git directory pointed elsewhere", func(h string) {
 			evil(h, "a/x/v")
 			os.Remove(filepath.Join(h, "lnk"))

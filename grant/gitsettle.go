@@ -179,7 +179,7 @@ func (x *GitIndex) unbare(root int) []Change {
 			continue
 		}
 		id := x.identify(root, rel)
-		if id.mode == 0 || x.heldIDs[fileID{id.dev, id.ino}] {
+		if id.mode == 0 || x.isHeld(id) {
 			continue
 		}
 		head := path.Join(rel, "HEAD")
@@ -192,6 +192,13 @@ func (x *GitIndex) unbare(root int) []Change {
 	}
 	x.newBare = nil
 	return made
+}
+
+// isHeld reports whether id is a held path's own (a git directory moved
+// and moved back is the run's, not one the call made). A directory above
+// one is not: HEAD made in it is the call's.
+func (x *GitIndex) isHeld(id gitEntry) bool {
+	return slices.ContainsFunc(x.held, func(h heldPath) bool { return h.chain[len(h.chain)-1].id.same(id) })
 }
 
 // touched marks the directory of rel to be read again at the next sweep:
