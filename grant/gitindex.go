@@ -2,7 +2,6 @@ package grant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -60,6 +59,11 @@ type GitIndex struct {
 	unreadable []string            // directories a sweep could not open, even after unlock
 	listed     int                 // directories listed, for tests and benchmarks
 
+	held    []heldPath        // control paths kept by identity (githeld.go)
+	links   []heldLink        // links of the workspace on the way to one
+	heldIDs map[fileID]bool   // their identities and those of the directories above them
+	seen    map[fileID]string // where this sweep's reads found one of those
+
 	ctx  context.Context
 	once sync.Once // the walk
 	err  error     // why it failed
@@ -71,22 +75,14 @@ type dirStamp struct {
 	racy  bool
 }
 
-// gitEntry is what a .git was when the run found it, so that one moved
-// (an ancestor renamed under bwrap) can be put back and a link replaced
-// can be made again.
-type gitEntry struct {
-	dev, ino uint64
-	mode     uint32 // S_IFMT bits
-	link     string // the target of a .git that is a link
-}
-
 // NewGitScan is the index of the workspace at host, walked (ScanGit) on
 // first use, not before: the run start does not pay for it, nor does a
 // run whose model never writes. The first tool call that writes waits
 // for the walk, before it changes anything, so what the walk sees is the
 // workspace as the call found it.
 func NewGitScan(ctx context.Context, host string, skip, allow []string) *GitIndex {
-	x := &GitIndex{ctx: ctx, host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}, bare: map[string]bool{}}
+	x := &GitIndex{ctx: ctx, host: host, skip: []string{".harness"}, dirs: map[string]dirStamp{}, gits: map[string]gitEntry{}, bare: map[string]bool{},
+		heldIDs: map[fileID]bool{}, seen: map[fileID]string{}}
 	if abs, err := filepath.Abs(host); err == nil {
 		x.host = abs
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
@@ -143,6 +139,7 @@ func (x *GitIndex) scan(ctx context.Context) error {
 		x.bare[rel] = true
 	}
 	x.newBare, x.unreadable = nil, nil
+	x.hold(root, x.controlPaths())
 	return nil
 }
 
@@ -160,6 +157,10 @@ func (x *GitIndex) ControlPaths() []string {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return x.controlPaths()
+}
+
+func (x *GitIndex) controlPaths() []string {
 	var out []string
 	var named []string
 	for _, rel := range slices.Sorted(maps.Keys(x.gits)) {
@@ -190,11 +191,14 @@ func (x *GitIndex) ControlPaths() []string {
 	return out
 }
 
-// Sweep finds the .git entries made since the scan or the last sweep:
-// each is removed (a known one moved elsewhere is moved back, a known link
-// replaced is made again), and returned as the relative paths it was
-// found at. Only directories whose ctime changed are read.
-func (x *GitIndex) Sweep() []string {
+// Sweep finds what a call did to the git control paths since the scan
+// or the last sweep, undoes it, and says what it found and did. Each .git
+// entry made is removed (a known one moved elsewhere is moved back, a
+// known link replaced is made again), each held path moved is put back
+// (githeld.go), each directory made a git directory loses its HEAD. Only
+// directories whose ctime changed are read, and each held path is
+// stat'd once: the workspace is not walked.
+func (x *GitIndex) Sweep() []Change {
 	if x == nil || x.Wait() != nil {
 		return nil
 	}
@@ -202,7 +206,7 @@ func (x *GitIndex) Sweep() []string {
 	defer x.mu.Unlock()
 	root, err := openRootDir(x.host)
 	if err != nil {
-		return nil
+		return []Change{{Path: ".", Note: fmt.Sprintf("the workspace cannot be opened to check it: %v", err), Left: true}}
 	}
 	defer unix.Close(root)
 	now := time.Now()
@@ -223,248 +227,19 @@ func (x *GitIndex) Sweep() []string {
 		}
 	}
 	var found []string
+	clear(x.seen)
 	slices.Sort(changed)
 	for _, rel := range changed {
 		x.reread(root, rel, now, &found)
 	}
-	made := x.settle(root, found)
+	// Held directories first: one moved back brings back what lies in it,
+	// .git entries included, which settle then finds where they were.
+	made := x.restoreHeld(root, now, &found)
+	made = append(made, x.settle(root, found)...)
 	made = append(made, x.unbare(root)...)
-	for _, rel := range x.unreadable {
-		made = append(made, rel+" (a directory the check after the call cannot open: what it holds is not known to be harmless)")
-	}
-	x.unreadable = nil
-	slices.Sort(made)
+	made = append(made, x.unreadableChanges()...)
+	slices.SortFunc(made, func(a, b Change) int { return strings.Compare(a.String(), b.String()) })
 	return made
-}
-
-// unbare undoes each git directory made since the scan that is not a
-// .git (HEAD beside objects and refs, which git accepts as a repository
-// where it finds no .git): its HEAD is removed, after which git no longer
-// takes the directory for one. A HEAD that cannot be removed is said so.
-func (x *GitIndex) unbare(root int) []string {
-	var made []string
-	for _, rel := range x.newBare {
-		if x.bare[rel] || x.allowed(rel) {
-			continue
-		}
-		head := path.Join(rel, "HEAD")
-		what := head + " (made " + rel + " a git directory: HEAD beside objects and refs; HEAD removed)"
-		if err := removeChecked(root, head); err != nil {
-			what = fmt.Sprintf("%s (made %s a git directory: HEAD beside objects and refs; HEAD could not be removed: %v)", head, rel, err)
-		}
-		made = append(made, what)
-		x.touched(head)
-	}
-	x.newBare = nil
-	return made
-}
-
-// removeChecked removes the entry rel (a whole tree, never following
-// links) and reports whether it is gone.
-func removeChecked(root int, rel string) error {
-	err := removeOnce(root, rel)
-	if err != nil && unlock(root, path.Dir(rel)) || err != nil && unlock(root, rel) {
-		// A script running as the harness user can take write away
-		// from the directory or the entry to keep it; give it back once.
-		unlock(root, rel)
-		err = removeOnce(root, rel)
-	}
-	return err
-}
-
-func removeOnce(root int, rel string) error {
-	dir, err := openBeneath(root, path.Dir(rel))
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dir)
-	r, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", dir))
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := r.RemoveAll(path.Base(rel)); err != nil {
-		return err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(dir, path.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.ENOENT {
-		return fmt.Errorf("still there")
-	}
-	return nil
-}
-
-// settle deals with the .git entries found in changed directories: a
-// known one where it was is left; one that is a known entry moved (same
-// inode) goes back; anything else is removed. Known entries no longer
-// where they were and not found moved are reported too.
-func (x *GitIndex) settle(root int, found []string) []string {
-	var made []string
-	moved := map[string]string{} // known relative path -> where it is now
-	for _, rel := range found {
-		if x.allowed(rel) {
-			continue
-		}
-		id := x.identify(root, rel)
-		if known, ok := x.gits[rel]; ok && known.same(id) {
-			continue
-		}
-		if from, ok := x.knownAs(id); ok && from != rel {
-			moved[from] = rel
-			continue
-		}
-		made = append(made, rel)
-	}
-	for i, rel := range made {
-		if err := removeChecked(root, rel); err != nil {
-			made[i] = fmt.Sprintf("%s (it could not be removed: %v)", rel, err)
-		}
-		x.touched(rel)
-	}
-	for rel, known := range x.gits {
-		if id := x.identify(root, rel); known.same(id) {
-			continue
-		}
-		if at, ok := moved[rel]; ok {
-			// The entry was moved with an ancestor: whatever now holds its
-			// name goes, and it goes back.
-			if err := moveBack(root, at, rel); err != nil {
-				made = append(made, fmt.Sprintf("%s (moved to %s; it could not be moved back: %v)", rel, at, err))
-			} else {
-				made = append(made, fmt.Sprintf("%s (moved to %s; moved back)", rel, at))
-			}
-			x.touched(rel)
-			x.touched(at)
-			continue
-		}
-		if known.mode == unix.S_IFLNK {
-			if dir, err := makeParent(root, rel); err == nil {
-				removeIn(dir, path.Base(rel))
-				if unix.Symlinkat(known.link, dir, path.Base(rel)) == nil {
-					made = append(made, rel+" (a link, replaced; made again)")
-				}
-				unix.Close(dir)
-			}
-			x.touched(rel)
-		}
-	}
-	slices.Sort(made)
-	return made
-}
-
-// The sweep changes the host, outside every sandbox, where a link the
-// script left would lead the change elsewhere (a link in place of a
-// submodule's directory, pointing at a nested repository, would have a
-// move back land in it). So every change is made relative to a parent
-// directory opened without following any link, and names one entry.
-
-// removeAt removes the entry rel (a whole tree, never following links).
-func removeAt(root int, rel string) {
-	dir, err := openBeneath(root, path.Dir(rel))
-	if err != nil {
-		return
-	}
-	defer unix.Close(dir)
-	removeIn(dir, path.Base(rel))
-}
-
-// removeIn removes the entry name of the open directory dir.
-func removeIn(dir int, name string) {
-	r, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", dir))
-	if err != nil {
-		return
-	}
-	defer r.Close()
-	r.RemoveAll(name)
-}
-
-// makeParent opens the directory rel lies in, making the directories on
-// the way that are missing and replacing with one whatever else holds
-// their names (a link or file the script left there).
-func makeParent(root int, rel string) (int, error) {
-	dir, err := unix.Dup(root)
-	if err != nil {
-		return -1, err
-	}
-	if d := path.Dir(rel); d != "." {
-		for _, name := range strings.Split(d, "/") {
-			var st unix.Stat_t
-			if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				removeIn(dir, name)
-			}
-			unix.Mkdirat(dir, name, 0o755)
-			next, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			unix.Close(dir)
-			if err != nil {
-				return -1, err
-			}
-			dir = next
-		}
-	}
-	return dir, nil
-}
-
-// moveBack moves the entry at back to rel, replacing what holds rel.
-func moveBack(root int, at, rel string) error {
-	from, err := openBeneath(root, path.Dir(at))
-	if err != nil {
-		return err
-	}
-	defer unix.Close(from)
-	to, err := makeParent(root, rel)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(to)
-	removeIn(to, path.Base(rel))
-	return unix.Renameat(from, path.Base(at), to, path.Base(rel))
-}
-
-// touched marks the directory of rel to be read again at the next sweep:
-// the sweep itself changed it.
-func (x *GitIndex) touched(rel string) {
-	if d, ok := x.dirs[path.Dir(rel)]; ok {
-		d.racy = true
-		x.dirs[path.Dir(rel)] = d
-	}
-}
-
-func (x *GitIndex) allowed(rel string) bool {
-	p := filepath.Join(x.host, filepath.FromSlash(rel))
-	for _, a := range x.allow {
-		if workspace.Within(a, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func (x *GitIndex) knownAs(id gitEntry) (string, bool) {
-	if id.mode == 0 {
-		return "", false
-	}
-	for rel, known := range x.gits {
-		if known.same(id) && known.mode != unix.S_IFLNK {
-			return rel, true
-		}
-	}
-	return "", false
-}
-
-func (e gitEntry) same(o gitEntry) bool {
-	return e.mode != 0 && e.mode == o.mode && e.dev == o.dev && e.ino == o.ino
-}
-
-// identify describes the entry rel, never following it (zero when absent).
-func (x *GitIndex) identify(root int, rel string) gitEntry {
-	var st unix.Stat_t
-	if fstatat(root, rel, &st) != nil {
-		return gitEntry{}
-	}
-	e := gitEntry{dev: st.Dev, ino: st.Ino, mode: st.Mode & unix.S_IFMT}
-	if e.mode == unix.S_IFLNK {
-		e.link, _ = os.Readlink(filepath.Join(x.host, filepath.FromSlash(rel)))
-	}
-	return e
 }
 
 // walk records dir (relative to root) and everything below it: each
@@ -501,7 +276,13 @@ func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []
 		fd, err = openBeneath(root, rel)
 	}
 	if err != nil {
-		if err == unix.EACCES {
+		switch err {
+		case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EXDEV:
+			// Gone, or now a file or a link: its parent changed and is
+			// read again, which sees what holds the name.
+		default:
+			// Not searchable by the harness user, or a path longer than
+			// the kernel resolves: git may still reach what it holds.
 			x.unreadable = append(x.unreadable, rel)
 		}
 		var st unix.Stat_t
@@ -518,6 +299,9 @@ func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []
 		return nil
 	}
 	x.dirs[rel] = stampOf(&st, now)
+	if id := (fileID{st.Dev, st.Ino}); x.heldIDs[id] {
+		x.seen[id] = rel
+	}
 	entries, _ := f.ReadDir(-1)
 	var subdirs []string
 	held := 0
@@ -550,64 +334,4 @@ func (x *GitIndex) read(root int, rel string, now time.Time, found *[]string) []
 func stampOf(st *unix.Stat_t, now time.Time) dirStamp {
 	ct := time.Unix(st.Ctim.Unix())
 	return dirStamp{ino: st.Ino, ctime: st.Ctim, racy: !ct.Before(now.Add(-racyWindow))}
-}
-
-func openRootDir(host string) (int, error) {
-	return unix.Open(host, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-}
-
-// openBeneath opens the directory rel below root for listing, refusing a
-// link anywhere on the way: what is read is what lies in the workspace.
-func openBeneath(root int, rel string) (int, error) {
-	if rel == "." {
-		return unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}
-	return unix.Openat2(root, rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-}
-
-func fstatat(root int, rel string, st *unix.Stat_t) error {
-	if rel == "." {
-		return unix.Fstat(root, st)
-	}
-	// A path through a link is not the entry the index knows.
-	fd, err := unix.Openat2(root, rel, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err == unix.ELOOP {
-		// The final component is a link (O_PATH|O_NOFOLLOW opens a link
-		// itself, so this is a link on the way).
-		return errors.New("through a link")
-	}
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return unix.Fstat(fd, st)
-}
-
-// unlock gives the owner read, write and search on the directory rel when
-// the harness user owns it: a script running as that user can take them
-// away to hide what it made there from the check after the call, and git
-// needs only search to reach it. Reports whether the mode was changed.
-func unlock(root int, rel string) bool {
-	if rel == "." {
-		return false
-	}
-	fd, err := unix.Openat2(root, rel, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() {
-		return false
-	}
-	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), (st.Mode&0o7777)|0o700) == nil
 }

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
 	"github.com/harness-dev/harness/skills"
@@ -139,21 +141,46 @@ func For(r Request) (*Grant, error) {
 
 // Sweep removes what the execution made at a read-only path that did not
 // exist when it started (a .git made in a workspace that had none, where
-// the sandbox had nothing to bind read-only) and every .git it made
-// anywhere (GitIndex.Sweep), and returns those paths.
-func (g *Grant) Sweep() []string {
-	var made []string
-	for _, rel := range g.missing {
-		p := filepath.Join(g.ws.Host, filepath.FromSlash(rel))
-		if _, err := os.Lstat(p); err == nil {
-			os.RemoveAll(p)
-			made = append(made, rel)
+// the sandbox had nothing to bind read-only) and undoes what it did to
+// the git control paths anywhere (GitIndex.Sweep), and says what it found.
+func (g *Grant) Sweep() []Change {
+	var made []Change
+	if len(g.missing) > 0 {
+		made = g.sweepMissing()
+	}
+	for _, c := range g.git.Sweep() {
+		if !slices.ContainsFunc(made, func(m Change) bool { return m.Path == c.Path }) {
+			made = append(made, c)
 		}
 	}
-	for _, rel := range g.git.Sweep() {
-		if !slices.Contains(made, rel) {
-			made = append(made, rel)
+	return made
+}
+
+// sweepMissing removes what the call made at each read-only path that
+// was missing when it started. The path is followed beneath the
+// workspace without a link: a link the script put on the way would have
+// the removal land wherever it leads, outside the workspace too; what is
+// reached only through one is said, and left.
+func (g *Grant) sweepMissing() []Change {
+	root, err := openRootDir(g.ws.Host)
+	if err != nil {
+		return []Change{{Path: ".", Note: fmt.Sprintf("the workspace cannot be opened to check it: %v", err), Left: true}}
+	}
+	defer unix.Close(root)
+	var made []Change
+	for _, rel := range g.missing {
+		var st unix.Stat_t
+		if err := fstatat(root, rel, &st); err != nil {
+			if _, err := os.Lstat(filepath.Join(g.ws.Host, filepath.FromSlash(rel))); err == nil {
+				made = append(made, Change{Path: rel, Note: "made, and reached through a link on the way: neither followed nor removed", Left: true})
+			}
+			continue
 		}
+		c := Change{Path: rel}
+		if err := removeChecked(root, rel); err != nil {
+			c.Note, c.Left = fmt.Sprintf("it could NOT be removed: %v", err), true
+		}
+		made = append(made, c)
 	}
 	return made
 }

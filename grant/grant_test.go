@@ -118,10 +118,33 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(ws.Host, ".git", "hooks"), 0o755)
-	if made := g.Sweep(); !slices.Equal(made, []string{".git"}) {
+	if made := Strings(g.Sweep()); !slices.Equal(made, []string{".git"}) {
 		t.Errorf("swept %v", made)
 	}
 	if _, err := os.Lstat(filepath.Join(ws.Host, ".git")); err == nil {
 		t.Error(".git is still there")
+	}
+}
+
+// TestSweepMissingThroughLink: a read-only path missing when the call
+// started, reached after it only through a link the call left on the way,
+// is reported and nothing is removed where the link leads (outside the
+// workspace here).
+func TestSweepMissingThroughLink(t *testing.T) {
+	ws := fixture(t)
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(outside, "b"), 0o755)
+	ws.KeepReadOnly(filepath.Join(ws.Host, "a", "b"))
+	g, err := For(Request{Skill: skill(nil), Workspace: ws, Backend: scripts.BackendBwrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(ws.Host, "a"))
+	made := g.Sweep()
+	if got := Strings(made); !slices.Equal(got, []string{"a/b (made, and reached through a link on the way: neither followed nor removed)"}) || !made[0].Left {
+		t.Errorf("swept %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "b")); err != nil {
+		t.Errorf("the sweep removed what the link leads to: %v", err)
 	}
 }

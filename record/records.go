@@ -101,6 +101,9 @@ type ScriptExecution struct {
 	RunAs       string              `json:"runAs,omitempty"`
 	Diagnostics []skills.Diagnostic `json:"diagnostics"`
 	Error       *outcome.Record     `json:"error,omitempty"`
+	// NotUndone are the changes to git's control paths the check after
+	// the call could not wholly undo; the run ended after the call.
+	NotUndone []string `json:"notUndone,omitempty"`
 }
 
 // PolicySnapshot is policy-snapshot.json: the policy the run enforced.
@@ -304,4 +307,7 @@ type CommandExecution struct {
 	MemoryLimitBytes uint64           `json:"memoryLimitBytes,omitempty"`
 	RunAs            string           `json:"runAs,omitempty"`
 	Error            *outcome.Record  `json:"error,omitempty"`
+	// NotUndone are the changes to git's control paths the check after
+	// the call could not wholly undo; the run ended after the call.
+	NotUndone []string `json:"notUndone,omitempty"`
 }

@@ -169,38 +169,8 @@ echo done`, Limits{}, 30*time.Second)
 // process and memory limits, and the daemon cleanup, take their other
 // paths, and no idmapped mount is made.
 func TestHostileAsOrdinaryUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("already an ordinary user: TestHostile ran as one")
-	}
-	_, err := exec.LookPath("setpriv")
-	testenv.Need(t, "setpriv (util-linux)", err)
-	// The test binary lives in a directory only root can enter: give the
-	// other user a copy it can execute.
-	dir, err := os.MkdirTemp("", "harness-hostile-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	self, _ := os.Executable()
-	bin := filepath.Join(dir, "scripts.test")
-	if err := copyFile(self, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	suite := []string{"TestHostile", "TestNarrowedView", "TestReadOnlyInsideWritable", "TestExecLimited", "TestNarrowedViewRefusesLinks",
-		"TestExecLimitHoldsAgainstLoader", "TestExecLimitHoldsAgainstAnonymousFiles", "TestExecLimitKeepsRuntimes", "TestExecTempRuns", "TestReadOnlyModesKept"}
-	cmd := exec.Command("setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", "--", bin, "-test.run", "^("+strings.Join(suite, "|")+")$", "-test.count", "1", "-test.v")
-	cmd.Env = append(os.Environ(), "HOME=/tmp", "TMPDIR=/tmp")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	for _, name := range suite {
-		if err != nil || !strings.Contains(string(out), "--- PASS: "+name+" ") {
-			t.Fatalf("%s as uid 4242: %v\n%s", name, err, out)
-		}
-	}
-	if strings.Contains(string(out), "SKIP") {
-		t.Errorf("the hostile suite skipped parts as uid 4242:\n%s", out)
-	}
+	testenv.AsUser(t, 4242, "TestHostile", "TestNarrowedView", "TestReadOnlyInsideWritable", "TestExecLimited", "TestNarrowedViewRefusesLinks",
+		"TestExecLimitHoldsAgainstLoader", "TestExecLimitHoldsAgainstAnonymousFiles", "TestExecLimitKeepsRuntimes", "TestExecTempRuns", "TestReadOnlyModesKept")
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

@@ -152,6 +152,9 @@ func (t *CommandTool) Call(ctx context.Context, call loop.ToolCall, raw json.Raw
 	if err != nil {
 		return loop.ToolResult{}, err
 	}
+	if len(rec.NotUndone) > 0 {
+		return res, notUndone(CommandToolName, rec.NotUndone)
+	}
 	return res, nil
 }
 
@@ -231,7 +234,8 @@ func (t *CommandTool) execute(ctx context.Context, rec *record.CommandExecution,
 		Timeout: time.Duration(timeout) * time.Millisecond,
 		Limits:  scripts.Limits{Memory: cfg.MemoryLimit},
 	})
-	if code, msg := afterRun(ctx, g, err, "command"); code != "" {
+	if code, msg, left := afterRun(ctx, g, err, "command"); code != "" {
+		rec.NotUndone = left
 		return fail(code, msg)
 	}
 	rec.DurationMs = out.Duration.Milliseconds()

@@ -167,6 +167,9 @@ func (t *ScriptTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawM
 	if err != nil {
 		return loop.ToolResult{}, err
 	}
+	if len(rec.NotUndone) > 0 {
+		return res, notUndone("run_skill_script", rec.NotUndone)
+	}
 	return res, nil
 }
 
@@ -284,7 +287,8 @@ func (t *ScriptTool) execute(ctx context.Context, rec *record.ScriptExecution, s
 			})
 		}
 	}
-	if code, msg := afterRun(ctx, g, err, "script"); code != "" {
+	if code, msg, left := afterRun(ctx, g, err, "script"); code != "" {
+		rec.NotUndone = left
 		return fail(code, msg)
 	}
 	rec.Argv, rec.DurationMs = out.Argv, out.Duration.Milliseconds()
@@ -328,25 +332,39 @@ func callCwd(ws *workspace.Workspace, cwd string) (string, *workspace.Refusal) {
 }
 
 // afterRun is the refusal a finished script or command call ends in ("" when
-// it ran): a protected path it made (removed by the sweep), an interrupt,
-// or a start the sandbox refused. what names the thing run.
-func afterRun(ctx context.Context, g *grant.Grant, err error, what string) (code, msg string) {
+// it ran): a protected path it changed (undone by the sweep), an interrupt,
+// or a start the sandbox refused. what names the thing run. left are the
+// changes the sweep could not wholly undo: the caller records them and
+// ends the run (notUndone).
+func afterRun(ctx context.Context, g *grant.Grant, err error, what string) (code, msg string, left []string) {
 	if made := g.Sweep(); len(made) > 0 {
 		undone := "it was undone: a .git made is removed, one moved is moved back"
-		for _, m := range made {
-			if strings.Contains(m, "could not") || strings.Contains(m, "cannot open") {
-				undone = "NOT all of it could be undone (see each entry): do not run git in this workspace before looking"
+		for _, c := range made {
+			if c.Left {
+				left = append(left, c.String())
 			}
 		}
-		return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox; harness and the next run use the rest); %s", what, strings.Join(made, ", "), undone)
+		if len(left) > 0 {
+			undone = "NOT all of it could be undone (see each entry): do not run git in this workspace before looking; the run ends here"
+		}
+		return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox; harness and the next run use the rest); %s", what, strings.Join(grant.Strings(made), ", "), undone), left
 	}
 	if err == nil {
-		return "", ""
+		return "", "", nil
 	}
 	if ctx.Err() != nil && !errors.As(err, new(*scripts.Refusal)) {
-		return "interrupted", fmt.Sprintf("the run was interrupted while the %s ran; it was killed", what)
+		return "interrupted", fmt.Sprintf("the run was interrupted while the %s ran; it was killed", what), nil
 	}
-	return refusal(err, what+"_failed_to_start")
+	code, msg = refusal(err, what+"_failed_to_start")
+	return code, msg, nil
+}
+
+// notUndone ends the run after a call whose changes to git's control
+// paths the sweep could not wholly undo: the workspace may hold what git
+// runs on the host, and the next call would start from it.
+func notUndone(tool string, left []string) error {
+	return &outcome.Error{Code: "protected_path_not_undone", Exit: outcome.ExitFailed,
+		Msg: fmt.Sprintf("%s changed git control paths of the workspace that harness could not put back: %s; do not run git in this workspace before looking (git runs hooks and configured commands from there on the host); the run was stopped", tool, strings.Join(left, ", "))}
 }
 
 // hiddenPaths are the protected paths inside the workspace, as the sandbox
