@@ -70,6 +70,7 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 		if o.Usage.Estimated {
 			res.Usage.UsageSource = "missing"
 		}
+		res.Usage.Corrected = o.Usage.Corrected
 		res.UsageByModel = record.ByModel(append(slices.Clone(o.TurnUsage), o.ToolUsage...), r.opts.Model)
 		prices, _ := runopts.PriceMap(r.opts.Prices) // checked with the options
 		res.Cost, res.Unpriced = record.Priced(res.UsageByModel, prices)
