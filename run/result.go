@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -62,7 +63,7 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 		}
 	}
 	if o != nil {
-		res.Answer = r.redact.String(o.Final.Content)
+		res.Answer = r.redact.String(cmp.Or(o.Final.Content, r.prevAnswer))
 		res.FinishReason = o.FinishReason
 		res.Turns = o.Turns
 		res.Usage.PromptTokens, res.Usage.CompletionTokens = o.Usage.PromptTokens, o.Usage.CompletionTokens
