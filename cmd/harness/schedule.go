@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/kube"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/schedule"
@@ -37,6 +39,14 @@ func scheduledSkills(ctx context.Context, cmd *cli.Command) ([]*schedule.Entry, 
 	reg, err := scanRoots(ctx, cmd)
 	if err != nil {
 		return nil, err
+	}
+	// A skill that does not load is in no registry: its schedule would
+	// be left out of what is printed without a word.
+	for _, d := range reg.Diagnostics {
+		if d.Severity == skills.SeverityError && strings.EqualFold(filepath.Base(d.Path), "SKILL.md") {
+			fmt.Fprintf(cmd.Root().ErrWriter, "harness: warning: skill %s does not load, so no schedule it declares is printed: %s: %s (%s)\n",
+				termsafe.Escape(filepath.Base(filepath.Dir(d.Path))), termsafe.Escape(d.Path), termsafe.Escape(d.Detail), d.Code)
+		}
 	}
 	entries, errs := schedule.Entries(reg)
 	if len(errs) > 0 {
