@@ -26,7 +26,8 @@ var defaultPorts = map[string]string{"https": "443", "http": "80", "ssh": "22", 
 
 // CheckURL refuses a repository URL whose path a server may resolve to
 // another repository than the one it names: a dot segment (/a/../b,
-// /a/./b), a separator or dot percent-encoded (%2e, %2f, %5c), a
+// /a/./b), an empty segment (/a//b: servers merge slashes or route on
+// them, so it is neither /a/b nor surely not), a separator or dot percent-encoded (%2e, %2f, %5c), a
 // backslash, a percent sign left after decoding (encoded twice), a query
 // or a fragment, a segment holding ";" (Tomcat and Jetty drop ";params"
 // and then resolve "..;" as "..") or ending in a dot or a space (Windows
@@ -74,7 +75,13 @@ func locate(raw string) (location, error) {
 	if strings.ContainsAny(u.Path, "%\\\x00") {
 		return location{}, errors.New("its path is percent-encoded twice or holds a backslash")
 	}
-	for _, seg := range strings.Split(u.Path, "/") {
+	segs := strings.Split(u.Path, "/")
+	for i, seg := range segs {
+		// The path's leading slash and one trailing slash (a prefix
+		// such as https://h/acme/) are the only empty segments allowed.
+		if seg == "" && i > 0 && i < len(segs)-1 {
+			return location{}, errors.New("its path holds an empty segment (//); give the repository's own path, with one slash between segments")
+		}
 		if seg == "." || seg == ".." {
 			return location{}, fmt.Errorf("its path holds the dot segment %q; give the repository's own path, without . or ..", seg)
 		}

@@ -26,7 +26,8 @@ func TestTrusted(t *testing.T) {
 		{"the prefix itself", "https://git.example:8443/team", true},
 		{"host case", "HTTP://H.EXAMPLE/trusted/repo.git", true},
 		{"user name left out", "ssh://git@git.example/acme/skills.git", true},
-		{"doubled slash cleaned", "http://h.example//trusted//repo.git", true},
+		{"doubled slash refused, not cleaned", "http://h.example//trusted//repo.git", false},
+		{"doubled slash inside a prefix", "http://h.example/trusted//repo.git", false},
 		{"default port", "http://h.example:80/trusted/repo.git", true},
 		{"file URL under a trusted directory", "file:///srv/git/skills.git", true},
 		{"encoded letter decoded", "http://h.example/%74rusted/repo.git", true},
@@ -74,6 +75,8 @@ func TestParseRefusesDotSegments(t *testing.T) {
 		"https://h.example/a/./b.git",
 		"file:///srv/git/../evil.git",
 		"https://h.example/repo.git?service=x",
+		"http://h.example/trusted//evil/repo#s/a",
+		"http://h.example//trusted/repo",
 	} {
 		if src, err := gitsource.Parse(in); err == nil {
 			t.Errorf("Parse(%q) = %+v, want it refused", in, src)
@@ -125,9 +128,10 @@ func normalising(t *testing.T, backend string) string {
 
 // FuzzTrusted: whatever a URL says, it is trusted only when the path the
 // server is asked for, as a server resolving dot segments and one level
-// of percent-encoding reads it, lies under the trusted prefix.
+// of percent-encoding reads it, lies under the trusted prefix, and holds
+// no empty segment.
 func FuzzTrusted(f *testing.F) {
-	for _, s := range []string{"/trusted/repo.git", "/trusted/../evil", "/trusted/%2e%2e/evil", "/trustedevil/x", "/trusted/..%2fevil", `/trusted\..\evil`, "/%74rusted/x", "/trusted/%252e%252e/x"} {
+	for _, s := range []string{"/trusted/repo.git", "/trusted/../evil", "/trusted/%2e%2e/evil", "/trustedevil/x", "/trusted/..%2fevil", `/trusted\..\evil`, "/%74rusted/x", "/trusted/%252e%252e/x", "//trusted/x", "/trusted//x", "/trusted/x//"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
@@ -138,6 +142,9 @@ func FuzzTrusted(f *testing.F) {
 		pu, err := url.Parse(u)
 		if err != nil {
 			t.Fatalf("Trusted(%q) but it does not parse: %v", u, err)
+		}
+		if strings.Contains(pu.Path, "//") {
+			t.Fatalf("Trusted(%q), whose path has an empty segment a server may merge or route on", u)
 		}
 		served := path.Clean(strings.ReplaceAll(pu.Path, `\`, "/"))
 		if again, err := url.PathUnescape(served); err == nil {
@@ -169,6 +176,10 @@ func TestCheckURLRefusesWhatServersReadAnotherWay(t *testing.T) {
 		{"https with one slash, an ssh host to go-git", "https:/h.example/acme/x.git"},
 		{"https without a host", "https:///h.example/acme/x.git"},
 		{"port with a leading zero", "https://h.example:0443/acme/x.git"},
+		{"empty segment", "https://h.example/acme//x.git"},
+		{"empty first segment", "https://h.example//acme/x.git"},
+		{"empty last segments", "https://h.example/acme/x.git//"},
+		{"file URL with an empty segment", "file:///srv//git/skills.git"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := gitsource.CheckURL(tc.url); err == nil {
@@ -179,7 +190,7 @@ func TestCheckURLRefusesWhatServersReadAnotherWay(t *testing.T) {
 			}
 		})
 	}
-	for _, ok := range []string{"https://h.example/acme/x.git", "https://H.example:443/acme/x.v2.git", "file:///srv/git/skills.git", "ssh://git@h.example/acme/x.git", "http://[::1]:8080/acme/x.git"} {
+	for _, ok := range []string{"https://h.example/acme/x.git", "https://H.example:443/acme/x.v2.git", "file:///srv/git/skills.git", "ssh://git@h.example/acme/x.git", "http://[::1]:8080/acme/x.git", "https://h.example/acme/x.git/", "https://h.example/acme/"} {
 		if err := gitsource.CheckURL(ok); err != nil {
 			t.Errorf("CheckURL(%q) = %v", ok, err)
 		}

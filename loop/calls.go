@@ -36,8 +36,8 @@ const maxUsageCount = 1 << 40
 // checkUsage holds a provider's counts to what they can be: a negative
 // count (which would lower the run's total, so --max-tokens never binds
 // and --price costs less than nothing) is replaced by harness's estimate,
-// one beyond maxUsageCount is capped, and a total below its parts is their
-// sum. corrected says whether any count was changed (then u is marked).
+// one beyond maxUsageCount is capped, cached tokens beyond the prompt are
+// the prompt's, and a total below its parts is their sum. corrected says whether any count was changed (then u is marked).
 func checkUsage(u Usage, req Request, msg Message) (_ Usage, corrected bool) {
 	var est *Usage
 	estimate := func() Usage {
@@ -61,6 +61,12 @@ func checkUsage(u Usage, req Request, msg Message) (_ Usage, corrected bool) {
 	fix(&u.CachedTokens, zero)
 	fix(&u.ReasoningTokens, zero)
 	fix(&u.TotalTokens, zero)
+	// Cached tokens are a part of the prompt: more of them than the prompt
+	// holds is a provider's error, and would price or report a discount
+	// on tokens never sent.
+	if u.CachedTokens > u.PromptTokens {
+		u.CachedTokens, corrected = u.PromptTokens, true
+	}
 	if sum := u.PromptTokens + u.CompletionTokens; u.TotalTokens < sum {
 		u.TotalTokens, corrected = sum, true
 	}

@@ -261,6 +261,19 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			return e.fail(err)
 		}
 		e.out.FinishReason = resp.FinishReason
+		if len(msg.ToolCalls) > 0 {
+			// A response cut short may end inside a call's arguments, and
+			// a cut call can still parse ({"path": "a"} of {"path":
+			// "a.txt"}): none of its calls is run, whole-looking or not.
+			switch resp.FinishReason {
+			case "length":
+				e.out.Final = msg
+				return e.end(ReasonTruncated, fmt.Errorf("the response was cut at the completion token limit (finish reason length) with %d tool call(s) whose arguments may be cut too: no tool call was run", len(msg.ToolCalls)))
+			case "content_filter":
+				e.out.Final = msg
+				return e.end(ReasonContentFilter, fmt.Errorf("the provider's content filter stopped the response (finish reason content_filter) with %d tool call(s) that may be cut: no tool call was run", len(msg.ToolCalls)))
+			}
+		}
 		if len(msg.ToolCalls) == 0 {
 			e.out.Final = msg
 			switch {

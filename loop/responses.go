@@ -230,8 +230,8 @@ func Strictable(schema map[string]any) bool {
 }
 
 // fromResponse is the answer a Responses response gives, with the
-// finish reasons of the Chat path: tool_calls, stop, length (cut at
-// max_output_tokens), content_filter, refusal.
+// finish reasons of the Chat path: length (cut at max_output_tokens, with
+// or without function calls), content_filter, tool_calls, stop, refusal.
 func fromResponse(r *responses.Response) (Response, error) {
 	if r.Status == responses.ResponseStatusFailed {
 		return Response{}, streamError(string(r.Error.Code), r.Error.Message)
@@ -268,13 +268,15 @@ func fromResponse(r *responses.Response) (Response, error) {
 		}
 	}
 	out.Message.Content, out.Reasoning, out.Refusal = text.String(), summary.String(), refusal.String()
+	// An incomplete response says so even when it holds function calls:
+	// the last of them may be cut, and the loop must not run them.
 	switch {
-	case len(out.Message.ToolCalls) > 0:
-		out.FinishReason = "tool_calls"
 	case r.Status == responses.ResponseStatusIncomplete && r.IncompleteDetails.Reason == "max_output_tokens":
 		out.FinishReason = "length"
 	case r.Status == responses.ResponseStatusIncomplete && r.IncompleteDetails.Reason == "content_filter":
 		out.FinishReason = "content_filter"
+	case len(out.Message.ToolCalls) > 0:
+		out.FinishReason = "tool_calls"
 	case out.Refusal != "":
 		out.FinishReason = "refusal"
 	}

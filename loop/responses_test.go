@@ -155,6 +155,47 @@ func TestFinalAnswerKindsOverEveryWire(t *testing.T) {
 	}
 }
 
+// TestCutToolCallsNeverRun: a response cut at the completion token cap
+// (Chat finish_reason length, Responses incomplete for
+// max_output_tokens) may hold tool calls whose arguments were cut too;
+// the loop runs none of them and ends the run as a cut answer would, the
+// calls kept in the journal's model.response.
+func TestCutToolCallsNeverRun(t *testing.T) {
+	for _, tc := range []struct {
+		name, finish string
+		want         loop.Reason
+	}{
+		{"length", "length", loop.ReasonTruncated},
+		{"content filter", "content_filter", loop.ReasonContentFilter},
+	} {
+		for _, w := range wires {
+			t.Run(tc.name+"/"+w.name, func(t *testing.T) {
+				echo := &echoTool{}
+				reply := looptest.Reply{Content: "let me", FinishReason: tc.finish, ToolCalls: []looptest.Call{
+					{ID: "c1", Name: "echo", Arguments: `{"text":"whole"}`},
+					{ID: "c2", Name: "echo", Arguments: `{"text":"cu`},
+				}}
+				h := newHarness(t)
+				out, _ := runOver(t, h, w.wire, w.stream, []looptest.Reply{reply, {Content: "done"}}, loop.Params{}, echo)
+				if out.Reason != tc.want {
+					t.Fatalf("outcome %s %v, want %s", out.Reason, out.Err, tc.want)
+				}
+				if len(echo.calls) != 0 {
+					t.Errorf("the cut response's calls ran: %q", echo.calls)
+				}
+				if out.Err == nil || !strings.Contains(out.Err.Error(), "no tool call was run") {
+					t.Errorf("the error does not say the calls did not run: %v", out.Err)
+				}
+				for _, ev := range h.events(t) {
+					if ev.Type == "tool.started" {
+						t.Errorf("a tool started: %s", ev.Data)
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestResponsesRequestFields: parameters go where the Responses API
 // takes them, and what it has no field for is refused, not dropped.
 func TestResponsesRequestFields(t *testing.T) {

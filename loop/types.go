@@ -100,8 +100,8 @@ type Usage struct {
 	// the provider reported none: --max-tokens must not count zero.
 	Estimated bool `json:"estimated,omitempty"`
 	// Corrected marks counts harness changed because the provider's could
-	// not be true: negative, beyond any request, or a total below its
-	// parts (the reported ones are in the turn's model.response event).
+	// not be true: negative, beyond any request, more cached tokens than
+	// prompt tokens, or a total below its parts (the reported ones are in the turn's model.response event).
 	Corrected bool `json:"corrected,omitempty"`
 	// Model is the model that spent these tokens ("" in a sum over
 	// several).

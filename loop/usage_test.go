@@ -22,6 +22,12 @@ func TestCheckUsage(t *testing.T) {
 			Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, Corrected: true}, true},
 		{"an overflowed total is the sum of capped parts", Usage{PromptTokens: 9e18, CompletionTokens: 9e18, TotalTokens: -446744073709551616},
 			Usage{PromptTokens: maxUsageCount, CompletionTokens: maxUsageCount, TotalTokens: 2 * maxUsageCount, Corrected: true}, true},
+		{"cached beyond the prompt is the prompt", Usage{PromptTokens: 10, CompletionTokens: 5, CachedTokens: 5000, TotalTokens: 15},
+			Usage{PromptTokens: 10, CompletionTokens: 5, CachedTokens: 10, TotalTokens: 15, Corrected: true}, true},
+		{"cached beyond an estimated prompt", Usage{PromptTokens: -1, CompletionTokens: 5, CachedTokens: 7, TotalTokens: 15},
+			Usage{PromptTokens: 4, CompletionTokens: 5, CachedTokens: 4, TotalTokens: 15, Estimated: true, Corrected: true}, true},
+		{"cached equal to the prompt", Usage{PromptTokens: 10, CompletionTokens: 5, CachedTokens: 10, TotalTokens: 15},
+			Usage{PromptTokens: 10, CompletionTokens: 5, CachedTokens: 10, TotalTokens: 15}, false},
 		{"a total below its parts", Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 0},
 			Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, Corrected: true}, true},
 	} {

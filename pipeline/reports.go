@@ -238,6 +238,7 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 		out.Usage.CachedTokens += t.Usage.CachedTokens
 		out.Usage.ReasoningTokens += t.Usage.ReasoningTokens
 		out.Usage.TotalTokens += t.Usage.TotalTokens
+		out.Usage.Corrected = out.Usage.Corrected || t.Usage.Corrected
 		out.UsageByModel = record.MergeByModel(out.UsageByModel, t.UsageByModel)
 		if out.ExitCode == 0 && t.Status != "succeeded" && t.Status != statusSkipped {
 			out.Status, out.ExitCode = t.Status, max(t.ExitCode, 1)

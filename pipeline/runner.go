@@ -436,6 +436,7 @@ func summarize(l layout, id, dir string, units []record.PhaseOutcome) *record.Pi
 		res.Usage.CachedTokens += o.Usage.CachedTokens
 		res.Usage.ReasoningTokens += o.Usage.ReasoningTokens
 		res.Usage.TotalTokens += o.Usage.TotalTokens
+		res.Usage.Corrected = res.Usage.Corrected || o.Usage.Corrected
 		if res.ExitCode == 0 && o.Status != "succeeded" && o.Status != statusSkipped {
 			res.Status, res.ExitCode = o.Status, o.ExitCode
 			if res.ExitCode == 0 {

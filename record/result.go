@@ -61,6 +61,11 @@ type ResultUsage struct {
 	// UsageSource is provider, missing when a response carried none, or
 	// none when no model was asked.
 	UsageSource string `json:"usageSource"`
+	// Corrected says that harness changed some provider count that could
+	// not be true (negative, beyond any request, more cached tokens than
+	// prompt tokens); the journal's model.response events hold the
+	// provider's own as reportedUsage.
+	Corrected bool `json:"corrected,omitempty"`
 }
 
 // Denial is one call the policy denied.

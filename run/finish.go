@@ -44,6 +44,12 @@ func outcomeError(o *loop.Outcome) error {
 }
 
 func answerMessage(o *loop.Outcome) string {
+	if n := len(o.Final.ToolCalls); n > 0 && (o.Reason == loop.ReasonTruncated || o.Reason == loop.ReasonContentFilter) {
+		if o.Reason == loop.ReasonContentFilter {
+			return fmt.Sprintf("the provider's content filter stopped the model's response (finish reason content_filter) with %d tool call(s) that may be cut: no tool call was run", n)
+		}
+		return fmt.Sprintf("the model's response was cut at the completion token limit (finish reason length) with %d tool call(s) whose arguments may be cut too: no tool call was run; raise --max-completion-tokens (or the provider's own cap) and run again", n)
+	}
 	switch o.Reason {
 	case loop.ReasonTruncated:
 		return "the answer was cut at the completion token limit (finish reason length); it is kept in result.json but is not a complete answer"

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -62,7 +63,7 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 		}
 	}
 	if o != nil {
-		res.Answer = r.redact.String(o.Final.Content)
+		res.Answer = r.redact.String(cmp.Or(o.Final.Content, r.prevAnswer))
 		res.FinishReason = o.FinishReason
 		res.Turns = o.Turns
 		res.Usage.PromptTokens, res.Usage.CompletionTokens = o.Usage.PromptTokens, o.Usage.CompletionTokens
@@ -70,6 +71,7 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 		if o.Usage.Estimated {
 			res.Usage.UsageSource = "missing"
 		}
+		res.Usage.Corrected = o.Usage.Corrected
 		res.UsageByModel = record.ByModel(append(slices.Clone(o.TurnUsage), o.ToolUsage...), r.opts.Model)
 		prices, _ := runopts.PriceMap(r.opts.Prices) // checked with the options
 		res.Cost, res.Unpriced = record.Priced(res.UsageByModel, prices)

@@ -154,6 +154,16 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := expectEnvironment(st.Created.Inputs, ro); err != nil {
 		return nil, err
 	}
+	// Limits are settled before anything is written: a follow-up they
+	// leave no turn is refused with the run's answer and files as they
+	// were.
+	limits, err := resumeLimits(st.Created.Inputs.Limits, ro, st.Progress)
+	if err != nil {
+		return nil, err
+	}
+	if ro.FollowUp != "" && limits.MaxTurns > 0 && limits.MaxTurns <= st.Progress.Turns {
+		return nil, outcome.Usage("follow_up_no_turns", "--max-turns %s leaves the follow-up no turn: the run used %d of --max-turns %d; pass --max-turns +N to give the follow-up N turns of its own (without --max-turns it gets the run's %d); nothing was run", ro.MaxTurns, st.Progress.Turns, limits.MaxTurns, st.Created.Inputs.Limits.MaxTurns)
+	}
 	r.manifest = m
 	r.opts, r.lin = optionsOf(st.Created.Inputs, st.Created.Sources)
 	r.opts.IndexCache = ro.IndexCache
@@ -224,8 +234,9 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.resumed = st
 	r.segment, r.segStart = max(len(m.Segments), st.Resumes+1)+1, r.now().UTC()
 	r.start, r.token = st.Progress, st.Token
-	if r.limits, err = resumeLimits(st.Created.Inputs.Limits, ro, st.Progress.Turns); err != nil {
-		return nil, err
+	r.limits = limits
+	if m.Final != nil {
+		r.prevAnswer = m.Final.Content
 	}
 	// run.json says running before the journal goes on: a crash between
 	// the two would otherwise leave a run.json that says the run ended
@@ -256,16 +267,28 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 }
 
 // resumeLimits applies the limits given on resume: a raised limit counts
-// the whole run, "+N" counts from the turns already used.
-func resumeLimits(recorded record.Limits, ro ResumeOptions, used int) (loop.Limits, error) {
+// the whole run, "+N" counts from the turns already used. A follow-up
+// (continue) is a new task: without --max-turns or --max-tokens it gets
+// the run's recorded turn and token limits again, counted from what the
+// run already used, so that a run which answered on its last turn can
+// take one.
+func resumeLimits(recorded record.Limits, ro ResumeOptions, used loop.Progress) (loop.Limits, error) {
 	l := loop.Limits{MaxTurns: recorded.MaxTurns, MaxTokens: recorded.MaxTokens, Timeout: ro.Timeout, MaxToolCallsPerTurn: recorded.MaxToolCallsPerTurn}
+	if ro.FollowUp != "" {
+		if l.MaxTurns > 0 {
+			l.MaxTurns += used.Turns
+		}
+		if l.MaxTokens > 0 {
+			l.MaxTokens += used.Usage.TotalTokens
+		}
+	}
 	if t := ro.MaxTurns; t != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(t, "+"))
 		if err != nil || n < 0 {
 			return l, outcome.Usage("limit_invalid", "--max-turns %q must be N or +N", t)
 		}
 		if strings.HasPrefix(t, "+") {
-			n += used
+			n += used.Turns
 		}
 		l.MaxTurns = n
 	}

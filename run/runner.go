@@ -94,6 +94,11 @@ type runner struct {
 	// keep the run's own AllowDrift (they still hold files to the
 	// run-start snapshot).
 	acceptDrift bool
+	// prevAnswer is the answer an earlier segment of the run gave (a
+	// resumed or continued run): a segment that ends without one of its
+	// own leaves it the run's answer, in result.json and the
+	// --output-last-message file, rather than erasing it.
+	prevAnswer string
 	// driftRefused marks a resume refused for drift: the run stays
 	// resumable (with --allow-drift, or once the drift is undone).
 	driftRefused bool

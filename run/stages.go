@@ -217,6 +217,11 @@ func (r *runner) preload() ([]loop.Message, error) {
 		}
 		missing = nil
 	}
+	for _, name := range missing {
+		if code, msg := r.registry.WhyMissing(name); code != "skill_not_found" {
+			return nil, outcome.Usage(code, "%s", msg)
+		}
+	}
 	if len(missing) > 0 {
 		avail := r.registry.Available()
 		list := "none"

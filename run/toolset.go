@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/harness-dev/harness/discovery"
 	"github.com/harness-dev/harness/egress"
@@ -114,6 +115,17 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		toolset = append(toolset, tools.NewCommandTool(tools.Commands{Workspace: ws, Patterns: patterns, Backend: backend, Probe: probe, Helper: helper,
 			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, MemoryLimit: r.opts.ScriptMemoryLimit, Cache: r.opts.CommandCache,
 			Grant: r.opts.CommandGrantFrontmatter(), PassEnv: r.opts.PassEnv, Lookup: os.LookupEnv, Network: network, Git: git}))
+	}
+	// A child inherits its parent's --confirm-tool and may be given
+	// fewer servers: the names were checked where the operator gave them.
+	if r.resumed == nil && r.lin.depth == 0 && slices.ContainsFunc(r.opts.ConfirmTools, func(p string) bool { return strings.Contains(p, tools.MCPSeparator) }) {
+		op, err := r.opts.MCPServers()
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := tools.CheckMCPConfirmed(r.opts.ConfirmTools, op, r.registry); err != nil {
+			return nil, nil, err
+		}
 	}
 	if r.opts.MCPWanted() {
 		if backend == "" && probe == nil {

@@ -221,6 +221,9 @@ func checkTools(o *Options) error {
 			return outcome.Usage("tool_unknown", "--allow-tool %s: unknown tool; known tools: %s, and MCP tools as KEY__TOOL or KEY__*", t, strings.Join(tools.Names, ", "))
 		}
 	}
+	if err := checkConfirmTools(o); err != nil {
+		return err
+	}
 	if _, err := tools.ParseToolEffects(o.MCPToolEffects); err != nil {
 		return err
 	}

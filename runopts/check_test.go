@@ -55,6 +55,10 @@ func TestCheckRefuses(t *testing.T) {
 		{"allow_network_invalid", func(o *Options) { o.AllowNetwork = []string{"http://x/"} }},
 		{"mcp_config_unreadable", func(o *Options) { o.MCPConfig = filepath.Join(dir, "missing.json") }},
 		{"mcp_config_invalid", func(o *Options) { o.MCPConfig = badMCP }},
+		{"confirm_tool_unknown", func(o *Options) { o.ConfirmTools = []string{"write_fle"} }},
+		{"confirm_tool_unknown", func(o *Options) { o.ConfirmTools = []string{"write_file", "delete_*"} }},
+		{"confirm_tool_invalid", func(o *Options) { o.ConfirmTools = []string{"write_[f"} }},
+		{"confirm_tool_invalid", func(o *Options) { o.ConfirmTools = []string{""} }},
 	} {
 		t.Run(tc.code, func(t *testing.T) {
 			o := valid()
@@ -65,6 +69,19 @@ func TestCheckRefuses(t *testing.T) {
 				t.Fatalf("Check = %v, want usage error %s", err, tc.code)
 			}
 		})
+	}
+}
+
+// TestCheckTakesConfirmToolsThatName: a built-in name, a glob matching
+// one, and an MCP tool (whose KEY the run checks once it knows the
+// servers) pass the option check.
+func TestCheckTakesConfirmToolsThatName(t *testing.T) {
+	for _, p := range []string{"write_file", "write_*", "*", "run_command", "deploy__*", "srv__delete", "*__delete*"} {
+		o := valid()
+		o.ConfirmTools = []string{p}
+		if err := Check(&o, false); err != nil {
+			t.Errorf("--confirm-tool %s: %v", p, err)
+		}
 	}
 }
 

@@ -176,6 +176,25 @@ func (h *MCPHub) write() error {
 // exist is a typo that would otherwise go unnoticed until the model missed
 // the tools.
 func CheckMCPAllowed(allowed []string, op *OperatorServers, reg *skills.Registry) error {
+	return checkMCPKeys("--allow-tool", allowed, op, reg)
+}
+
+// CheckMCPConfirmed refuses a --confirm-tool KEY__TOOL whose KEY (when it
+// is no glob) is no server and no skill with servers: a misspelt KEY
+// would make nothing wait for a person. TOOL is not checked: a server's
+// tools are known only once it lists them.
+func CheckMCPConfirmed(confirm []string, op *OperatorServers, reg *skills.Registry) error {
+	var literal []string
+	for _, p := range confirm {
+		key, _, ok := strings.Cut(p, MCPSeparator)
+		if ok && !strings.ContainsAny(key, "*?[\\") {
+			literal = append(literal, p)
+		}
+	}
+	return checkMCPKeys("--confirm-tool", literal, op, reg)
+}
+
+func checkMCPKeys(flag string, patterns []string, op *OperatorServers, reg *skills.Registry) error {
 	known := map[string]bool{}
 	if op != nil {
 		for k := range op.Servers {
@@ -191,7 +210,7 @@ func CheckMCPAllowed(allowed []string, op *OperatorServers, reg *skills.Registry
 			}
 		}
 	}
-	for _, t := range allowed {
+	for _, t := range patterns {
 		key, _, ok := strings.Cut(t, MCPSeparator)
 		if !ok || known[key] {
 			continue
@@ -201,7 +220,11 @@ func CheckMCPAllowed(allowed []string, op *OperatorServers, reg *skills.Registry
 		if len(names) > 0 {
 			have = strings.Join(names, ", ")
 		}
-		return outcome.Usage("mcp_server_unknown", "--allow-tool %s: no MCP server or skill with servers is named %s (servers and skills with servers: %s)", t, key, have)
+		near := ""
+		if n := outcome.Nearest(key, names); n != "" {
+			near = " (did you mean " + n + "?)"
+		}
+		return outcome.Usage("mcp_server_unknown", "%s %s: no MCP server or skill with servers is named %s%s (servers and skills with servers: %s)", flag, t, key, near, have)
 	}
 	return nil
 }

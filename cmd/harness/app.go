@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/harness-dev/harness/outcome"
 	"github.com/urfave/cli/v3"
 )
 
@@ -138,7 +139,7 @@ func strictUsage(cmd *cli.Command) {
 		if msg != err.Error() {
 			given := strings.TrimLeft(msg, "-")
 			msg = "unknown flag --" + given
-			if near := strings.TrimLeft(cli.SuggestFlag(c.Flags, given, true), "-"); near != "" && editDistance(near, given) <= max(1, len(given)/3) {
+			if near := strings.TrimLeft(cli.SuggestFlag(c.Flags, given, true), "-"); near != "" && outcome.EditDistance(near, given) <= max(1, len(given)/3) {
 				msg += "; did you mean --" + near + "?"
 			}
 		}
@@ -155,31 +156,4 @@ func strictUsage(cmd *cli.Command) {
 	for _, sub := range cmd.Commands {
 		strictUsage(sub)
 	}
-}
-
-// editDistance counts the single-character edits (insert, delete,
-// replace, swap two neighbours) that turn a into b. The flag library picks
-// the nearest flag; this says whether it is near enough to suggest.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

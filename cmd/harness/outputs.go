@@ -120,6 +120,10 @@ func deliverUnparsed(args []string, err error) error {
 			}
 		}
 	}
+	if args[1] == "continue" {
+		// The run's last answer stands when a follow-up is refused.
+		found["output-last-message"] = ""
+	}
 	outs, terr := outputTargets(found["result-file"], found["output-last-message"])
 	if terr != nil {
 		return terr

@@ -96,7 +96,12 @@ func continueCommand() *cli.Command {
 			"finishes those). The follow-up is journaled (run.continued, with the run's prompt role) and\n" +
 			"the conversation goes on from the run's answer: same run id, identity, journal chain, skills\n" +
 			"and policy; an argument the follow-up names is the operator's, as the task's are. Drift is\n" +
-			"checked as for resume. Exit codes as for `harness run`.",
+			"checked as for resume. Exit codes as for `harness run`.\n\n" +
+			"Turns: the follow-up gets as many turns (and tokens) as the run was given (its recorded\n" +
+			"--max-turns, default 50, and --max-tokens), counted from what the run already used;\n" +
+			"--max-turns +N gives it N, --max-turns N caps the whole run (refused, exit 2, when that\n" +
+			"leaves it no turn). A follow-up refused, or one that ends without an answer, leaves the\n" +
+			"run's previous answer in result.json and the --output-last-message file.",
 		Flags: flags,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			// Flags only: a HARNESS_PROMPT or config file meant for runs is
@@ -132,6 +137,10 @@ func resumeAction(ctx context.Context, cmd *cli.Command, followUp string) error 
 	if res != nil {
 		// The run's recorded targets, or these flags over them.
 		outs = res.Outputs
+	} else if followUp != "" {
+		// A refused follow-up leaves the run's answer where it is: the
+		// last-message file holds the run's last answer, which stands.
+		outs.LastMessage = ""
 	}
 	if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
 		return werr

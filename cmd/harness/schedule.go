@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/kube"
+	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/schedule"
 	"github.com/harness-dev/harness/skills"
 )
@@ -36,6 +39,14 @@ func scheduledSkills(ctx context.Context, cmd *cli.Command) ([]*schedule.Entry, 
 	reg, err := scanRoots(ctx, cmd)
 	if err != nil {
 		return nil, err
+	}
+	// A skill that does not load is in no registry: its schedule would
+	// be left out of what is printed without a word.
+	for _, d := range reg.Diagnostics {
+		if d.Severity == skills.SeverityError && strings.EqualFold(filepath.Base(d.Path), "SKILL.md") {
+			fmt.Fprintf(cmd.Root().ErrWriter, "harness: warning: skill %s does not load, so no schedule it declares is printed: %s: %s (%s)\n",
+				termsafe.Escape(filepath.Base(filepath.Dir(d.Path))), termsafe.Escape(d.Path), termsafe.Escape(d.Detail), d.Code)
+		}
 	}
 	entries, errs := schedule.Entries(reg)
 	if len(errs) > 0 {
@@ -99,12 +110,13 @@ func scheduleK8sCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "k8s",
 		Usage:     "print a Kubernetes CronJob per scheduled skill",
-		UsageText: "harness schedule k8s --skills-root DIR --image IMG --secret NAME [--runs-claim PVC] [--model NAME] ...",
+		UsageText: "harness schedule k8s --skills-root DIR --image IMG --secret NAME --model NAME [--runs-claim PVC] ...",
 		Description: "Each CronJob (batch/v1, concurrencyPolicy Forbid, the skill's time zone) runs harness\n" +
 			"run with the skill preloaded and its schedule's prompt, in a pod at\n" +
 			"the restricted Pod Security level, the key read from the Secret by reference, the run\n" +
 			"directories under /runs/<skill> (mount a PersistentVolumeClaim there with --runs-claim).\n" +
-			"--skills-root is scanned here and passed as given: paths relative to --workdir in the image.",
+			"--skills-root is scanned here and passed as given: paths relative to --workdir in the image.\n" +
+			"--model (or HARNESS_MODEL) is required: it is written into every job (exit 2 without).",
 		Flags: append(append(scanFlags(),
 			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the workspace and its skills"},
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs"},
@@ -123,11 +135,12 @@ func scheduleGitHubCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "github",
 		Usage:     "print a GitHub Actions workflow that runs every scheduled skill at its cron",
-		UsageText: "harness schedule github --skills-root DIR [--secret NAME] [--model NAME] ... > .github/workflows/harness-schedules.yml",
+		UsageText: "harness schedule github --skills-root DIR --model NAME [--secret NAME] ... > .github/workflows/harness-schedules.yml",
 		Description: "One workflow: on schedule (every skill's cron) and workflow_dispatch; one job per skill,\n" +
 			"which runs only at its own cron (or by hand): install harness and bubblewrap, run the skill\n" +
 			"with its prompt, summarise result.json into the job summary, upload the run directory.\n" +
-			"The key comes from the repository secret --secret (default OPENAI_API_KEY).",
+			"The key comes from the repository secret --secret (default OPENAI_API_KEY).\n" +
+			"--model (or HARNESS_MODEL) is required: it is written into every job (exit 2 without).",
 		Flags: append(append(scanFlags(),
 			&cli.StringFlag{Name: "secret", Usage: "repository secret `NAME` holding the API key", Value: "OPENAI_API_KEY"},
 		), unitFlags(scheduledRunSettings())...),
@@ -152,6 +165,13 @@ func printSchedules(render func(entries []*schedule.Entry, args []string, cmd *c
 		b, err := render(entries, args, cmd)
 		if err != nil {
 			return err
+		}
+		// A scheduled run has only what the printed job gives it: without
+		// a model every run of every job would exit 2. Checked after the
+		// skills and the scheduler's own options, which say more.
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--model=") }) {
+			return &outcome.Error{Code: "model_missing", Exit: outcome.ExitUsage,
+				Msg: "no model for the scheduled runs: pass --model NAME (or set HARNESS_MODEL) and it is written into every job; nothing was printed"}
 		}
 		_, err = cmd.Root().Writer.Write(b)
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -31,7 +30,8 @@ func skillsCheckCommand() *cli.Command {
 			name := cmd.Args().First()
 			if name != "" {
 				if _, ok := reg.Lookup(name); !ok {
-					return usagef(fmt.Sprintf("skill not found: %s; available skills: %s", name, strings.Join(reg.Available(), ", ")))
+					code, msg := reg.WhyMissing(name)
+					return &outcome.Error{Code: code, Msg: msg, Exit: outcome.ExitUsage}
 				}
 			}
 			for _, s := range reg.Skills {

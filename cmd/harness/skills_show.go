@@ -13,6 +13,7 @@ import (
 
 	"github.com/harness-dev/harness/audit"
 	"github.com/harness-dev/harness/grant"
+	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/skills"
 )
 
@@ -112,11 +113,8 @@ func lookupOne(ctx context.Context, cmd *cli.Command, verb string) (*skills.Skil
 	name := cmd.Args().First()
 	s, ok := reg.Lookup(name)
 	if !ok {
-		avail := strings.Join(reg.Available(), ", ")
-		if avail == "" {
-			avail = "none"
-		}
-		return nil, usagef(fmt.Sprintf("skill not found: %s; available skills: %s", name, avail))
+		code, msg := reg.WhyMissing(name)
+		return nil, &outcome.Error{Code: code, Msg: msg, Exit: outcome.ExitUsage}
 	}
 	return s, nil
 }
