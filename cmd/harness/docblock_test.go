@@ -12,7 +12,8 @@ import (
 // cmdDocBlock writes into the work tree what a reader copies from a doc
 // of the repository, so that a script runs the docs as written:
 //
-//	docblock README.md 'yaml config' harness.yaml        the body of the one block with that info string
+//	docblock README.md 'yaml config' harness.yaml        the body of the block with that info string
+//	                                                      (of several, the one whose first line is "# harness.yaml: ...")
 //	docblock -lines README.md 'harness skills ' lines.sh  the lines of any block that start so
 func cmdDocBlock(ts *testscript.TestScript, neg bool, args []string) {
 	lines := len(args) == 4 && args[0] == "-lines"
@@ -24,6 +25,19 @@ func cmdDocBlock(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	blocks, err := fencedBlocks(filepath.Join("../..", args[0]))
 	ts.Check(err)
+	// Where a doc has several blocks of that info string, the one meant
+	// is the one whose first line names the file, as the docs' examples
+	// do ("# go-test.yaml: ...").
+	named := false
+	if !lines {
+		n := 0
+		for _, b := range blocks {
+			if b.info == args[1] {
+				n++
+			}
+		}
+		named = n > 1
+	}
 	var out strings.Builder
 	found := 0
 	for _, b := range blocks {
@@ -35,7 +49,7 @@ func cmdDocBlock(ts *testscript.TestScript, neg bool, args []string) {
 					found++
 				}
 			}
-		case b.info == args[1]:
+		case b.info == args[1] && (!named || strings.HasPrefix(b.body, "# "+filepath.Base(args[2])+":")):
 			out.WriteString(b.body)
 			found++
 		}

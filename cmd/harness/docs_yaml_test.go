@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/rhysd/actionlint"
 
+	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/schedule"
 	"github.com/harness-dev/harness/skills"
@@ -72,6 +73,8 @@ var yamlKinds = map[string]func(t *testing.T, b docBlock){
 	"config": checkConfigBlock,
 	// A whole --command-grant file.
 	"grant": checkGrantBlock,
+	// A whole pipeline file: what harness pipeline check does.
+	"pipeline": checkPipelineBlock,
 	// A fragment: keys of a SKILL.md's frontmatter (metadata.harness.*).
 	// The test gives it a name and a description, and the skill must
 	// validate strictly with no diagnostic; a schedule it declares must
@@ -187,6 +190,17 @@ func checkConfigBlock(t *testing.T, b docBlock) {
 	}
 	if _, err := cf.skillSources(); err != nil {
 		t.Error(err)
+	}
+}
+
+func checkPipelineBlock(t *testing.T, b docBlock) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(f, []byte(b.body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pipeline.Load(f, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 
