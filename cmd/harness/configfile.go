@@ -147,7 +147,7 @@ func (c *configFile) read() string {
 // run, and skills.
 func (c *configFile) top() (map[string]any, error) {
 	cfg := map[string]any{}
-	if c.path == "" {
+	if c == nil || c.path == "" {
 		return cfg, nil
 	}
 	if err := yamlsafe.Unmarshal(c.path, c.data, &cfg, yaml.Strict()); err != nil {
@@ -204,7 +204,7 @@ var yamlPosition = regexp.MustCompile(`^\[\d+:\d+\] `)
 // are relative to the file) and URL prefixes.
 func (c *configFile) trustedSources() ([]string, error) {
 	s, err := c.skills()
-	if err != nil {
+	if err != nil || len(s.TrustedSources) == 0 {
 		return nil, err
 	}
 	var out []string
@@ -228,7 +228,7 @@ func (c *configFile) trustedSources() ([]string, error) {
 // relative to the file.
 func (c *configFile) skillSources() ([]discovery.Source, error) {
 	s, err := c.skills()
-	if err != nil {
+	if err != nil || len(s.Sources) == 0 {
 		return nil, err
 	}
 	seen := map[string]bool{}
