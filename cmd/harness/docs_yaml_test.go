@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -141,6 +143,7 @@ func checkWorkflow(t *testing.T, name string, b []byte) {
 			Steps []struct {
 				Uses string         `yaml:"uses"`
 				With map[string]any `yaml:"with"`
+				Run  string         `yaml:"run"`
 			} `yaml:"steps"`
 		} `yaml:"jobs"`
 	}
@@ -149,6 +152,9 @@ func checkWorkflow(t *testing.T, name string, b []byte) {
 	}
 	for id, j := range w.Jobs {
 		for _, st := range j.Steps {
+			if st.Run != "" {
+				checkShell(t, name, id, st.Run)
+			}
 			if !strings.HasPrefix(st.Uses, "actions/upload-artifact@") {
 				continue
 			}
@@ -162,6 +168,20 @@ func checkWorkflow(t *testing.T, name string, b []byte) {
 		t.Logf("%s", b)
 	}
 }
+
+// checkShell parses a run step's script as the runner's bash would
+// (actionlint checks its shell only with shellcheck, which may be
+// missing): a GitHub expression is text GitHub replaces before bash
+// reads the script.
+func checkShell(t *testing.T, name, job, script string) {
+	t.Helper()
+	script = ghExpression.ReplaceAllString(script, "x")
+	if out, err := exec.Command("bash", "--noprofile", "--norc", "-n", "-c", script).CombinedOutput(); err != nil {
+		t.Errorf("%s: job %s: a run step is not bash: %v\n%s", name, job, err, out)
+	}
+}
+
+var ghExpression = regexp.MustCompile(`\$\{\{[^}]*\}\}`)
 
 // hiddenPath reports whether a path of upload-artifact (one per line)
 // has a component starting with a dot.
