@@ -292,7 +292,8 @@ type Options struct {
 	// Sources maps each option name (the flag's name) to where its value
 	// came from: "flag", "env", "config" or "default".
 	Sources map[string]string
-	// ConfigFile is the --config file that was read, if any.
+	// ConfigFile is the config file that was read (--config,
+	// $HARNESS_CONFIG or the user's own), if any.
 	ConfigFile string
 
 	// Profiles is a YAML file of subagent profiles for delegate_task.

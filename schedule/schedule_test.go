@@ -163,6 +163,60 @@ func TestGitHubWorkflowLints(t *testing.T) {
 	}
 }
 
+// upload-artifact (v4.4.0 on) leaves out every file and directory whose
+// name starts with a dot unless include-hidden-files is true, and the
+// run directories are under .harness.
+func TestGitHubUploadsTheRunDirectories(t *testing.T) {
+	b, err := GitHub(entries(t), GitHubOptions{SkillsRoots: []string{"skills"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := decodeWorkflow(t, b)
+	for id, j := range w.Jobs {
+		uploads := 0
+		for _, st := range j.Steps {
+			if !strings.HasPrefix(st.Uses, "actions/upload-artifact@") {
+				continue
+			}
+			uploads++
+			if st.With["path"] != ".harness/runs/" || st.With["include-hidden-files"] != "true" {
+				t.Errorf("job %s uploads %q with include-hidden-files %q, want .harness/runs/ with true", id, st.With["path"], st.With["include-hidden-files"])
+			}
+		}
+		if uploads != 1 {
+			t.Errorf("job %s has %d upload steps, want 1", id, uploads)
+		}
+	}
+}
+
+// GitHub's schedule takes five fields only: a descriptor is written as
+// its fields, in the cron and in the job's condition alike, and an
+// interval is refused.
+func TestGitHubCronDescriptors(t *testing.T) {
+	for cron, want := range map[string]string{"@daily": "0 0 * * *", "@weekly": "0 0 * * 0", "@hourly": "0 * * * *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "0 7 * * 1-5": "0 7 * * 1-5"} {
+		e, err := Of(skill("tick", map[string]any{"cron": cron, "prompt": "x"}))
+		if err != nil {
+			t.Fatalf("%s: %v", cron, err)
+		}
+		b, err := GitHub([]*Entry{e}, GitHubOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", cron, err)
+		}
+		lint(t, b)
+		w := decodeWorkflow(t, b)
+		if len(w.On.Schedule) != 1 || w.On.Schedule[0].Cron != want || !strings.Contains(w.Jobs[jobID("tick")].If, "'"+want+"'") {
+			t.Errorf("%s: on.schedule %+v, if %q; want %q in both", cron, w.On.Schedule, w.Jobs[jobID("tick")].If, want)
+		}
+	}
+	e, err := Of(skill("tick", map[string]any{"cron": "@every 90m", "prompt": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GitHub([]*Entry{e}, GitHubOptions{}); err == nil || !strings.Contains(err.Error(), "write it as five fields") {
+		t.Errorf("@every: err = %v", err)
+	}
+}
+
 // A skill's prompt never becomes a GitHub expression.
 func TestGitHubRefusesExpressions(t *testing.T) {
 	e, _ := Of(skill("leak", map[string]any{"cron": "0 7 * * *", "prompt": "print ${{ secrets.OPENAI_API_KEY }}"}))

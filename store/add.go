@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -405,9 +406,22 @@ func trustSource(u, pinned string, prefixes []string) error {
 		return outcome.Policy("install_source_invalid", "%s is refused: %v", what, err)
 	}
 	if !gitsource.Trusted(u, prefixes) {
-		return outcome.Policy("install_source_untrusted", "%s is not a trusted source; add a URL prefix of it to skills.trustedSources in the --config file (trusted now: %s)", what, listOrNone(prefixes))
+		return outcome.Policy("install_source_untrusted", "%s is not a trusted source (trusted now: %s); to trust it, add a URL prefix of it, such as %s, to skills.trustedSources in the config file", what, listOrNone(prefixes), parentURL(u))
 	}
 	return nil
+}
+
+// parentURL is u's parent directory, the prefix that trusts u and its
+// siblings (an owner's repositories), without credentials, query or
+// fragment.
+func parentURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	p.User, p.RawQuery, p.Fragment, p.RawPath = nil, "", "", ""
+	p.Path = strings.TrimSuffix(path.Dir(strings.TrimSuffix(p.Path, "/")), "/") + "/"
+	return p.String()
 }
 
 // writeCommit writes dir of commit into dst with the install's rules:

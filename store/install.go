@@ -84,7 +84,7 @@ func Install(ctx context.Context, o InstallOptions) (*Installed, error) {
 		return nil, outcome.Usage("install_source_invalid", "%s: %v", o.Source, err)
 	}
 	if !trusted(src, o.TrustedSources) {
-		return nil, outcome.Policy("install_source_untrusted", "%s is not under a trusted source; add its directory to skills.trustedSources in the --config file (trusted now: %s)", o.Source, listOrNone(o.TrustedSources))
+		return nil, outcome.Policy("install_source_untrusted", "%s is not under a trusted source (trusted now: %s); to trust it, add its directory, %s, to skills.trustedSources in the config file", o.Source, listOrNone(o.TrustedSources), filepath.Dir(src))
 	}
 	root, err := filepath.Abs(o.Root)
 	if err != nil {

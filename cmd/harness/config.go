@@ -3,15 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/urfave/cli/v3"
-
-	"github.com/harness-dev/harness/yamlsafe"
 )
 
 // option describes one setting of `harness run` that can come from a flag,
@@ -70,6 +66,8 @@ type resolvedOptions struct {
 	values  map[string]any
 	sources map[string]string
 	config  string
+	// configFile is the config file read (its path is config).
+	configFile *configFile
 }
 
 func (r *resolvedOptions) str(name string) string    { s, _ := r.values[name].(string); return s }
@@ -84,29 +82,15 @@ func (r *resolvedOptions) boolean(name string) bool { b, _ := r.values[name].(bo
 // resolveOptions applies flag > env > config > default to every option.
 func resolveOptions(cmd *cli.Command, opts []option) (*resolvedOptions, error) {
 	out := &resolvedOptions{values: map[string]any{}, sources: map[string]string{}}
-	cfgPath := cmd.String("config")
-	if cfgPath == "" {
-		cfgPath = os.Getenv("HARNESS_CONFIG")
+	cf, err := findConfig(cmd)
+	if err != nil {
+		return nil, err
 	}
-	cfg := map[string]any{}
-	if cfgPath != "" {
-		data, err := readFlagFile("config", cfgPath, maxOperatorFile)
-		if err != nil {
-			return nil, err
-		}
-		if err := yamlsafe.Unmarshal(cfgPath, data, &cfg, yaml.Strict()); err != nil {
-			return nil, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", cfgPath, err))
-		}
-		for k := range cfg {
-			if k == "skills" {
-				continue // settings of `harness skills`, e.g. trustedSources
-			}
-			if !slices.ContainsFunc(opts, func(o option) bool { return o.name == k }) {
-				return nil, usagef(fmt.Sprintf("--config %s: unknown key %q (keys are the flag names of `harness run`, e.g. model, max-turns)", cfgPath, k))
-			}
-		}
-		out.config = cfgPath
+	cfg, err := cf.runSettings()
+	if err != nil {
+		return nil, err
 	}
+	out.config, out.configFile = cf.path, cf
 	for _, o := range opts {
 		v, src, err := resolveOne(cmd, o, cfg)
 		if err != nil {

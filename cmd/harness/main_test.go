@@ -53,6 +53,7 @@ func (c ownCache) Run() int {
 		}
 	}
 	os.Setenv("XDG_CACHE_HOME", dir)
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	return c.m.Run()
 }
 
@@ -110,6 +111,7 @@ func scriptParams(files []string) testscript.Params {
 			"gitserve":           cmdGitServe,
 			"httpfiles":          cmdHTTPFiles,
 			"journal-rewrite":    cmdJournalRewrite,
+			"docblock":           cmdDocBlock,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
@@ -122,6 +124,8 @@ func scriptParams(files []string) testscript.Params {
 			env.Values[fakeModelKey{}] = &fakeModelSlot{}
 			// The snapshot cache is on by default: each script gets its own.
 			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
+			// Nor a developer's own config file.
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			env.Setenv("MCP_FS_SERVER", mcpFilesystemServer())
 			return nil
 		},

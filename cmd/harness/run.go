@@ -100,7 +100,7 @@ var runOptions = []option{
 
 // runFlags are harness run's flags: --config and every run option.
 func runFlags() []cli.Flag {
-	flags := []cli.Flag{&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with the same keys as the flags (flag > env > config > default) [$HARNESS_CONFIG]"}}
+	flags := []cli.Flag{configFlag("the same keys as the flags (flag > env > config > default) and skills")}
 	for _, o := range runOptions {
 		flags = append(flags, o.cliFlag())
 	}

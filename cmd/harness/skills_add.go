@@ -20,7 +20,7 @@ func gitSkillFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "skill", Usage: "take only skill `NAME` (repeatable)"},
 		&cli.StringFlag{Name: "approve-installed", Usage: "the highest risk `TIER` made live at once (minimal, low, moderate, or none: every version waits for harness skills approve)", Value: "low", Sources: cli.EnvVars("HARNESS_APPROVE_INSTALLED")},
 		&cli.BoolFlag{Name: "allow-risky", Usage: "install despite critical content findings"},
-		&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.trustedSources (URL prefixes and directories)", Sources: cli.EnvVars("HARNESS_CONFIG")},
+		configFlag("skills.trustedSources (URL prefixes and directories)"),
 		storeFlag(),
 	}
 }
@@ -62,7 +62,7 @@ func skillsAddCommand() *cli.Command {
 			}
 			added, err := store.Add(ctx, ao)
 			if err != nil {
-				return err
+				return explainTrust(err, o.Config)
 			}
 			w := cmd.Root().Writer
 			if len(added.Skills) == 0 {
@@ -94,7 +94,7 @@ func skillsOutdatedCommand() *cli.Command {
 			&cli.StringFlag{Name: "to", Usage: "skills root `DIR` (holding skills.lock.json)", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
 			&cli.StringSliceFlag{Name: "skill", Usage: "only skill `NAME` (repeatable)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
-			&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.trustedSources (URL prefixes and directories)", Sources: cli.EnvVars("HARNESS_CONFIG")},
+			configFlag("skills.trustedSources (URL prefixes and directories)"),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
@@ -103,13 +103,17 @@ func skillsOutdatedCommand() *cli.Command {
 			if cmd.String("to") == "" {
 				return usagef("harness skills outdated needs --to ROOT, the skills root whose skills.lock.json to check")
 			}
-			trusted, err := readTrustedSources(cmd.String("config"))
+			cf, err := findConfig(cmd)
+			if err != nil {
+				return err
+			}
+			trusted, err := cf.trustedSources()
 			if err != nil {
 				return err
 			}
 			moves, err := store.Outdated(ctx, cmd.String("to"), cmd.StringSlice("skill"), trusted)
 			if err != nil {
-				return err
+				return explainTrust(err, cf)
 			}
 			if moves == nil {
 				moves = []store.RefMove{}
@@ -152,7 +156,7 @@ func skillsUpdateCommand() *cli.Command {
 			ups, err := store.Update(ctx, store.UpdateOptions{Root: o.Root, Skills: names, DryRun: cmd.Bool("dry-run"), TrustedSources: o.TrustedSources,
 				Approve: o.Approve, AllowRisky: o.AllowRisky, Store: o.Store})
 			if err != nil {
-				return err
+				return explainTrust(err, o.Config)
 			}
 			w := cmd.Root().Writer
 			for _, u := range ups {
@@ -202,6 +206,9 @@ type gitCommandOptions struct {
 	Approve        store.Approval
 	AllowRisky     bool
 	Store          *store.Store
+	// Config is the config file read, which refusals of an untrusted
+	// source name.
+	Config *configFile
 }
 
 func gitOptions(cmd *cli.Command) (gitCommandOptions, error) {
@@ -213,7 +220,10 @@ func gitOptions(cmd *cli.Command) (gitCommandOptions, error) {
 	if o.Approve, err = store.ParseApproval("--approve-installed", cmd.String("approve-installed")); err != nil {
 		return o, err
 	}
-	if o.TrustedSources, err = readTrustedSources(cmd.String("config")); err != nil {
+	if o.Config, err = findConfig(cmd); err != nil {
+		return o, err
+	}
+	if o.TrustedSources, err = o.Config.trustedSources(); err != nil {
 		return o, err
 	}
 	o.Store, err = openStore(cmd)

@@ -88,7 +88,7 @@ func skillsDiscoverCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
 			&cli.BoolFlag{Name: "mcp", Usage: "also search the MCP registry for servers"},
 			&cli.StringFlag{Name: "mcp-registry", Usage: "MCP registry base `URL`", Value: discovery.DefaultMCPRegistry, Sources: cli.EnvVars("HARNESS_MCP_REGISTRY")},
-			&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.sources", Sources: cli.EnvVars("HARNESS_CONFIG")},
+			configFlag("skills.sources"),
 			&cli.StringFlag{Name: "index-cache", Usage: "`DIR` keeping fetched indexes by URL (default: the user cache directory)", Sources: cli.EnvVars("HARNESS_INDEX_CACHE")},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -99,7 +99,11 @@ func skillsDiscoverCommand() *cli.Command {
 			if cmd.Int("k") < 1 {
 				return usagef("-k must be at least 1")
 			}
-			sources, err := readSkillSources(cmd.String("config"))
+			cf, err := findConfig(cmd)
+			if err != nil {
+				return err
+			}
+			sources, err := cf.skillSources()
 			if err != nil {
 				return err
 			}
@@ -193,29 +197,6 @@ func skillsDiscoverCommand() *cli.Command {
 	}
 }
 
-// readSkillSources reads skills.sources from the config file; a relative
-// file path is relative to the file.
-func readSkillSources(file string) ([]discovery.Source, error) {
-	cfg, err := readSkillsConfig(file)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	for i, s := range cfg.Skills.Sources {
-		switch {
-		case s.Name == "" || s.URL == "":
-			return nil, usagef(fmt.Sprintf("--config %s: skills.sources[%d] needs a name and a url", file, i))
-		case s.Name == discovery.FromLocal || s.Name == "all" || seen[s.Name]:
-			return nil, usagef(fmt.Sprintf("--config %s: skills.sources[%d]: the name %q is taken", file, i, s.Name))
-		}
-		seen[s.Name] = true
-		if !strings.Contains(s.URL, "://") && !filepath.IsAbs(s.URL) {
-			cfg.Skills.Sources[i].URL = filepath.Join(filepath.Dir(file), s.URL)
-		}
-	}
-	return cfg.Skills.Sources, nil
-}
-
 func hasSource(sources []discovery.Source, name string) bool {
 	for _, s := range sources {
 		if s.Name == name {
@@ -269,17 +250,14 @@ func scanPlain(ctx context.Context, root string) (*skills.Registry, error) {
 // reads.
 func discoverySettings(ro *resolvedOptions) (sources, trusted []string, err error) {
 	sources, trusted = ro.strs("skill-source"), ro.strs("trusted-source")
-	if ro.config == "" {
-		return sources, trusted, nil
-	}
-	cfgSources, err := readSkillSources(ro.config)
+	cfgSources, err := ro.configFile.skillSources()
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, s := range cfgSources {
 		sources = append(sources, s.Name+"="+s.URL)
 	}
-	cfgTrusted, err := readTrustedSources(ro.config)
+	cfgTrusted, err := ro.configFile.trustedSources()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,13 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
 
-	"github.com/harness-dev/harness/discovery"
-	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/store"
-	"github.com/harness-dev/harness/yamlsafe"
 	"github.com/urfave/cli/v3"
 )
 
@@ -30,7 +25,7 @@ func skillsInstallCommand() *cli.Command {
 			&cli.StringFlag{Name: "to", Usage: "skills root `DIR` to install into", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
 			&cli.BoolFlag{Name: "force", Usage: "replace an installed skill of the same name"},
 			&cli.BoolFlag{Name: "allow-risky", Usage: "install despite critical content findings"},
-			&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.trustedSources", Sources: cli.EnvVars("HARNESS_CONFIG")},
+			configFlag("skills.trustedSources"),
 			storeFlag(),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -40,7 +35,11 @@ func skillsInstallCommand() *cli.Command {
 			if cmd.String("to") == "" {
 				return usagef("harness skills install needs --to ROOT, the skills root to install into")
 			}
-			trustedSources, err := readTrustedSources(cmd.String("config"))
+			cf, err := findConfig(cmd)
+			if err != nil {
+				return err
+			}
+			trustedSources, err := cf.trustedSources()
 			if err != nil {
 				return err
 			}
@@ -53,7 +52,7 @@ func skillsInstallCommand() *cli.Command {
 				Force: cmd.Bool("force"), AllowRisky: cmd.Bool("allow-risky"), Store: st,
 			})
 			if err != nil {
-				return err
+				return explainTrust(err, cf)
 			}
 			w := cmd.Root().Writer
 			fmt.Fprintf(w, "installed %s at %s (%s)\n", in.Name, in.Dir, in.Digest)
@@ -72,54 +71,4 @@ func skillsInstallCommand() *cli.Command {
 			return nil
 		},
 	}
-}
-
-// readTrustedSources reads skills.trustedSources from the config file:
-// directories (relative ones are relative to the file) and URL prefixes.
-func readTrustedSources(file string) ([]string, error) {
-	cfg, err := readSkillsConfig(file)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, p := range cfg.Skills.TrustedSources {
-		// A prefix gitsource would refuse as a source trusts nothing:
-		// say so rather than leave the operator wondering.
-		if strings.Contains(p, "://") {
-			if err := gitsource.CheckURL(p); err != nil {
-				return nil, usagef(fmt.Sprintf("--config %s: skills.trustedSources %s is refused: %v", file, p, err))
-			}
-		}
-		if !filepath.IsAbs(p) && !strings.Contains(p, "://") {
-			p = filepath.Join(filepath.Dir(file), p)
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// skillsConfig is the skills: section of the config file, the settings of
-// harness skills (and of a run's discovery tools).
-type skillsConfig struct {
-	Skills struct {
-		TrustedSources []string           `yaml:"trustedSources"`
-		Sources        []discovery.Source `yaml:"sources"`
-	} `yaml:"skills"`
-}
-
-// readSkillsConfig reads the skills: section of the config file ("" reads
-// nothing).
-func readSkillsConfig(file string) (skillsConfig, error) {
-	var cfg skillsConfig
-	if file == "" {
-		return cfg, nil
-	}
-	data, err := readFlagFile("config", file, maxOperatorFile)
-	if err != nil {
-		return cfg, err
-	}
-	if err := yamlsafe.Unmarshal(file, data, &cfg); err != nil {
-		return cfg, usagef(fmt.Sprintf("--config %s: invalid YAML: %v", file, err))
-	}
-	return cfg, nil
 }
