@@ -21,7 +21,14 @@ import (
 // gateScript reads one line from the gate (harness gone: EOF, exit 125),
 // closes it so nothing after inherits it, joins each cgroup given and
 // execs the rest. %[1]d is the gate's descriptor.
-const gateScript = `read -r go <&%[1]d || exit 125; exec %[1]d<&-; n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; n=$((n-1)); done; exec "$@"`
+//
+// The shell joins by writing 0 to the cgroup's tasks file: that moves
+// the calling thread (the shell has one) and is the one cgroup v1 move
+// the kernel makes without write-locking every thread group, which
+// waits for an RCU grace period (writing the pid to cgroup.procs took a
+// median 11-14 ms per hierarchy on the reference machine, 0 to tasks
+// 0.1 ms). Everything the shell starts afterwards is born in the cgroup.
+const gateScript = `read -r go <&%[1]d || exit 125; exec %[1]d<&-; n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1/tasks" || exit 125; shift; n=$((n-1)); done; exec "$@"`
 
 // gateCommand makes p's command line the gate shell around argv.
 func (p *prepared) gateCommand(argv []string) error {
