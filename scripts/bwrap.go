@@ -185,9 +185,7 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	p.extra = append(p.extra, filter)
 	argv = append(argv, "--chdir", spec.Cwd, "--")
 	argv = append(argv, inner...)
-	if p.drop {
-		argv = append(setprivArgs(), argv...)
-	}
+	p.launch = p.drop
 	return argv, nil
 }
 
