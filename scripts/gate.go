@@ -34,7 +34,7 @@ func (p *prepared) joinCgroups() error {
 }
 
 // gateScript sets the limits of lim (hard and soft; dash counts file
-// sizes in blocks of 512 bytes), then joins each cgroup whose tasks file
+// sizes in blocks of 512 bytes, so a size is rounded down to one), then joins each cgroup whose tasks file
 // it holds and closes that file, so nothing after inherits it, and execs
 // the rest. withNproc adds RLIMIT_NPROC, the process limit where no pids
 // cgroup holds the call (it counts every process of the user, across
