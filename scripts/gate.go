@@ -33,12 +33,13 @@ func (p *prepared) joinCgroups() error {
 	return nil
 }
 
-// gateScript sets the limits of lim (hard and soft; dash counts file
-// sizes in blocks of 512 bytes, so a size is rounded down to one), then joins each cgroup whose tasks file
-// it holds and closes that file, so nothing after inherits it, and execs
-// the rest. withNproc adds RLIMIT_NPROC, the process limit where no pids
-// cgroup holds the call (it counts every process of the user, across
-// calls).
+// gateScript sets the limits of lim (hard and soft; a POSIX shell counts
+// file sizes in blocks of 512 bytes, so a size is rounded down to one),
+// then joins each cgroup whose tasks file it holds and closes that file,
+// so nothing after inherits it, and execs the rest. withNproc adds
+// RLIMIT_NPROC, the process limit where no pids cgroup holds the call (it
+// counts every process of the user, across calls): bash names it -u, dash
+// and busybox -p (bash's -p is the pipe size, which cannot be set).
 //
 // Writing 0 to a tasks file moves the calling thread (the shell has one):
 // the one cgroup v1 move the kernel makes without write-locking every
@@ -51,7 +52,7 @@ func gateScript(lim Limits, withNproc bool, joins int) string {
 	// dash's ulimit sets one limit a call.
 	fmt.Fprintf(&b, "{ ulimit -t %d && ulimit -f %d && ulimit -n %d", lim.CPUSeconds, lim.FileSize/512, lim.OpenFiles)
 	if withNproc {
-		fmt.Fprintf(&b, " && ulimit -p %d", lim.Processes)
+		fmt.Fprintf(&b, " && { ulimit -u %[1]d 2>/dev/null || ulimit -p %[1]d; }", lim.Processes)
 	}
 	b.WriteString("; } || { echo 'harness: the sandbox cannot take its limits' >&2; exit 125; }")
 	for i := range joins {
