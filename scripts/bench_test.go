@@ -2,9 +2,13 @@ package scripts
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +224,150 @@ func BenchmarkBwrapBare(b *testing.B) {
 		if err := exec.Command(bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "bash", "-c", "true").Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSandboxRatio runs, in each iteration, one bare bwrap (as
+// BenchmarkBwrapBare) and one call of each sandbox start that
+// BenchmarkSandboxTrivial and BenchmarkSandboxManifest measure, one after
+// the other, and reports each start's median against bare bwrap's median
+// (metrics NAME-x): measured in the same minute, the ratios hold when the
+// machine's load moves every figure. As root, with a cgroup v1 cpuacct
+// hierarchy, it also reports the median CPU time of each start's whole
+// process tree, harness's own part included (NAME-cpu-ms; bare-cpu-ms),
+// from a cpuacct group holding only this process for the benchmark.
+func BenchmarkSandboxRatio(b *testing.B) {
+	if _, err := Probe(context.Background(), BackendBwrap, ""); err != nil {
+		b.Skipf("bwrap unavailable: %v", err)
+	}
+	bwrap, _ := exec.LookPath("bwrap")
+	dir, err := MkdirReachable("harness-bench-helper-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	sandboxHelper := filepath.Join(dir, HelperName)
+	build := exec.Command("go", "build", "-o", sandboxHelper, "../cmd/harness-sandbox")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build the helper: %v\n%s", err, out)
+	}
+	ws, err := MkdirReachable("harness-bench-ws-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(ws)
+	os.Chmod(ws, 0o755)
+	for _, d := range []string{"src", "docs", "vendor", "out", "build", ".git/hooks", "skills/s"} {
+		os.MkdirAll(filepath.Join(ws, d), 0o755)
+	}
+	skill := trivialSkill(b)
+	whole := Mount{Host: ws, Sandbox: "/workspace", Writable: true}
+	five := Mount{Host: ws, Sandbox: "/workspace", Only: []Part{{Rel: "src"}, {Rel: "docs"}, {Rel: "vendor"}, {Rel: "out", Writable: true}, {Rel: "build", Writable: true}}, ReadOnly: []string{".git"}}
+	run := func(backend Backend, spec Spec) func() error {
+		return func() error {
+			res, err := Run(context.Background(), backend, spec)
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+			}
+			return err
+		}
+	}
+	call := func(backend Backend, m Mount, limitExec bool) func() error {
+		cwd, script := "/workspace", "/skill/t.sh"
+		if backend != BackendBwrap {
+			cwd, script = ws, filepath.Join(skill, "t.sh")
+		}
+		return run(backend, Spec{
+			Argv: []string{"bash", script}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: cwd,
+			Mounts: []Mount{m, {Host: skill, Sandbox: "/skill"}}, Helper: sandboxHelper, LimitExec: limitExec, Timeout: 10 * time.Second,
+		})
+	}
+	starts := []struct {
+		name string
+		run  func() error
+	}{
+		{"bare", func() error {
+			return exec.Command(bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "bash", "-c", "true").Run()
+		}},
+		// BenchmarkSandboxTrivial's call, then BenchmarkSandboxManifest's.
+		{"trivial", run(BackendBwrap, Spec{
+			Argv: []string{"bash", "/workspace/skills/s/t.sh"}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: "/workspace",
+			Mounts: []Mount{whole, {Host: skill, Sandbox: "/workspace/skills/s"}}, Timeout: 10 * time.Second,
+		})},
+		{"bwrap-none", call(BackendBwrap, whole, false)},
+		{"bwrap-five", call(BackendBwrap, five, true)},
+		{"landlock-none", call(BackendLandlock, whole, false)},
+		{"landlock-five", call(BackendLandlock, five, true)},
+	}
+	if _, err := Probe(context.Background(), BackendLandlock, sandboxHelper); err != nil {
+		starts = starts[:4]
+	}
+	cpu := ownCPUAccount(b)
+	wall := make([][]time.Duration, len(starts))
+	used := make([][]time.Duration, len(starts))
+	for _, s := range starts { // the views and the mapping namespace, once
+		if err := s.run(); err != nil {
+			b.Fatal(s.name, err)
+		}
+	}
+	for b.Loop() {
+		for i, s := range starts {
+			c0, t0 := cpu(), time.Now()
+			if err := s.run(); err != nil {
+				b.Fatal(s.name, err)
+			}
+			wall[i] = append(wall[i], time.Since(t0))
+			used[i] = append(used[i], cpu()-c0)
+		}
+	}
+	median := func(d []time.Duration) float64 {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return float64(s[len(s)/2]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(median(wall[0]), "bare-ms")
+	if cpu() > 0 {
+		b.ReportMetric(median(used[0]), "bare-cpu-ms")
+	}
+	for i, s := range starts[1:] {
+		b.ReportMetric(median(wall[i+1])/median(wall[0]), s.name+"-x")
+		if cpu() > 0 {
+			b.ReportMetric(median(used[i+1]), s.name+"-cpu-ms")
+		}
+	}
+}
+
+// ownCPUAccount moves this process into a cpuacct group of its own for the
+// rest of b and returns a reader of the CPU time used in it, children and
+// their sandboxes included wherever they are reparented; where that cannot
+// be done (not root, no cgroup v1 cpuacct) the reader returns 0.
+func ownCPUAccount(b *testing.B) func() time.Duration {
+	none := func() time.Duration { return 0 }
+	const root = "/sys/fs/cgroup/cpuacct"
+	if os.Geteuid() != 0 {
+		return none
+	}
+	dir := filepath.Join(root, fmt.Sprintf("harness-bench-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return none
+	}
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), pid, 0); err != nil {
+		os.Remove(dir)
+		return none
+	}
+	b.Cleanup(func() {
+		os.WriteFile(filepath.Join(root, "cgroup.procs"), pid, 0)
+		retry(time.Second, func() bool { return os.Remove(dir) == nil })
+	})
+	return func() time.Duration {
+		raw, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+		return time.Duration(n)
 	}
 }

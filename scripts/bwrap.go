@@ -23,7 +23,7 @@ func probeBwrap(ctx context.Context) error {
 	if err != nil {
 		return errors.New("bwrap is not installed (Debian: apt-get install bubblewrap)")
 	}
-	args := append(bwrapBase(nil), "--", "/bin/true")
+	args := append(append(bwrapBase(nil), etcBinds()...), "--", "/bin/true")
 	out, err := exec.CommandContext(ctx, bw, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("bwrap cannot start a sandbox: %v: %s", err, strings.TrimSpace(string(out)))
@@ -45,8 +45,9 @@ var etcAllowed = []string{
 // bwrapBase confines everything: new user (unprivileged uid and gid, no
 // capabilities), pid, network, ipc and uts namespaces; read-only system
 // directories (all of /usr, or only view when the script's programs are
-// limited) and a curated /etc; private /tmp and /proc; the sandbox dies
-// with harness and cannot reach its terminal.
+// limited); private /tmp and /proc; the sandbox dies with harness and
+// cannot reach its terminal. The curated /etc comes after it (etcBinds,
+// etcArgs).
 func bwrapBase(view *execView) []string {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
@@ -59,15 +60,60 @@ func bwrapBase(view *execView) []string {
 		// After /tmp: a program may live there (a skill's staged copy).
 		args = append(args, view.bwrapArgs()...)
 	}
-	for _, e := range etcAllowed {
-		args = append(args, "--ro-bind-try", "/etc/"+e, "/etc/"+e)
-	}
 	for _, d := range []string{"bin", "sbin", "lib", "lib64", "lib32"} {
 		if t, err := os.Readlink("/" + d); err == nil {
 			args = append(args, "--symlink", t, "/"+d)
 		} else if fi, err := os.Stat("/" + d); err == nil && fi.IsDir() {
 			args = append(args, "--ro-bind", "/"+d, "/"+d)
 		}
+	}
+	return args
+}
+
+// etcBinds shows the curated /etc by binding each entry read-only.
+func etcBinds() []string {
+	var args []string
+	for _, e := range etcAllowed {
+		args = append(args, "--ro-bind-try", "/etc/"+e, "/etc/"+e)
+	}
+	return args
+}
+
+// maxEtcCopy is the largest /etc file etcArgs copies rather than binds.
+const maxEtcCopy = 1 << 20
+
+// etcArgs shows the curated /etc: a file every user may read is copied
+// into the sandbox's root (bwrap --file from a descriptor opened here),
+// which bwrapSeal makes read-only; directories, and files only some users
+// may read, are bound read-only as etcBinds does. A bind is a mount, and
+// bwrap reads the whole mount table again after each one: binding the 16
+// files of a Debian /etc one by one cost a call about 5 ms of CPU on the
+// reference machine, copying them a fraction of a millisecond. A copy is
+// the file as it was when the call started.
+func (p *prepared) etcArgs() []string {
+	var args []string
+	for _, e := range etcAllowed {
+		name := "/etc/" + e
+		f, err := os.Open(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		var fi os.FileInfo
+		if err == nil {
+			fi, err = f.Stat()
+		}
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o004 == 0 || fi.Size() > maxEtcCopy {
+			if f != nil {
+				f.Close()
+			}
+			// Whoever may read it reads it through the bind, with the
+			// host's permissions.
+			args = append(args, "--ro-bind-try", name, name)
+			continue
+		}
+		p.undo = append(p.undo, func() { f.Close() })
+		args = append(args, "--perms", fmt.Sprintf("%04o", fi.Mode().Perm()), "--file", strconv.Itoa(3+len(p.extra)), name)
+		p.extra = append(p.extra, f)
 	}
 	return args
 }
@@ -101,7 +147,7 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		// are the same, and the view stays cached.
 		view = viewFor(bin, spec.Exec, spec.Path, spec.Helper)
 	}
-	argv := append([]string{bw}, bwrapBase(view)...)
+	argv := append(append([]string{bw}, bwrapBase(view)...), p.etcArgs()...)
 	if view == nil && !strings.HasPrefix(bin, "/usr/") {
 		argv = append(argv, "--ro-bind", bin, bin)
 	}
@@ -185,9 +231,7 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 	p.extra = append(p.extra, filter)
 	argv = append(argv, "--chdir", spec.Cwd, "--")
 	argv = append(argv, inner...)
-	if p.drop {
-		argv = append(setprivArgs(), argv...)
-	}
+	p.launch = p.drop
 	return argv, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Cgroup v1 hierarchies where per-call limits are made. Both bind root
@@ -124,15 +126,50 @@ func (c *callCgroups) procs() []int {
 	return out
 }
 
-// killAll kills every process still in the cgroups.
+// killAll kills every process still in the cgroups, and again any that a
+// dying one started meanwhile, until none is left or about 50 ms have
+// passed. It waits on each killed process's descriptor (pidfd) rather than
+// sleeping: what is usually left after a call is bwrap's init, whose exit
+// tears down the sandbox's namespaces, and a fixed back-off overshot that
+// by a millisecond or more on every call.
 func (c *callCgroups) killAll() {
-	retry(50*time.Millisecond, func() bool {
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for {
 		ps := c.procs()
-		for _, pid := range ps {
-			syscall.Kill(pid, syscall.SIGKILL)
+		if len(ps) == 0 {
+			return
 		}
-		return len(ps) == 0
-	})
+		var fds []unix.PollFd
+		for _, pid := range ps {
+			fd, err := unix.PidfdOpen(pid, 0)
+			if err != nil {
+				syscall.Kill(pid, syscall.SIGKILL) // gone already, or no pidfd: the next listing tells
+				continue
+			}
+			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			for _, f := range fds {
+				unix.Close(int(f.Fd))
+			}
+			return
+		}
+		if len(fds) == 0 {
+			time.Sleep(min(left, 250*time.Microsecond))
+		}
+		// A pidfd is readable once its process has exited; wait for all.
+		for i := range fds {
+			for time.Now().Before(deadline) {
+				n, err := unix.Poll(fds[i:i+1], int(max(time.Until(deadline).Milliseconds(), 1)))
+				if n != 0 || err != unix.EINTR {
+					break
+				}
+			}
+			unix.Close(int(fds[i].Fd))
+		}
+	}
 }
 
 // remove deletes the cgroups once their processes are gone; the kernel

@@ -124,13 +124,6 @@ func (m *idmappedMount) remove() {
 	os.Remove(m.target)
 }
 
-// setprivArgs switch a process chain to the sandbox user with no
-// capabilities left in any set before bwrap starts.
-func setprivArgs() []string {
-	return []string{"setpriv", fmt.Sprintf("--reuid=%d", sandboxUID), fmt.Sprintf("--regid=%d", sandboxGID), "--clear-groups",
-		"--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}
-}
-
 // reachableByOthers checks that a user who is neither owner nor group
 // can execute p: every directory above it searchable, the file itself
 // executable. A runtime under /root is not, and the sandbox user would

@@ -181,11 +181,14 @@ type prepared struct {
 	cmdline []string
 	env     []string
 	dir     string
-	extra   []*os.File // inherited from fd 3 on
-	gate    *os.File   // see gateCommand
+	extra   []*os.File // inherited from fd 3 on: joins first
+	joins   []*os.File // the tasks files of cg, for the gate (gate.go)
 	cg      *callCgroups
 	drop    bool
-	undo    []func()
+	// launch starts the process as the sandbox user from the launcher
+	// thread (launcher.go).
+	launch bool
+	undo   []func()
 }
 
 func (p *prepared) cleanup() {
@@ -205,6 +208,17 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 	}()
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty command")
+	}
+	// Process and memory limits that bind root too: per-call cgroups where
+	// they can be made (the process joins them before anything else runs).
+	if os.Geteuid() == 0 {
+		p.cg = newCallCgroups(p.lim.Processes, p.lim.Memory)
+		if p.cg != nil {
+			p.undo = append(p.undo, p.cg.remove)
+			if err := p.joinCgroups(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	bin, err := LookupProgram(spec.Argv[0], spec.Path)
 	if err != nil {
@@ -303,17 +317,7 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 	default:
 		return nil, fmt.Errorf("sandbox backend %q cannot run scripts", backend)
 	}
-	// Process and memory limits that bind root too: per-call cgroups where
-	// they can be made (the process joins them before anything else runs).
-	if os.Geteuid() == 0 {
-		p.cg = newCallCgroups(p.lim.Processes, p.lim.Memory)
-		if p.cg != nil {
-			p.undo = append(p.undo, p.cg.remove)
-		}
-	}
-	if err := p.gateCommand(argv); err != nil {
-		return nil, err
-	}
+	p.gateCommand(argv)
 	return p, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -330,9 +329,10 @@ print("forked", n, flush=True)
 	}
 }
 
-// A sandbox whose gate closes without being opened (harness died before
-// setting the limits) runs nothing: the shell at the gate exits.
-func TestGateClosedRunsNothing(t *testing.T) {
+// A sandbox whose limits cannot be set runs nothing: the gate shell sets
+// them before it execs anything, and exits when one is refused (here an
+// open-file limit above what the kernel allows any process).
+func TestGateLimitRefusedRunsNothing(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(string(backend), func(t *testing.T) {
 			_, err := Probe(context.Background(), backend, helper(t))
@@ -340,27 +340,19 @@ func TestGateClosedRunsNothing(t *testing.T) {
 			ws := t.TempDir()
 			os.Chmod(ws, 0o777)
 			marker := filepath.Join(ws, "ran")
-			p, err := prepare(backend, Spec{
+			res, err := Run(context.Background(), backend, Spec{
 				Argv: []string{"bash", "-c", "touch " + marker}, Env: []string{"PATH=/usr/bin:/bin"}, Path: os.Getenv("PATH"), Cwd: ws,
-				Mounts: []Mount{{Host: ws, Sandbox: ws, Writable: true}}, Helper: helper(t),
+				Mounts: []Mount{{Host: ws, Sandbox: ws, Writable: true}}, Helper: helper(t), Limits: Limits{OpenFiles: 1 << 40},
+				Timeout: 30 * time.Second,
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer p.cleanup()
-			cmd := p.command(context.Background())
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			p.extra[len(p.extra)-1].Close()
-			p.gate.Close()
-			err = cmd.Wait()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 125 {
-				t.Errorf("the shell at a closed gate ended with %v, want exit 125", err)
+			if res.ExitCode != 125 || !strings.Contains(string(res.Stderr), "cannot take its limits") {
+				t.Errorf("the gate ended with exit %d, stderr %q; want exit 125 and the refusal", res.ExitCode, res.Stderr)
 			}
 			if _, err := os.Stat(marker); err == nil {
-				t.Error("the command ran although the gate was never opened")
+				t.Error("the command ran without its limits")
 			}
 		})
 	}
