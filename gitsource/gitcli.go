@@ -130,34 +130,51 @@ func (f *fetcher) want(ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if want, ok := pickWant(out, ref); ok {
+		return want, nil
+	}
+	return "", &RefError{URL: f.url, Ref: ref}
+}
+
+// pickWant is what to ask for to get the commit ref names, given the
+// remote's listing (git ls-remote: "ID<TAB>NAME" lines, a server's words):
+// the tag or branch of that name, a full ref name listed, the one listed
+// ref whose commit an abbreviated id (4 hex digits or more) begins, or a
+// full commit id as itself. A listed name that git would read as an
+// option or as two refs is never picked.
+func pickWant(listing []byte, ref string) (string, bool) {
 	names := map[string]bool{}
-	var byPrefix []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	byPrefix := map[string]string{}
+	abbrev := len(ref) >= 4 && isHex(ref)
+	sc := bufio.NewScanner(bytes.NewReader(listing))
 	for sc.Scan() {
 		id, name, ok := strings.Cut(sc.Text(), "\t")
-		if !ok || !strings.HasPrefix(name, "refs/") && name != "HEAD" {
+		name = strings.TrimSuffix(name, "^{}")
+		if !ok || !strings.HasPrefix(name, "refs/") || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == ':' || r == 0x7f }) {
 			continue
 		}
-		peeled := strings.TrimSuffix(name, "^{}")
-		names[peeled] = true
-		if len(ref) >= 4 && strings.HasPrefix(id, strings.ToLower(ref)) && isHex(ref) {
-			byPrefix = append(byPrefix, peeled)
+		names[name] = true
+		if abbrev && plumbing.IsHash(id) && strings.HasPrefix(strings.ToLower(id), strings.ToLower(ref)) {
+			byPrefix[strings.ToLower(id)] = name
 		}
 	}
 	for _, n := range []string{"refs/tags/" + ref, "refs/heads/" + ref, ref} {
-		if names[n] && strings.HasPrefix(n, "refs/") {
-			return n, nil
+		if names[n] {
+			return n, true
 		}
 	}
 	switch {
-	case len(byPrefix) > 0:
-		// The commit a listed ref names: ask for the ref (a server
-		// always sends what it lists).
-		return byPrefix[0], nil
 	case plumbing.IsHash(ref):
-		return ref, nil
+		return strings.ToLower(ref), true
+	case len(byPrefix) == 1:
+		// The commit a listed ref names: ask for the ref (a server
+		// always sends what it lists). Two commits of one prefix name
+		// neither.
+		for _, n := range byPrefix {
+			return n, true
+		}
 	}
-	return "", &RefError{URL: f.url, Ref: ref}
+	return "", false
 }
 
 // fetch asks the remote for want (a ref name or a commit id) and writes
@@ -284,6 +301,12 @@ func (f *fetcher) git(args ...string) ([]byte, error) {
 		n   int64
 	}{{unix.RLIMIT_AS, f.lim.Memory}, {unix.RLIMIT_FSIZE, f.lim.File}} {
 		rl := unix.Rlimit{Cur: uint64(l.n), Max: uint64(l.n)}
+		// Only root may raise a hard limit: under a lower one already,
+		// that one holds.
+		var own unix.Rlimit
+		if unix.Getrlimit(l.res, &own) == nil && own.Max < rl.Max {
+			rl.Cur, rl.Max = own.Max, own.Max
+		}
 		if err := unix.Prlimit(cmd.Process.Pid, l.res, &rl, nil); err != nil {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
