@@ -13,7 +13,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
@@ -65,13 +67,17 @@ func (e *RefError) Error() string {
 // LimitError is a fetch that reached one of its Limits.
 type LimitError struct {
 	URL string
-	// What is "pack" (Limits.File) or "memory" (Limits.Memory).
+	// What is "pack" (Limits.File), "memory" (Limits.Memory) or
+	// "processes" (more git processes at once than a fetch runs).
 	What  string
 	Limit int64
 }
 
 func (e *LimitError) Error() string {
-	if e.What == "memory" {
+	switch e.What {
+	case "processes":
+		return fmt.Sprintf("fetching %s started more than %d git processes at once (git fetching objects it lacks, again and again), so it was stopped", e.URL, e.Limit)
+	case "memory":
 		return fmt.Sprintf("fetching %s took more than %d MiB of memory (the fetch's limit), so it was stopped", e.URL, e.Limit>>20)
 	}
 	return fmt.Sprintf("%s sent more than %d MiB (the fetch's limit on what one ref's commit may cost), so the fetch was stopped", e.URL, e.Limit>>20)
@@ -98,6 +104,8 @@ type fetcher struct {
 	ctx      context.Context
 	url, dir string
 	lim      Limits
+	// lastPID is the process group of the last git command run.
+	lastPID int
 }
 
 // newFetcher makes dir an empty bare repository (removing what a failed
@@ -285,7 +293,10 @@ func (f *fetcher) git(args ...string) ([]byte, error) {
 	defer r.Close()
 	defer w.Close()
 	cmd := exec.CommandContext(f.ctx, "/bin/sh", append([]string{"-c", gateScript, "sh", "git"}, append(gitArgs, args...)...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false", "GIT_PROTOCOL_FROM_USER=0", "LC_ALL=C")
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false", "GIT_PROTOCOL_FROM_USER=0", "LC_ALL=C",
+		// git 2.44 and later: never fetch an object git lacks from the
+		// partial clone's remote (older gits are held by watchGroup).
+		"GIT_NO_LAZY_FETCH=1")
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -315,9 +326,17 @@ func (f *fetcher) git(args ...string) ([]byte, error) {
 	}
 	w.Write([]byte("go\n"))
 	w.Close()
+	f.lastPID = cmd.Process.Pid
+	stop := make(chan struct{})
+	var forked atomic.Bool
+	go watchGroup(cmd.Process.Pid, stop, &forked)
 	err = cmd.Wait()
+	close(stop)
 	// git's children stay in its process group: none outlives the fetch.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if forked.Load() {
+		return nil, &LimitError{URL: f.url, What: "processes", Limit: maxProcs}
+	}
 	if err != nil {
 		if f.ctx.Err() != nil {
 			return nil, fmt.Errorf("git %s: %w", args[len(args)-1], f.ctx.Err())
@@ -332,6 +351,61 @@ func (f *fetcher) git(args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("git %s: %v: %s", subcommand(args), err, msg)
 	}
 	return out.b, nil
+}
+
+// maxProcs is the most processes one git command may run at once. A
+// fetch takes three or four (git, remote-http, fetch-pack, index-pack);
+// git fetches an object it lacks from a partial clone's remote by
+// starting another fetch, which a server can make recurse without end
+// (git's dumb HTTP walker does), and RLIMIT_NPROC does not bind root.
+const maxProcs = 16
+
+// watchGroup kills the process group pgid when it holds more than
+// maxProcs processes, until stop is closed.
+func watchGroup(pgid int, stop <-chan struct{}, forked *atomic.Bool) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if groupSize(pgid) > maxProcs {
+			forked.Store(true)
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			return
+		}
+	}
+}
+
+// groupSize counts the live processes of process group pgid (field 5
+// of /proc/PID/stat, after the parenthesised command name; zombies, dead
+// and waiting for a parent to reap them, are not counted).
+func groupSize(pgid int) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			n++
+		}
+	}
+	return n
 }
 
 // redirected is git's report of an HTTP redirect it did not follow.

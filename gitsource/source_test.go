@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/internal/testenv"
@@ -150,6 +153,27 @@ func TestFetchOverHTTPAndFile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFetchDumbHTTP: a server of plain files (git's dumb HTTP) cannot
+// fetch shallow: Fetch says so, and a lock's pin falls back to the ref's
+// history, which holds the pinned commit.
+func TestFetchDumbHTTP(t *testing.T) {
+	testenv.NeedGit(t)
+	dir := t.TempDir()
+	first, _ := makeRepo(t, dir)
+	testenv.Git(t, filepath.Join(dir, "skills.git"), "update-server-info")
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := gitsource.Fetch(ctx, srv.URL+"/skills.git", "main", t.TempDir(), gitsource.DefaultLimits()); err == nil || !strings.Contains(err.Error(), "shallow") {
+		t.Errorf("Fetch over dumb HTTP = %v; want git's word that it cannot fetch shallow", err)
+	}
+	r, err := gitsource.FetchCommit(ctx, srv.URL+"/skills.git", "main", first, t.TempDir(), gitsource.DefaultLimits())
+	if err != nil || r.Commit != first {
+		t.Fatalf("FetchCommit over dumb HTTP = %+v, %v", r, err)
 	}
 }
 

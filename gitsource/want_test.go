@@ -1,8 +1,11 @@
 package gitsource
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -61,4 +64,22 @@ func FuzzPickWant(f *testing.F) {
 			t.Fatalf("pickWant(%q) = %q", ref, got)
 		}
 	})
+}
+
+// TestTooManyProcessesStopped: a git command whose process group grows
+// past maxProcs (here a shell alias starting 40 sleeps; in a fetch, git
+// fetching what a partial clone lacks, again and again) is killed whole,
+// with a *LimitError, long before the sleeps end.
+func TestTooManyProcessesStopped(t *testing.T) {
+	f := &fetcher{ctx: context.Background(), url: "test", dir: t.TempDir(), lim: DefaultLimits()}
+	start := time.Now()
+	_, err := f.git("-c", "alias.fork=!for i in $(seq 40); do sleep 30 & done; wait", "fork")
+	var le *LimitError
+	if !errors.As(err, &le) || le.What != "processes" || time.Since(start) > 20*time.Second {
+		t.Fatalf("git fork = %v after %v; want a processes LimitError", err, time.Since(start))
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := groupSize(f.lastPID); n != 0 {
+		t.Errorf("%d processes of the group left", n)
+	}
 }
