@@ -300,6 +300,9 @@ func (f *fetcher) git(args ...string) ([]byte, error) {
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A process that left git's group and kept its output open must not
+	// hold the fetch past its deadline.
+	cmd.WaitDelay = 5 * time.Second
 	out := &capped{max: 16 << 20}
 	errOut := &capped{max: 64 << 10, drop: true}
 	cmd.Stdout, cmd.Stderr = out, errOut
@@ -339,7 +342,7 @@ func (f *fetcher) git(args ...string) ([]byte, error) {
 	}
 	if err != nil {
 		if f.ctx.Err() != nil {
-			return nil, fmt.Errorf("git %s: %w", args[len(args)-1], f.ctx.Err())
+			return nil, fmt.Errorf("git %s: %w", subcommand(args), f.ctx.Err())
 		}
 		msg := strings.TrimSpace(string(errOut.b))
 		switch {
