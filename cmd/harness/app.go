@@ -12,39 +12,47 @@ import (
 )
 
 // version is what harness says it is, recorded in every run.json (a
-// resume by another version is drift): -ldflags "-X main.version=..." when
-// given, else the module version `go install ...@VERSION` built, else the
-// VCS revision of a build from a clone (with -dirty for uncommitted
-// changes).
-var version = buildVersion(ldflagVersion)
+// resume by another version is drift): -ldflags "-X main.ldflagVersion=..."
+// when given, else the module version `go install ...@VERSION` built, else
+// the VCS revision of a build from a clone (with -dirty for uncommitted
+// changes), stamped by `go tool task build` (.ci/version-ldflags) or
+// recorded by the go command.
+var version = buildVersion(stamp{ldflagVersion, ldflagRevision, ldflagModified})
 
-// ldflagVersion is set at build time with -ldflags "-X main.ldflagVersion=...".
-var ldflagVersion string
+// Set at build time by .ci/version-ldflags: the version (a tag on the
+// commit), the commit, and whether the tree had uncommitted changes. The
+// go command records the last two itself unless -buildvcs=false, which
+// some environments set in GOFLAGS.
+var ldflagVersion, ldflagRevision, ldflagModified string
 
 const devVersion = "0.1.0-dev"
 
-func buildVersion(ldflag string) string {
+// stamp is what the linker was told (-X), each "" when it was not.
+type stamp struct{ version, revision, modified string }
+
+func buildVersion(s stamp) string {
 	bi, _ := debug.ReadBuildInfo()
-	return versionFrom(bi, ldflag)
+	return versionFrom(bi, s)
 }
 
-func versionFrom(bi *debug.BuildInfo, ldflag string) string {
-	if ldflag != "" {
-		return ldflag
+func versionFrom(bi *debug.BuildInfo, st stamp) string {
+	if st.version != "" {
+		return st.version
 	}
-	if bi == nil {
-		return devVersion
+	if bi != nil {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
+	rev, dirty := st.revision, st.modified == "true"
+	if rev == "" && bi != nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
 		}
 	}
 	if rev == "" {

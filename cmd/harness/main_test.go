@@ -110,6 +110,8 @@ func scriptParams(files []string) testscript.Params {
 			"gitserve":           cmdGitServe,
 			"httpfiles":          cmdHTTPFiles,
 			"journal-rewrite":    cmdJournalRewrite,
+			"build-harness":      cmdBuildHarness,
+			"version-ldflags":    cmdVersionLdflags,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
