@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
 	"runtime/debug"
 	"strings"
 
@@ -108,32 +107,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 		},
 	}
 	strictUsage(app)
-	oneDefault(app)
 	return app
-}
-
-// oneDefault hides the flag library's own "(default: ...)" where a flag's
-// usage already says its default, or where the value it would show is a
-// zero that means "none" (0s, 0): help shows each flag's default once.
-func oneDefault(c *cli.Command) {
-	for _, f := range c.Flags {
-		v := reflect.ValueOf(f)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			continue
-		}
-		e := v.Elem()
-		usage, hide := e.FieldByName("Usage"), e.FieldByName("HideDefault")
-		value := e.FieldByName("Value")
-		if !usage.IsValid() || !hide.IsValid() || !hide.CanSet() {
-			continue
-		}
-		if strings.Contains(usage.String(), "default") || value.IsValid() && value.IsZero() {
-			hide.SetBool(true)
-		}
-	}
-	for _, sub := range c.Commands {
-		oneDefault(sub)
-	}
 }
 
 // strictUsage makes every mistake in a command line a one-line usage

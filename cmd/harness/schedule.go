@@ -54,7 +54,7 @@ func scheduleListCommand() *cli.Command {
 		Usage:     "print every scheduled skill with its next three run times",
 		UsageText: "harness schedule list --skills-root DIR [--from TIME] [--json]",
 		Flags: append(scanFlags(),
-			&cli.StringFlag{Name: "from", Usage: "list the runs after `TIME` (RFC 3339, e.g. 2026-12-01T00:00:00Z; default: now)"},
+			&cli.StringFlag{Name: "from", Usage: "list the runs after `TIME` (RFC 3339, e.g. 2026-12-01T00:00:00Z)", DefaultText: "now"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			from := time.Now()
@@ -194,8 +194,8 @@ func podFlags(job string) []cli.Flag {
 		&cli.StringFlag{Name: "memory", Usage: "memory each pod requests (`QUANTITY`, e.g. 2Gi); also its limit unless --cpu-limit and --memory-limit are given"},
 		&cli.StringFlag{Name: "cpu-limit", Usage: "CPU limit of each pod (`QUANTITY`), with --memory-limit"},
 		&cli.StringFlag{Name: "memory-limit", Usage: "memory limit of each pod (`QUANTITY`), with --cpu-limit"},
-		&cli.DurationFlag{Name: "deadline", Usage: "end " + job + " after `DUR` (activeDeadlineSeconds; default: none)"},
-		&cli.DurationFlag{Name: "ttl", Usage: "delete a finished Job after `DUR` (ttlSecondsAfterFinished; default 24h)"},
+		&cli.DurationFlag{Name: "deadline", Usage: "end " + job + " after `DURATION` (activeDeadlineSeconds)", DefaultText: "none"},
+		&cli.DurationFlag{Name: "ttl", Usage: "delete a finished Job after `DURATION` (ttlSecondsAfterFinished)", DefaultText: "24h"},
 	}
 }
 

@@ -29,7 +29,7 @@ func skillsIndexCommand() *cli.Command {
 			&cli.StringFlag{Name: "source", Usage: "the git repository `URL` the root is published in"},
 			&cli.StringFlag{Name: "path", Usage: "the root's `DIR` inside that repository"},
 			&cli.StringFlag{Name: "ref", Usage: "the tag, branch or commit (`REF`) entries name"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the index to `FILE` (default: stdout)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the index to `FILE`", DefaultText: "stdout"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -89,7 +89,7 @@ func skillsDiscoverCommand() *cli.Command {
 			&cli.BoolFlag{Name: "mcp", Usage: "also search the MCP registry for servers"},
 			&cli.StringFlag{Name: "mcp-registry", Usage: "MCP registry base `URL`", Value: discovery.DefaultMCPRegistry, Sources: cli.EnvVars("HARNESS_MCP_REGISTRY")},
 			&cli.StringFlag{Name: "config", Usage: "YAML `FILE` with skills.sources", Sources: cli.EnvVars("HARNESS_CONFIG")},
-			&cli.StringFlag{Name: "index-cache", Usage: "`DIR` keeping fetched indexes by URL (default: the user cache directory)", Sources: cli.EnvVars("HARNESS_INDEX_CACHE")},
+			&cli.StringFlag{Name: "index-cache", Usage: "`DIR` keeping fetched indexes by URL", DefaultText: "the user cache directory", Sources: cli.EnvVars("HARNESS_INDEX_CACHE")},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			query := strings.TrimSpace(strings.Join(cmd.Args().Slice(), " "))
