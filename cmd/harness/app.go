@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -124,12 +126,20 @@ func strictUsage(cmd *cli.Command) {
 				msg += "; did you mean --" + near + "?"
 			}
 		}
+		if m := invalidValue.FindStringSubmatch(msg); m != nil {
+			msg = badValue(c, m[2], m[1], m[3])
+		}
 		return usagef(fmt.Sprintf("%s: %s (see %s --help)", c.FullName(), msg, c.FullName()))
 	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = func(ctx context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {
-				return usagef(fmt.Sprintf("unknown command %q for %s (see %s --help)", c.Args().First(), c.FullName(), c.FullName()))
+				given := c.Args().First()
+				msg := fmt.Sprintf("unknown command %q for %s", given, c.FullName())
+				if near := nearCommand(c, given); near != "" {
+					msg += "; did you mean " + c.FullName() + " " + near + "?"
+				}
+				return usagef(fmt.Sprintf("%s (see %s --help)", msg, c.FullName()))
 			}
 			return cli.ShowSubcommandHelp(c)
 		}
@@ -137,6 +147,57 @@ func strictUsage(cmd *cli.Command) {
 	for _, sub := range cmd.Commands {
 		strictUsage(sub)
 	}
+}
+
+// nearCommand is the subcommand of c whose name is nearest to given, if
+// it is near enough to be what was meant; "" otherwise.
+func nearCommand(c *cli.Command, given string) string {
+	best, bestDist := "", -1
+	for _, sub := range c.VisibleCommands() {
+		for _, name := range sub.Names() {
+			if d := editDistance(name, given); bestDist < 0 || d < bestDist {
+				best, bestDist = sub.Name, d
+			}
+		}
+	}
+	if bestDist >= 0 && bestDist <= max(1, len(given)/3) {
+		return best
+	}
+	return ""
+}
+
+// invalidValue is the flag library's message for a value its flag cannot
+// parse: the value, the flag, and the parser's own words.
+var invalidValue = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]+): (.*)$`)
+
+// badValue says what a valid value of flag name is, in place of the
+// parser's message (strconv.ParseInt: parsing "abc": invalid syntax).
+func badValue(c *cli.Command, name, value, why string) string {
+	var want string
+	for _, f := range c.Flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.IntFlag, *cli.Int64Flag:
+			want = "give a whole number, such as 10"
+		case *cli.UintFlag:
+			want = "give a whole number of 0 or more, such as 10"
+		case *cli.FloatFlag:
+			want = "give a number, such as 0.5"
+		case *cli.DurationFlag:
+			want = "give a duration with its unit, such as 90s, 10m or 1h30m"
+		case *cli.BoolFlag:
+			want = "give true or false, or leave the value out"
+		}
+		if strings.Contains(why, "out of range") {
+			want = "too large; " + want
+		}
+	}
+	if want == "" {
+		want = why
+	}
+	return fmt.Sprintf("--%s %q: %s", name, value, want)
 }
 
 // editDistance counts the single-character edits (insert, delete,
