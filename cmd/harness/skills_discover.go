@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/discovery"
+	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/skills"
 )
@@ -35,6 +37,9 @@ func skillsIndexCommand() *cli.Command {
 			if cmd.NArg() != 1 {
 				return usagef("harness skills index takes exactly one ROOT")
 			}
+			if err := checkIndexRef(ctx, cmd.Args().First(), cmd.String("source"), cmd.String("ref")); err != nil {
+				return err
+			}
 			reg, err := scanPlain(ctx, cmd.Args().First())
 			if err != nil {
 				return err
@@ -53,6 +58,35 @@ func skillsIndexCommand() *cli.Command {
 			return writeJSONTo(cmd.Root().Writer, ix)
 		},
 	}
+}
+
+// checkIndexRef refuses a --ref that names nothing: every entry of the
+// index would point at it, and every install from it would fail. It is
+// looked up in the repository that holds root, else (a root outside any
+// repository) on the --source remote.
+func checkIndexRef(ctx context.Context, root, source, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	commit, err := gitsource.LocalRef(root, ref)
+	switch {
+	case err == nil && commit != "":
+		return nil
+	case err == nil:
+		return usagef(fmt.Sprintf("--ref %s: the git repository of %s has no tag, branch or commit %s", ref, root, ref))
+	case !errors.Is(err, gitsource.ErrNoRepository):
+		return usagef(fmt.Sprintf("--ref %s: %v", ref, err))
+	case source == "":
+		return usagef(fmt.Sprintf("--ref %s: %s is in no git repository and no --source is given, so nothing says %s exists", ref, root, ref))
+	}
+	commit, err = gitsource.RemoteRef(ctx, source, ref)
+	if err != nil {
+		return usagef(fmt.Sprintf("--ref %s: cannot check it on --source: %v", ref, err))
+	}
+	if commit == "" {
+		return usagef(fmt.Sprintf("--ref %s: %s has no tag, branch or commit %s", ref, source, ref))
+	}
+	return nil
 }
 
 // skillsDiscovery is the --json output of harness skills discover.
