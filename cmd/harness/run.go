@@ -353,6 +353,9 @@ func reportResult(stdout, stderr io.Writer, res *run.Result, err error, jsonOut,
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
+		if r := res.Record; r != nil && r.ResumeEstimate != "" {
+			fmt.Fprintf(stderr, "harness: resume with: %s\n  (%s)\n", r.ResumeCommand, r.ResumeEstimate)
+		}
 	}
 }
 
