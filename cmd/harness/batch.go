@@ -57,7 +57,7 @@ func batchRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `I/N` of the tasks"},
 			&cli.IntFlag{Name: "shards", Usage: "run shard JOB_COMPLETION_INDEX of `N` (Kubernetes Indexed Jobs)"},
 			&cli.BoolFlag{Name: "or-resume", Usage: "when the batch directory (--id) already exists, resume it instead of refusing: a retried pod continues its shard"},
-		}, batchReportFlags()...), append(unitFlags(unitSettings), pipelineOutputFlags()...)...),
+		}, batchReportFlags()...), append(unitFlags(unitSettings, "task"), pipelineOutputFlags("task")...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch run needs exactly one batch FILE")
@@ -221,7 +221,7 @@ func batchK8sCommand() *cli.Command {
 			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
 			sandboxProfileFlag(),
 			&cli.BoolFlag{Name: "writable-workspace", Usage: "copy the image's workspace onto an emptyDir first, for tasks that write (the root file system is read-only)"},
-		}, slices.Concat(clusterFlags("Job", "the workspace and FILE"), podFlags("the whole Job"), unitFlags(unitSettings))...),
+		}, slices.Concat(clusterFlags("Job", "the workspace and FILE"), podFlags("the whole Job"), unitFlags(unitSettings, "task"))...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch k8s needs exactly one batch FILE (its path inside the image)")

@@ -27,6 +27,10 @@ type option struct {
 	// that means "none", or a default decided later (5m, the user cache
 	// directory).
 	defText string
+	// unitUsage is the help of the option as a setting of every phase or
+	// task (UNIT stands for which), where usage names what a unit gives
+	// in a field of its own (--skill, --output-schema, --allow-tool).
+	unitUsage string
 	// envFallbacks are read after HARNESS_<NAME>, e.g. OPENAI_BASE_URL.
 	envFallbacks []string
 }

@@ -31,9 +31,15 @@ func pipelineCommand() *cli.Command {
 	}
 }
 
-func pipelineOutputFlags() []cli.Flag {
+// pipelineOutputFlags are the output flags of the commands that run the
+// units ("phase" or "task") of a pipeline or a batch.
+func pipelineOutputFlags(unit string) []cli.Flag {
+	journal := "the pipeline journal's events (pipeline started, phase started, finished, skipped, reused)"
+	if unit == "task" {
+		journal = "the batch journal's events (batch started, task started, finished, skipped, reused)"
+	}
 	return append([]cli.Flag{
-		&cli.BoolFlag{Name: "json", Usage: "stream the pipeline journal's events (phase started, finished, skipped, reused) as JSONL on stdout"},
+		&cli.BoolFlag{Name: "json", Usage: "stream " + journal + " as JSONL on stdout"},
 		&cli.BoolFlag{Name: "quiet", Usage: "no progress on stderr"},
 	}, snapshotCacheFlags()...)
 }
@@ -68,7 +74,7 @@ func pipelineRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL`, over the file's defaults", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "record", Usage: "record each phase's model exchanges into `DIR`/<phase>.jsonl"},
 			&cli.StringFlag{Name: "replay", Usage: "replay each phase from `DIR`/<phase>.jsonl: no network, no key"},
-		}, append(unitFlags(unitSettings), pipelineOutputFlags()...)...),
+		}, append(unitFlags(unitSettings, "phase"), pipelineOutputFlags("phase")...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline run needs exactly one pipeline FILE")
@@ -212,7 +218,7 @@ func (o *pipelineOutput) report(res *record.PipelineResult) {
 				fmt.Fprintf(o.stderr, "harness: %s %s waits for approval of %s (%s): %s; decide with --approve %s:%s or --deny %s:%s\n", unitWord(kind), e(p.Name), e(c.CallID), e(c.Tool), e(c.Why), e(p.Name), e(c.CallID), e(p.Name), e(c.CallID))
 			}
 		}
-		fmt.Fprintf(o.stderr, "harness: %s %s %s (exit %d)\nharness: %s directory: %s\n", kind, res.PipelineID, res.Status, res.ExitCode, kind, res.Dir)
+		fmt.Fprintf(o.stderr, "harness: %s %s %s (exit %d)\nharness: %s directory: %s\n", kind, res.ID(), res.Status, res.ExitCode, kind, res.Dir)
 		if res.ResumeCommand != "" {
 			fmt.Fprintf(o.stderr, "harness: resume with: %s\n", res.ResumeCommand)
 		}
@@ -265,7 +271,7 @@ func pipelineK8sCommand() *cli.Command {
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
 			&cli.IntFlag{Name: "retries", Usage: "further attempts of a phase that stopped on an outage or an interrupt (`N`)", Value: 2},
 			sandboxProfileFlag(),
-		}, slices.Concat(clusterFlags("Workflow", "the workspace and FILE"), podFlags("the whole Workflow"), unitFlags(unitSettings))...),
+		}, slices.Concat(clusterFlags("Workflow", "the workspace and FILE"), podFlags("the whole Workflow"), unitFlags(unitSettings, "phase"))...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline k8s needs exactly one pipeline FILE (its path relative to --workdir in the image)")

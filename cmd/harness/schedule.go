@@ -108,7 +108,7 @@ func scheduleK8sCommand() *cli.Command {
 		Flags: append(append(scanFlags(),
 			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the workspace and its skills"},
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs"},
-		), slices.Concat(clusterFlags("CronJobs", "the workspace"), podFlags("a scheduled run's Job"), unitFlags(scheduledRunSettings()))...),
+		), slices.Concat(clusterFlags("CronJobs", "the workspace"), podFlags("a scheduled run's Job"), unitFlags(scheduledRunSettings(), ""))...),
 		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
 			return schedule.K8s(entries, schedule.K8sOptions{
 				Image: cmd.String("image"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"), RunsClaim: cmd.String("runs-claim"),
@@ -130,7 +130,7 @@ func scheduleGitHubCommand() *cli.Command {
 			"The key comes from the repository secret --secret (default OPENAI_API_KEY).",
 		Flags: append(append(scanFlags(),
 			&cli.StringFlag{Name: "secret", Usage: "repository secret `NAME` holding the API key", Value: "OPENAI_API_KEY"},
-		), unitFlags(scheduledRunSettings())...),
+		), unitFlags(scheduledRunSettings(), "")...),
 		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
 			return schedule.GitHub(entries, schedule.GitHubOptions{SkillsRoots: cmd.StringSlice("skills-root"), Args: args, Secret: cmd.String("secret")})
 		}),
