@@ -31,6 +31,10 @@ type option struct {
 	// task (UNIT stands for which), where usage names what a unit gives
 	// in a field of its own (--skill, --output-schema, --allow-tool).
 	unitUsage string
+	// scheduleUsage is its help as a setting of every scheduled run,
+	// where usage names a flag a scheduled run has no use for (its skill
+	// is the one scheduled).
+	scheduleUsage string
 	// envFallbacks are read after HARNESS_<NAME>, e.g. OPENAI_BASE_URL.
 	envFallbacks []string
 }

@@ -55,8 +55,11 @@ func unitFlags(names []string, unit string) []cli.Flag {
 	out := make([]cli.Flag, 0, len(names))
 	for _, n := range names {
 		o := runOption(n)
-		if o.unitUsage != "" && unit != "" {
+		switch {
+		case o.unitUsage != "" && unit != "":
 			o.usage = strings.ReplaceAll(o.unitUsage, "UNIT", unit)
+		case o.scheduleUsage != "" && unit == "":
+			o.usage = o.scheduleUsage
 		}
 		out = append(out, withCategory(o.cliFlag(), category))
 	}
