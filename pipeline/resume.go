@@ -31,7 +31,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		l = batchLayout
 	}
 	var m record.PipelineManifest
-	if err := artifacts.ReadJSONBeneath(dir, l.manifest, l.manifestType, record.PipelineVersion, &m); err != nil {
+	if err := artifacts.ReadJSONBeneath(dir, l.manifest, l.manifestType, l.version, &m); err != nil {
 		return nil, outcome.Usage("pipeline_dir_invalid", "%s is not a pipeline or batch directory (%v): give the directory `harness pipeline run` or `harness batch run` printed", o.Dir, err)
 	}
 	if err := o.Settings.check(); err != nil {

@@ -207,11 +207,12 @@ func newDir(l layout, o Options) (string, error) {
 // started event.
 func initDir(f *File, dir string, l layout, o Options, shape func(*record.PipelineManifest)) (*pipe, error) {
 	m := record.PipelineManifest{
-		Envelope:   artifacts.NewEnvelope(l.manifestType, record.PipelineVersion),
-		PipelineID: filepath.Base(dir), CreatedAt: clock(o.Now)().UTC(), HarnessVersion: o.Version,
+		Envelope:  artifacts.NewEnvelope(l.manifestType, l.version),
+		CreatedAt: clock(o.Now)().UTC(), HarnessVersion: o.Version,
 		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: max(o.Jobs, 1),
 		Workspace: absOrEmpty(o.Workspace), BaseURL: artifacts.WithoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
 	}
+	m.SetID(l.kind, filepath.Base(dir))
 	p := newPipe(f, dir, l, o.Common)
 	if len(keysOf(o.Settings.Settings)) > 0 {
 		m.Settings, m.SettingSources = &o.Settings.Settings, o.Settings.Sources
@@ -227,7 +228,7 @@ func initDir(f *File, dir string, l layout, o Options, shape func(*record.Pipeli
 	if err := p.openJournal(1, ""); err != nil {
 		return nil, err
 	}
-	if err := p.event(p.layout.started(), map[string]any{"id": m.PipelineID, "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
+	if err := p.event(p.layout.started(), map[string]any{"id": m.ID(), "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
 		p.journal.Close()
 		return nil, err
 	}
@@ -416,7 +417,7 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 	for _, n := range names {
 		units = append(units, p.done[n].outcome)
 	}
-	res := summarize(p.layout, p.manifest.PipelineID, p.dir, units)
+	res := summarize(p.layout, p.manifest.ID(), p.dir, units)
 	res.DurationMs = clock(p.common.Now)().Sub(p.start).Milliseconds()
 	return res
 }
@@ -426,9 +427,10 @@ func (p *pipe) result(names []string) *record.PipelineResult {
 // writes and what the verifier recomputes from the journal.
 func summarize(l layout, id, dir string, units []record.PhaseOutcome) *record.PipelineResult {
 	res := &record.PipelineResult{
-		Envelope:   artifacts.NewEnvelope(l.resultType, record.PipelineVersion),
-		PipelineID: id, Dir: dir, Status: "succeeded",
+		Envelope: artifacts.NewEnvelope(l.resultType, l.version),
+		Dir:      dir, Status: "succeeded",
 	}
+	res.SetID(l.kind, id)
 	for _, o := range units {
 		res.UsageByModel = record.MergeByModel(res.UsageByModel, o.UsageByModel)
 		res.Usage.PromptTokens += o.Usage.PromptTokens

@@ -64,12 +64,12 @@ func Verify(dir string, key []byte) (*Verification, error) {
 	var m record.PipelineManifest
 	data, err := artifacts.ReadBeneath(abs, l.manifest)
 	if err == nil {
-		err = artifacts.DecodeArtifact(data, l.manifestType, record.PipelineVersion, &m)
+		err = artifacts.DecodeArtifact(data, l.manifestType, l.version, &m)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a pipeline or batch directory: %w", dir, err)
 	}
-	v := &Verification{Dir: abs, Kind: l.kind, ID: m.PipelineID, Units: []UnitVerification{}}
+	v := &Verification{Dir: abs, Kind: l.kind, ID: m.ID(), Units: []UnitVerification{}}
 	bad := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
 	events, err := readJournalOnly(abs, l, key)
 	if err != nil {

@@ -27,6 +27,10 @@ const (
 	DirBatchRuns     = "batch"
 	TypeBatch        = "harness.batch"
 	TypeBatchResult  = "harness.batch-result"
+	// BatchVersion is that of batch.json and batch-result.json: 2 names
+	// their id batchId (1 called it pipelineId, the type they share with
+	// a pipeline's files).
+	BatchVersion = 2
 )
 
 // Artifact types of a pipeline directory.
@@ -48,10 +52,13 @@ const (
 	EventPipelineFinished = "pipeline.finished"
 )
 
-// PipelineManifest is pipeline.json: what the pipeline was asked to do.
+// PipelineManifest is pipeline.json (and batch.json): what the pipeline
+// or batch was asked to do.
 type PipelineManifest struct {
 	artifacts.Envelope
-	PipelineID     string    `json:"pipelineId"`
+	// PipelineID is a pipeline's id, BatchID a batch's: one is set (SetID).
+	PipelineID     string    `json:"pipelineId,omitempty"`
+	BatchID        string    `json:"batchId,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
 	HarnessVersion string    `json:"harnessVersion"`
 	// File is the pipeline file (absolute) and FileDigest its bytes'.
@@ -96,10 +103,13 @@ type PipelinePhase struct {
 	RunDir string           `json:"runDir"`
 }
 
-// PipelineResult is pipeline-result.json: how every phase ended.
+// PipelineResult is pipeline-result.json (and batch-result.json): how
+// every phase or task ended.
 type PipelineResult struct {
 	artifacts.Envelope
-	PipelineID string `json:"pipelineId"`
+	// PipelineID is a pipeline's id, BatchID a batch's: one is set (SetID).
+	PipelineID string `json:"pipelineId,omitempty"`
+	BatchID    string `json:"batchId,omitempty"`
 	Dir        string `json:"dir"`
 	// Status is succeeded when every phase succeeded; otherwise the status
 	// of the first phase in dependency order that did not.
@@ -143,4 +153,27 @@ type PhaseOutcome struct {
 	// PendingApprovals are the unit's calls waiting for a person (status
 	// awaiting_approval).
 	PendingApprovals []PendingApproval `json:"pendingApprovals,omitempty"`
+}
+
+// ID is the pipeline's or the batch's id.
+func (m *PipelineManifest) ID() string { return m.PipelineID + m.BatchID }
+
+// SetID names the id for what it is: a "batch" kind's is batchId.
+func (m *PipelineManifest) SetID(kind, id string) {
+	m.PipelineID, m.BatchID = setID(kind, id)
+}
+
+// ID is the pipeline's or the batch's id.
+func (r *PipelineResult) ID() string { return r.PipelineID + r.BatchID }
+
+// SetID names the id for what it is: a "batch" kind's is batchId.
+func (r *PipelineResult) SetID(kind, id string) {
+	r.PipelineID, r.BatchID = setID(kind, id)
+}
+
+func setID(kind, id string) (pipeline, batch string) {
+	if kind == "batch" {
+		return "", id
+	}
+	return id, ""
 }

@@ -188,7 +188,7 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 	if rb, err := artifacts.ReadBeneath(dir, result); err == nil {
 		json.Unmarshal(rb, &r)
 	}
-	sp := &SetPage{ID: m.PipelineID, Status: r.Status, ExitCode: r.ExitCode, Message: r.Message, ModelCosts: r.ModelCosts}
+	sp := &SetPage{ID: m.ID(), Status: r.Status, ExitCode: r.ExitCode, Message: r.Message, ModelCosts: r.ModelCosts}
 	if sp.Status == "" {
 		sp.Status = "running or stopped (no result yet)"
 	}
@@ -218,7 +218,7 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 	if kind == "pipeline" {
 		sp.Graph = dependencyGraph(sp.Units)
 	}
-	return &Page{Title: fmt.Sprintf("harness %s %s", kind, m.PipelineID), Generated: now.UTC(), Kind: kind, Set: sp}, nil
+	return &Page{Title: fmt.Sprintf("harness %s %s", kind, m.ID()), Generated: now.UTC(), Kind: kind, Set: sp}, nil
 }
 
 // Report reads any of the three kinds of directory.

@@ -112,6 +112,8 @@ func scriptParams(files []string) testscript.Params {
 			"httpfiles":          cmdHTTPFiles,
 			"journal-rewrite":    cmdJournalRewrite,
 			"docblock":           cmdDocBlock,
+			"build-harness":      cmdBuildHarness,
+			"version-ldflags":    cmdVersionLdflags,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
