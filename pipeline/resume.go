@@ -95,11 +95,22 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 // ended.
 func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 	runDir := p.runDir(name)
+	if prev != nil && prev.RunDir != "" {
+		// The journal's word for where the run is must be where harness
+		// puts it, as `harness verify` holds it (one rule for both).
+		if _, err := unitRunDir(p.manifest.Version, p.dir, p.layout, name, prev.RunDir); err != nil {
+			return outcome.Policy("pipeline_journal_tampered", "the %s journal's path of %s %s's run directory, %s, %v: the journal was edited; nothing was run", p.layout.kind, p.layout.unit, name, prev.RunDir, err)
+		}
+	}
 	if prev != nil && prev.Status == "succeeded" {
-		if err := runDirBeneath(p.dir, runDir); err != nil {
+		// Opened once: what is verified and handed on below is read
+		// through this descriptor, never by the path again.
+		u, err := openUnitRun(p.dir, filepath.Join(p.layout.runs, name))
+		if err != nil {
 			return outcome.Policy("phase_run_unverified", "%s %s succeeded, but its run directory %s %v; nothing was run", p.layout.unit, name, runDir, err)
 		}
-		b, err := artifacts.ReadBeneath(runDir, record.FileResult)
+		defer u.Close()
+		b, err := u.read(record.FileResult)
 		if err != nil || artifacts.DigestBytes(b) != prev.ResultDigest {
 			return outcome.Policy("phase_result_changed", "%s %s succeeded, but its result.json is missing or no longer matches the digest the %s journal recorded (%s); nothing was run. Restore %s, or start again", p.layout.unit, name, p.layout.kind, prev.ResultDigest, runDir)
 		}
@@ -108,13 +119,18 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 			return outcome.Policy("phase_result_changed", "%s %s: result.json does not decode: %v", p.layout.unit, name, err)
 		}
 		// What a later phase is handed must be what this one left: its
-		// run verifies, and its answer file is the one it wrote.
-		if rep, err := rundir.Verify(runDir, p.common.RunKey); err != nil || !rep.OK {
+		// run verifies, it is the run the journal recorded, and its
+		// answer file is the one it wrote.
+		rep, err := u.verify(p.common.RunKey)
+		if err != nil || !rep.OK {
 			why := "it cannot be read"
 			if err == nil {
 				why = rep.Problem.Code + ": " + rep.Problem.Message
 			}
 			return outcome.Policy("phase_run_unverified", "%s %s succeeded, but its run directory does not verify (%s); nothing was run", p.layout.unit, name, why)
+		}
+		if err := checkIdentity(p.manifest.Version, prev, rep); err != nil {
+			return outcome.Policy("phase_run_replaced", "%s %s succeeded, but its run directory %s %v; nothing was run", p.layout.unit, name, runDir, err)
 		}
 		if err := p.checkAnswer(name, prev.AnswerDigest); err != nil {
 			return err

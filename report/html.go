@@ -175,9 +175,9 @@ func runPage(dir, anchor string, depth int) (*RunPage, error) {
 
 // SetReport reads a pipeline or batch directory into a page.
 func SetReport(dir string, now time.Time) (*Page, error) {
-	kind, manifest, result := "pipeline", record.FilePipeline, record.FilePipelineResult
+	kind, manifest, result, runs := "pipeline", record.FilePipeline, record.FilePipelineResult, record.DirPhases
 	if _, err := os.Stat(filepath.Join(dir, record.FileBatch)); err == nil {
-		kind, manifest, result = "batch", record.FileBatch, record.FileBatchResult
+		kind, manifest, result, runs = "batch", record.FileBatch, record.FileBatchResult, record.DirBatchRuns
 	}
 	var m record.PipelineManifest
 	mb, err := artifacts.ReadBeneath(dir, manifest)
@@ -204,10 +204,15 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 	}
 	for i, u := range units {
 		row := UnitRow{PhaseOutcome: u, Needs: needs[u.Name]}
-		if u.RunDir != "" {
+		if u.RunDir != "" && filepath.IsLocal(u.Name) && filepath.Base(u.Name) == u.Name {
+			// A unit's run is where harness puts it, beneath the
+			// directory as it is now (which may have been copied or
+			// moved as a whole), never where a recorded path says: the
+			// verifier holds the recorded path to this place.
+			row.RunDir = filepath.Join(dir, runs, u.Name)
 			row.Anchor = fmt.Sprintf("unit-%d", i+1)
 			row.Href = "#" + row.Anchor
-			if rp, err := runPage(u.RunDir, row.Anchor, 1); err == nil {
+			if rp, err := runPage(row.RunDir, row.Anchor, 1); err == nil {
 				sp.Runs = append(sp.Runs, rp)
 			} else {
 				row.Anchor = ""
