@@ -95,4 +95,3 @@ func (p *pipe) writeResult(res *record.PipelineResult, names []string, alone boo
 	}
 	return nil, p.event(typ, resultWritten{Status: res.Status, ExitCode: res.ExitCode, ResultDigest: d, Order: names, Alone: alone})
 }
-
