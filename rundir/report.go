@@ -56,11 +56,8 @@ func Verify(dir string, key []byte) (*Report, error) {
 	}
 	rep := &Report{RunID: m.RunID, RunDir: abs, Status: m.Status, Sealed: m.Seal != nil, SealChecked: m.Seal != nil && len(key) > 0}
 	st, err := Open(abs, m, key)
-	if err == nil && st.Snapshot != nil {
-		_, err = st.Registry(abs)
-	}
-	if err == nil && st.Started && st.Snapshot != nil {
-		_, err = st.Activations(abs)
+	if err == nil {
+		err = st.checkFiles(abs)
 	}
 	if err != nil {
 		e := outcome.As(err)
@@ -74,6 +71,22 @@ func Verify(dir string, key []byte) (*Report, error) {
 	rep.Turns = st.Progress.Turns
 	rep.Usage = record.UsageRecord{Total: st.Progress.Usage, Turns: st.Progress.TurnUsage}
 	return rep, nil
+}
+
+// checkFiles holds the files resume reads back beyond the journal (the
+// snapshot, the activations) to what the journal recorded of them.
+func (st *State) checkFiles(dir string) error {
+	if st.Snapshot == nil {
+		return nil
+	}
+	if _, err := st.Registry(dir); err != nil {
+		return err
+	}
+	if st.Started {
+		_, err := st.Activations(dir)
+		return err
+	}
+	return nil
 }
 
 // waiting are the calls requested and not decided, in request order.

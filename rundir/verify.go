@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -58,6 +56,9 @@ type State struct {
 	// FollowUps are the operator's follow-up instructions (run.continued),
 	// as the model read them.
 	FollowUps []string
+	// Children are the parent's last record of each delegate_task child,
+	// by its directory (children/<id>).
+	Children map[string]record.ChildEnded
 	// finishedEvent is the last run.finished.
 	FinishedEvent *record.RunFinished
 	// segmentDecisions is where the last segment's decisions begin in
@@ -84,56 +85,64 @@ func tampered(format string, args ...any) error {
 // it wrote, read from inside the directory. It returns the run rebuilt
 // from the journal alone.
 func Open(dir string, m record.Manifest, key []byte) (*State, error) {
+	st, _, err := open(dir, m, key, 0)
+	return st, err
+}
+
+// open is Open of a run directory depth levels of children below the one
+// asked for; for a child (depth > 0) it also returns the digest of every
+// journal line, which its parent's record of it is held to.
+func open(dir string, m record.Manifest, key []byte, depth int) (*State, map[artifacts.Digest]bool, error) {
 	switch {
 	case m.Seal != nil && len(key) == 0:
-		return nil, outcome.Policy("run_dir_sealed", "run %s is sealed: set HARNESS_RUN_KEY to the key it was written with to verify and resume it", m.RunID)
+		return nil, nil, outcome.Policy("run_dir_sealed", "run %s is sealed: set HARNESS_RUN_KEY to the key it was written with to verify and resume it", m.RunID)
 	case m.Seal == nil && len(key) > 0:
-		return nil, tampered("HARNESS_RUN_KEY is set but run.json carries no seal (it was written without the key, or the seal was removed)")
+		return nil, nil, tampered("HARNESS_RUN_KEY is set but run.json carries no seal (it was written without the key, or the seal was removed)")
 	case m.Seal != nil:
 		want, err := Seal(m, key)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !hmac.Equal([]byte(want.Mac), []byte(m.Seal.Mac)) || want.JournalHead != m.Seal.JournalHead {
-			return nil, tampered("run.json's seal does not verify with HARNESS_RUN_KEY")
+			return nil, nil, tampered("run.json's seal does not verify with HARNESS_RUN_KEY")
 		}
 	}
 	p := filepath.Join(dir, record.FileJournal)
 	f, err := openFile(dir, record.FileJournal, os.O_RDONLY, 0)
 	var refused *outcome.Error
 	if errors.As(err, &refused) {
-		return nil, err
+		return nil, nil, err
 	}
 	if err != nil {
-		return nil, outcome.Usage("run_dir_invalid", "%s has no journal: %v", dir, err)
+		return nil, nil, outcome.Usage("run_dir_invalid", "%s has no journal: %v", dir, err)
 	}
 	c, err := readJournal(f, m.Status)
 	f.Close()
 	if err != nil {
 		if errors.Is(err, artifacts.ErrJournalCorrupt) {
-			return nil, outcome.Policy("journal_corrupt", "%s: %v; the run cannot be resumed safely", p, err)
+			return nil, nil, outcome.Policy("journal_corrupt", "%s: %v; the run cannot be resumed safely", p, err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	head, err := artifacts.VerifyChain(c.Events, key)
 	if err != nil {
-		return nil, tampered("%v", err)
+		return nil, nil, tampered("%v", err)
 	}
 	st := &State{Finished: map[string]bool{}, ApprovalsRequested: map[string]record.ApprovalRequested{}, ApprovalsDecided: map[string]record.ApprovalDecided{}, TornBytes: c.TornBytes, ValidSize: c.ValidSize, Head: head}
 	if len(c.Events) == 0 {
-		return nil, outcome.Usage("run_not_started", "run %s stopped before its journal recorded anything: nothing ran, so there is nothing to resume; start it again with `harness run`", m.RunID)
+		return nil, nil, outcome.Usage("run_not_started", "run %s stopped before its journal recorded anything: nothing ran, so there is nothing to resume; start it again with `harness run`", m.RunID)
 	}
 	if c.Events[0].Type != record.EventRunCreated {
-		return nil, tampered("the journal does not begin with run.created")
+		return nil, nil, tampered("the journal does not begin with run.created")
 	}
 	if err := json.Unmarshal(c.Events[0].Data, &st.Created); err != nil {
-		return nil, tampered("journal line 1 (run.created): %v", err)
+		return nil, nil, tampered("journal line 1 (run.created): %v", err)
 	}
 	if field := differingInput(st.Created, m); field != "" {
-		return nil, tampered("run.json's %s is not what the journal recorded when the run was created", field)
+		return nil, nil, tampered("run.json's %s is not what the journal recorded when the run was created", field)
 	}
 	if err := checkEnd(c.Events, m, head); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if m.Status == outcome.StatusRunning {
 		st.OpenTail = 1
@@ -145,21 +154,28 @@ func Open(dir string, m record.Manifest, key []byte) (*State, error) {
 	}
 	for i, ev := range c.Events {
 		if err := st.apply(dir, i+1, ev); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if st.Started {
 		if st.Sealed.Digest == "" || !sameJSON(st.Sealed, m.Identity) {
-			return nil, tampered("run.json's identity is not the one the journal sealed at run.started")
+			return nil, nil, tampered("run.json's identity is not the one the journal sealed at run.started")
 		}
 	}
 	if err := checkResult(dir, m, st.FinishedEvent); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := st.checkPolicy(dir, m); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return st, nil
+	if err := st.checkChildren(dir, key, depth); err != nil {
+		return nil, nil, err
+	}
+	var lines map[artifacts.Digest]bool
+	if depth > 0 {
+		lines = lineDigests(c.Events, head)
+	}
+	return st, lines, nil
 }
 
 // checkResult holds result.json to the result the journal's last
@@ -301,6 +317,14 @@ func (st *State) apply(dir string, line int, ev artifacts.Event) error {
 			return bad(fmt.Errorf("approval.decided for call %s, which never waited for approval", d.CallID))
 		}
 		st.ApprovalsDecided[d.CallID] = d
+	case record.EventChildEnded:
+		var d record.ChildEnded
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		if err := st.takeChild(d); err != nil {
+			return bad(err)
+		}
 	case record.EventToolStarted:
 		var d record.ToolStarted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -364,88 +388,6 @@ func (st *State) restorable(line int, d record.ToolFinished, data []byte, readEr
 func isToolOutputPath(p string) bool {
 	name, ok := strings.CutPrefix(p, record.DirToolOutputs+"/")
 	return ok && name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
-}
-
-// checkEnd holds run.json's account of how the last segment ended to the
-// journal: a segment that ended (any status but running) ended the
-// journal with its run.finished, and run.json recorded that line as the
-// head. Lines after it were not written by the run.
-func checkEnd(events []artifacts.Event, m record.Manifest, head artifacts.Digest) error {
-	last := events[len(events)-1]
-	if m.Status == outcome.StatusRunning {
-		// A crash: the segment's tail has no run.finished. The head
-		// recorded at the previous segment's end must still be in the chain.
-		if m.JournalHead == "" {
-			return nil
-		}
-		for _, ev := range events {
-			if artifacts.DigestBytes(ev.Raw) == m.JournalHead {
-				return nil
-			}
-		}
-		return tampered("run.json's journal head %s is not a line of the journal", m.JournalHead)
-	}
-	if last.Type != record.EventRunFinished {
-		return tampered("run.json says the run ended (%s), but the journal goes on after its last run.finished (line %d is %s)", m.Status, last.Seq, last.Type)
-	}
-	var fin record.RunFinished
-	if err := json.Unmarshal(last.Data, &fin); err != nil || fin.Status != m.Status {
-		return tampered("run.json's status %s is not the status the journal ended with (%s)", m.Status, fin.Status)
-	}
-	if m.JournalHead != head {
-		return tampered("run.json's journal head is not the journal's last line")
-	}
-	return nil
-}
-
-// differingInput names the first part of run.json's inputs that is not
-// what run.created recorded. Tools and the probed sandbox are filled in
-// after creation; they are recomputed on resume, not trusted.
-func differingInput(created record.RunCreated, m record.Manifest) string {
-	a, b := created.Inputs, m.Inputs
-	a.Tools, b.Tools = nil, nil
-	a.Sandbox, b.Sandbox = requestedOnly(a.Sandbox), requestedOnly(b.Sandbox)
-	if created.RunID != m.RunID {
-		return "run id"
-	}
-	var am, bm map[string]json.RawMessage
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	json.Unmarshal(ja, &am)
-	json.Unmarshal(jb, &bm)
-	keys := make([]string, 0, len(am)+len(bm))
-	for k := range am {
-		keys = append(keys, k)
-	}
-	for k := range bm {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range slices.Compact(keys) {
-		if !bytes.Equal(am[k], bm[k]) {
-			return "inputs." + k
-		}
-	}
-	if !sameJSON(created.Sources, m.Sources) {
-		return "sources"
-	}
-	if !sameJSON(created.Outputs, m.Outputs) {
-		return "outputs"
-	}
-	return ""
-}
-
-func requestedOnly(s *record.SandboxRecord) *record.SandboxRecord {
-	if s == nil {
-		return nil
-	}
-	return &record.SandboxRecord{Requested: s.Requested}
-}
-
-func sameJSON(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 // registry is the run-start snapshot, read from the run directory and held
