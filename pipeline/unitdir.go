@@ -65,7 +65,7 @@ type unitRun struct {
 func openUnitRun(dir, rel string) (*unitRun, error) {
 	d, err := artifacts.OpenDirBeneath(dir, rel)
 	if errors.Is(err, artifacts.ErrOutsideDir) {
-		return nil, fmt.Errorf("is a symbolic link or leads outside the directory (harness writes only directories there)")
+		return nil, &linkError{}
 	}
 	if err != nil {
 		return nil, err
@@ -74,6 +74,14 @@ func openUnitRun(dir, rel string) (*unitRun, error) {
 }
 
 func (u *unitRun) Close() error { return u.d.Close() }
+
+// linkError is a unit's run directory that is a link, or whose path leads
+// outside the pipeline or batch directory.
+type linkError struct{}
+
+func (*linkError) Error() string {
+	return "is a symbolic link or leads outside the directory (harness writes only directories there)"
+}
 
 // verify is rundir.Verify of the opened directory, its report naming the
 // directory's path rather than the descriptor's.

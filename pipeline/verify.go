@@ -139,8 +139,13 @@ func checkUnitRun(dir string, version int, l layout, o *record.PhaseOutcome, key
 	}
 	uv.RunDir = filepath.Join(dir, rel)
 	u, err := openUnitRun(dir, rel)
-	if err != nil {
+	var linked *linkError
+	switch {
+	case errors.As(err, &linked):
 		fail("its run directory %s %v", uv.RunDir, err)
+		return
+	case err != nil:
+		fail("its run directory is missing or unreadable: %v", err)
 		return
 	}
 	defer u.Close()
