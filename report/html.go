@@ -212,7 +212,7 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 			row.RunDir = filepath.Join(dir, runs, u.Name)
 			row.Anchor = fmt.Sprintf("unit-%d", i+1)
 			row.Href = "#" + row.Anchor
-			if rp, err := runPage(row.RunDir, row.Anchor, 1); err == nil {
+			if rp, err := unitPage(dir, filepath.Join(runs, u.Name), row.RunDir, row.Anchor); err == nil {
 				sp.Runs = append(sp.Runs, rp)
 			} else {
 				row.Anchor = ""
@@ -224,6 +224,44 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 		sp.Graph = dependencyGraph(sp.Units)
 	}
 	return &Page{Title: fmt.Sprintf("harness %s %s", kind, m.PipelineID), Generated: now.UTC(), Kind: kind, Set: sp}, nil
+}
+
+// unitPage reads the run directory rel of a pipeline or batch directory
+// dir through one descriptor, opened beneath dir through no link, and
+// shows it under its path shown: a directory swapped in at that path while
+// the page is read is not the one read.
+func unitPage(dir, rel, shown, anchor string) (*RunPage, error) {
+	d, err := artifacts.OpenDirBeneath(dir, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fd := artifacts.DirPath(d)
+	rp, err := runPage(fd, anchor, 1)
+	if err != nil {
+		return nil, err
+	}
+	relocate(rp, fd, shown)
+	return rp, nil
+}
+
+// relocate names the runs of a page read through the descriptor path from
+// by the path to they are shown under.
+func relocate(rp *RunPage, from, to string) {
+	move := func(p string) string {
+		if rest, ok := strings.CutPrefix(p, from); ok {
+			return to + rest
+		}
+		return p
+	}
+	rp.RunDir = move(rp.RunDir)
+	rp.ResumeWith = strings.ReplaceAll(rp.ResumeWith, from, to)
+	for i := range rp.Children {
+		rp.Children[i].RunDir = move(rp.Children[i].RunDir)
+	}
+	for _, c := range rp.ChildPages {
+		relocate(c, from, to)
+	}
 }
 
 // Report reads any of the three kinds of directory.
