@@ -44,7 +44,9 @@ func unitRunDir(version int, dir string, l layout, name, recorded string) (strin
 		}
 		rel = r
 	}
-	if !filepath.IsLocal(rel) || filepath.Clean(rel) != want || strings.Contains(name, string(filepath.Separator)) {
+	// A unit's name is its run's id: one path element (the manifest is
+	// input too).
+	if rundir.CheckRunID(name) != nil || !filepath.IsLocal(rel) || filepath.Clean(rel) != want {
 		return "", fmt.Errorf("is not %s inside the %s directory, where harness puts it", want, l.kind)
 	}
 	return want, nil
