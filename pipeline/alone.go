@@ -53,6 +53,7 @@ func runAlone(ctx context.Context, f *File, o Options) (*record.PipelineResult, 
 		return nil, err
 	}
 	last := lastOutcomes(events, p.layout.unitFinished())
+	p.fresh = freshStarts(events, p.layout)
 	start, err := p.prepareAlone(ph, last)
 	if err != nil || start == nil {
 		res := p.partialResult(events, nil)

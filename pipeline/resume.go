@@ -76,6 +76,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		}
 	}
 	last := lastOutcomes(events, l.unitFinished())
+	p.fresh = freshStarts(events, l)
 	for _, ph := range f.Phases {
 		if err := p.takeOver(ph.Name, last[ph.Name]); err != nil {
 			return nil, err
@@ -152,9 +153,58 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 		return p.setAside(name)
 	}
 	// A run that ended resumably, or one that never wrote its result (a
-	// crash): the run's own resume takes it from its journal.
+	// crash): the run's own resume takes it from its journal, once it is
+	// the run the journal recorded (unless a fresh start came after that
+	// record, which the directory then holds).
+	if prev != nil && prev.RunDir != "" && !p.fresh[name] {
+		if err := p.sameRun(name, prev); err != nil {
+			return err
+		}
+	}
 	p.resumable[name] = true
 	return nil
+}
+
+// sameRun holds the run directory of a unit about to resume to the run
+// the journal recorded when it last ended. One that does not verify is
+// left to the run's own resume, which refuses it in its words.
+func (p *pipe) sameRun(name string, prev *record.PhaseOutcome) error {
+	u, err := openUnitRun(p.dir, filepath.Join(p.layout.runs, name))
+	if err != nil {
+		return nil
+	}
+	defer u.Close()
+	rep, err := u.verify(p.common.RunKey)
+	if err != nil || !rep.OK {
+		return nil
+	}
+	if err := checkIdentity(p.manifest.Version, prev, rep); err != nil {
+		return outcome.Policy("phase_run_replaced", "%s %s's run directory %s %v; nothing was run", p.layout.unit, name, u.path, err)
+	}
+	return nil
+}
+
+// freshStarts are the units started afresh after their last finished
+// line: their directory holds a newer run than that line records.
+func freshStarts(events []artifacts.Event, l layout) map[string]bool {
+	out := map[string]bool{}
+	for _, ev := range events {
+		switch ev.Type {
+		case l.unitFinished():
+			var o record.PhaseOutcome
+			if json.Unmarshal(ev.Data, &o) == nil {
+				delete(out, o.Name)
+			}
+		case l.unitStarted():
+			var d struct {
+				Resume bool `json:"resume"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil && !d.Resume {
+				out[unitOf(l, ev)] = true
+			}
+		}
+	}
+	return out
 }
 
 // setAside moves a phase's finished, unresumable run directory out of the

@@ -111,6 +111,9 @@ type pipe struct {
 	done map[string]*phaseDone
 	// resumable are phases whose stopped run resumes from its journal.
 	resumable map[string]bool
+	// fresh are units started afresh after their last finished line (a
+	// resume's view of the journal).
+	fresh map[string]bool
 	// maxTurns and baseURL are ResumeOptions', for those.
 	maxTurns, baseURL string
 	// decisions are ResumeOptions' approvals, by unit.

@@ -74,7 +74,7 @@ func checkChild(shown, fd string, c record.ChildEnded, key []byte, depth int) er
 	if err != nil {
 		return tampered("child run %s (run %s), which the journal records, cannot be read: %s", c.Dir, c.ID, name(outcome.As(err).Msg, fd, shown))
 	}
-	st, lines, err := open(fd, m, key, depth)
+	st, err := open(fd, m, key, depth)
 	if err == nil {
 		err = st.checkFiles(fd)
 	}
@@ -82,11 +82,17 @@ func checkChild(shown, fd string, c record.ChildEnded, key []byte, depth int) er
 		e := outcome.As(err)
 		return tampered("child run %s does not verify: %s: %s", c.Dir, e.Code, name(e.Msg, fd, shown))
 	}
-	if m.RunID != c.ID || !lines[c.JournalHead] {
+	if m.RunID != c.ID || !st.HasLine(c.JournalHead) {
 		return tampered("child run %s is not the run the journal recorded (run %s, journal head %s): it holds run %s, whose journal has no such line", c.Dir, c.ID, c.JournalHead, m.RunID)
 	}
 	return nil
 }
+
+// HasLine reports whether d is the digest of a line of the verified
+// journal: a record of the run made when a segment of it ended names a
+// line its journal still holds however later segments go on, and another
+// run's journal never holds it.
+func (st *State) HasLine(d artifacts.Digest) bool { return st.lines[d] }
 
 // lineDigests are the digests of every line of a verified journal: each
 // line's prev is the one before it, and head the last.

@@ -39,7 +39,13 @@ type Report struct {
 	// what it spent, since run.json is written at each segment's end.
 	Turns int                `json:"turns"`
 	Usage record.UsageRecord `json:"usage"`
+	// lines are the verified journal's line digests, for HasLine.
+	lines map[artifacts.Digest]bool
 }
+
+// HasLine reports whether d is the digest of a line of the verified
+// journal (false when it did not verify).
+func (r *Report) HasLine(d artifacts.Digest) bool { return r.lines[d] }
 
 // Verify checks a run directory the way resume does before it trusts it
 // (chain, seal, inputs and identity, segment ends, every referenced file),
@@ -64,7 +70,7 @@ func Verify(dir string, key []byte) (*Report, error) {
 		rep.Problem = &outcome.Record{Code: e.Code, Message: e.Msg}
 		return rep, nil
 	}
-	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs = true, st.LastSeq, st.Head, len(st.Finished)
+	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs, rep.lines = true, st.LastSeq, st.Head, len(st.Finished), st.lines
 	rep.ToolOutputsInJournal = len(st.Restored)
 	rep.Waiting = st.Waiting()
 	rep.Finished = st.FinishedEvent

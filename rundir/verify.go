@@ -56,6 +56,8 @@ type State struct {
 	// FollowUps are the operator's follow-up instructions (run.continued),
 	// as the model read them.
 	FollowUps []string
+	// lines are the digests of every line of the verified journal.
+	lines map[artifacts.Digest]bool
 	// Children are the parent's last record of each delegate_task child,
 	// by its directory (children/<id>).
 	Children map[string]record.ChildEnded
@@ -85,64 +87,62 @@ func tampered(format string, args ...any) error {
 // it wrote, read from inside the directory. It returns the run rebuilt
 // from the journal alone.
 func Open(dir string, m record.Manifest, key []byte) (*State, error) {
-	st, _, err := open(dir, m, key, 0)
-	return st, err
+	return open(dir, m, key, 0)
 }
 
 // open is Open of a run directory depth levels of children below the one
-// asked for; for a child (depth > 0) it also returns the digest of every
-// journal line, which its parent's record of it is held to.
-func open(dir string, m record.Manifest, key []byte, depth int) (*State, map[artifacts.Digest]bool, error) {
+// asked for.
+func open(dir string, m record.Manifest, key []byte, depth int) (*State, error) {
 	switch {
 	case m.Seal != nil && len(key) == 0:
-		return nil, nil, outcome.Policy("run_dir_sealed", "run %s is sealed: set HARNESS_RUN_KEY to the key it was written with to verify and resume it", m.RunID)
+		return nil, outcome.Policy("run_dir_sealed", "run %s is sealed: set HARNESS_RUN_KEY to the key it was written with to verify and resume it", m.RunID)
 	case m.Seal == nil && len(key) > 0:
-		return nil, nil, tampered("HARNESS_RUN_KEY is set but run.json carries no seal (it was written without the key, or the seal was removed)")
+		return nil, tampered("HARNESS_RUN_KEY is set but run.json carries no seal (it was written without the key, or the seal was removed)")
 	case m.Seal != nil:
 		want, err := Seal(m, key)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if !hmac.Equal([]byte(want.Mac), []byte(m.Seal.Mac)) || want.JournalHead != m.Seal.JournalHead {
-			return nil, nil, tampered("run.json's seal does not verify with HARNESS_RUN_KEY")
+			return nil, tampered("run.json's seal does not verify with HARNESS_RUN_KEY")
 		}
 	}
 	p := filepath.Join(dir, record.FileJournal)
 	f, err := openFile(dir, record.FileJournal, os.O_RDONLY, 0)
 	var refused *outcome.Error
 	if errors.As(err, &refused) {
-		return nil, nil, err
+		return nil, err
 	}
 	if err != nil {
-		return nil, nil, outcome.Usage("run_dir_invalid", "%s has no journal: %v", dir, err)
+		return nil, outcome.Usage("run_dir_invalid", "%s has no journal: %v", dir, err)
 	}
 	c, err := readJournal(f, m.Status)
 	f.Close()
 	if err != nil {
 		if errors.Is(err, artifacts.ErrJournalCorrupt) {
-			return nil, nil, outcome.Policy("journal_corrupt", "%s: %v; the run cannot be resumed safely", p, err)
+			return nil, outcome.Policy("journal_corrupt", "%s: %v; the run cannot be resumed safely", p, err)
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	head, err := artifacts.VerifyChain(c.Events, key)
 	if err != nil {
-		return nil, nil, tampered("%v", err)
+		return nil, tampered("%v", err)
 	}
 	st := &State{Finished: map[string]bool{}, ApprovalsRequested: map[string]record.ApprovalRequested{}, ApprovalsDecided: map[string]record.ApprovalDecided{}, TornBytes: c.TornBytes, ValidSize: c.ValidSize, Head: head}
 	if len(c.Events) == 0 {
-		return nil, nil, outcome.Usage("run_not_started", "run %s stopped before its journal recorded anything: nothing ran, so there is nothing to resume; start it again with `harness run`", m.RunID)
+		return nil, outcome.Usage("run_not_started", "run %s stopped before its journal recorded anything: nothing ran, so there is nothing to resume; start it again with `harness run`", m.RunID)
 	}
 	if c.Events[0].Type != record.EventRunCreated {
-		return nil, nil, tampered("the journal does not begin with run.created")
+		return nil, tampered("the journal does not begin with run.created")
 	}
 	if err := json.Unmarshal(c.Events[0].Data, &st.Created); err != nil {
-		return nil, nil, tampered("journal line 1 (run.created): %v", err)
+		return nil, tampered("journal line 1 (run.created): %v", err)
 	}
 	if field := differingInput(st.Created, m); field != "" {
-		return nil, nil, tampered("run.json's %s is not what the journal recorded when the run was created", field)
+		return nil, tampered("run.json's %s is not what the journal recorded when the run was created", field)
 	}
 	if err := checkEnd(c.Events, m, head); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if m.Status == outcome.StatusRunning {
 		st.OpenTail = 1
@@ -154,28 +154,25 @@ func open(dir string, m record.Manifest, key []byte, depth int) (*State, map[art
 	}
 	for i, ev := range c.Events {
 		if err := st.apply(dir, i+1, ev); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if st.Started {
 		if st.Sealed.Digest == "" || !sameJSON(st.Sealed, m.Identity) {
-			return nil, nil, tampered("run.json's identity is not the one the journal sealed at run.started")
+			return nil, tampered("run.json's identity is not the one the journal sealed at run.started")
 		}
 	}
 	if err := checkResult(dir, m, st.FinishedEvent); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := st.checkPolicy(dir, m); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := st.checkChildren(dir, key, depth); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var lines map[artifacts.Digest]bool
-	if depth > 0 {
-		lines = lineDigests(c.Events, head)
-	}
-	return st, lines, nil
+	st.lines = lineDigests(c.Events, head)
+	return st, nil
 }
 
 // checkResult holds result.json to the result the journal's last
