@@ -19,8 +19,8 @@ import (
 // out. Version 1 recorded absolute paths: such a directory is read only
 // where it was written.
 
-// recordedRunDir is how a directory of version records the run directory
-// of unit name.
+// recordedRunDir is how a directory of the given version records the run
+// directory of unit name.
 func recordedRunDir(version int, dir string, l layout, name string) string {
 	rel := filepath.Join(l.runs, name)
 	if version < 2 {
