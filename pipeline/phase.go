@@ -94,6 +94,9 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 			RunDir: p.runDir(ph.Name), APIKey: p.common.APIKey, RunKey: p.common.RunKey, MaxTurns: p.maxTurns, BaseURL: p.baseURL,
 			Record: p.cassette(p.manifest.Record, ph.Name), Replay: p.cassette(p.manifest.Replay, ph.Name),
 			Stderr: stderr, Now: p.common.Now, Version: p.common.Version, SnapshotCache: p.common.SnapshotCache,
+			// The run recorded where the pipeline directory was; it is
+			// protected where it is now too.
+			Protect: []string{p.dir},
 			Approve: p.decisions[ph.Name].approve, Deny: p.decisions[ph.Name].deny, DenyReason: p.decisionReason, Actor: p.decisionActor,
 		})
 	} else if err = p.checkHandOff(handed); err == nil {
