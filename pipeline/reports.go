@@ -66,7 +66,7 @@ const maxExcerpt = 2000
 func WriteJUnit(path string, res *record.PipelineResult) error {
 	suite := junitSuite{Name: "harness.batch." + res.ID(), Time: seconds(res.DurationMs)}
 	for _, t := range res.Tasks {
-		c := junitCase{Name: t.Name, Classname: "harness.batch", Time: seconds(t.DurationMs), SystemOut: t.RunDir}
+		c := junitCase{Name: t.Name, Classname: "harness.batch", Time: seconds(t.DurationMs), SystemOut: runDirOf(res, t)}
 		switch t.Status {
 		case "succeeded":
 		case statusSkipped, statusNotStarted:
@@ -74,7 +74,7 @@ func WriteJUnit(path string, res *record.PipelineResult) error {
 			suite.Skipped++
 		default:
 			text := t.Message
-			if a := answerOf(t); a != "" {
+			if a := answerOf(res, t); a != "" {
 				text += "\n\nanswer:\n" + a
 			}
 			c.Failure = &junitFailure{Message: fmt.Sprintf("%s (%s, exit %d)", t.Status, t.Reason, t.ExitCode), Type: t.Status, Text: clean(text)}
@@ -112,18 +112,27 @@ func WriteSummary(path string, res *record.PipelineResult) error {
 		if line := pendingLine(t); line != "" {
 			msg = line
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCellN(answerOf(t), 120), mdCell(msg))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCellN(answerOf(res, t), 120), mdCell(msg))
 	}
 	return artifacts.WriteFile(path, []byte(b.String()), 0o644)
 }
 
+// runDirOf is where a task's run directory is: a batch result records it
+// relative to the batch directory, a merged one where its shard was.
+func runDirOf(res *record.PipelineResult, t record.PhaseOutcome) string {
+	if t.RunDir == "" || filepath.IsAbs(t.RunDir) {
+		return t.RunDir
+	}
+	return filepath.Join(res.Dir, t.RunDir)
+}
+
 // answerOf is the start of a task's answer, read back from its result.
-func answerOf(t record.PhaseOutcome) string {
+func answerOf(res *record.PipelineResult, t record.PhaseOutcome) string {
 	if t.RunDir == "" {
 		return ""
 	}
 	var r record.Result
-	if artifacts.ReadJSONBeneath(t.RunDir, record.FileResult, record.TypeResult, 1, &r) != nil {
+	if artifacts.ReadJSONBeneath(runDirOf(res, t), record.FileResult, record.TypeResult, 1, &r) != nil {
 		return ""
 	}
 	a := r.Answer
@@ -218,6 +227,11 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 				t.Message = "shard " + d + " does not verify: " + firstProblem(v)
 			case ok:
 				t.Status, t.ExitCode = u.Status, u.ExitCode
+			}
+			if t.RunDir != "" && !filepath.IsAbs(t.RunDir) {
+				// A merged result names runs of many shards: each where
+				// its shard is now.
+				t.RunDir = filepath.Join(abs, t.RunDir)
 			}
 			byTask[t.Name] = t
 		}

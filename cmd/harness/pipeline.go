@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -208,7 +209,12 @@ func (o *pipelineOutput) report(res *record.PipelineResult) {
 		if p.Reused {
 			status += " (reused)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", p.Name, status, p.ExitCode, p.Usage.TotalTokens, p.RunDir)
+		runDir := p.RunDir
+		if runDir != "" && !filepath.IsAbs(runDir) {
+			// Recorded relative to the directory, shown where it is.
+			runDir = filepath.Join(res.Dir, runDir)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", p.Name, status, p.ExitCode, p.Usage.TotalTokens, runDir)
 	}
 	tw.Flush()
 	if !o.quiet {
