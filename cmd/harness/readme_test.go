@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,54 +28,49 @@ type readmePlaceholder struct {
 	means string
 	// value replaces the word in the command the script runs: a literal,
 	// or a shell variable the script sets (with dirname) before it runs
-	// the command.
+	// the command. None for a word only commands whose --help is checked
+	// have.
 	value string
 }
 
 var readmePlaceholders = map[string]readmePlaceholder{
 	"W":             {"the workspace of harness run", "ws"},
 	"<run-id>":      {"the id of the run the README's harness run made", "$RUN_ID"},
-	"<id>":          {"the id of the pipeline or batch the line before made (printed at its end)", "$ID"},
+	"<id>":          {"the id of the pipeline or batch the README's run line made (it prints it at its end)", "$ID"},
 	"IMG":           {"the harness image a cluster pulls", "registry.example/harness:1.4.0"},
 	"RUN":           {"a run: its directory", ".harness/runs/$RUN_ID"},
 	"DIR":           {"a run, pipeline or batch directory", ".harness/runs/$RUN_ID"},
 	"TEXT":          {"a prompt", "'Now in one line.'"},
 	"URL":           {"another endpoint", "$MODEL_URL"},
 	"CALL_ID":       {"the id of a tool call waiting for a person", ""},
-	"FILE":          {"a file", ""},
-	"ID":            {"an id", ""},
-	"NAME":          {"a name", ""},
-	"MODEL":         {"a model", ""},
-	"S":             {"a skill", ""},
-	"P":             {"a script's path in the skill", ""},
-	"N":             {"a number", ""},
-	"DUR":           {"a duration", ""},
-	"SIZE":          {"a size", ""},
-	"PATTERN":       {"a command pattern", ""},
-	"PROGRAM":       {"a program", ""},
-	"I":             {"a shard", ""},
-	"A":             {"a value", ""},
-	"B":             {"a value", ""},
 	"pipeline.yaml": {"the README's ```yaml pipeline block", "pipeline.yaml"},
 	"triage.yaml":   {"a batch file as the README's Batches section describes it, made by readme_batches.txtar", "triage.yaml"},
 	"harness.yaml":  {"the README's ```yaml config block", "harness.yaml"},
 }
 
 // readmeClaims say what runs each command of the README's sh blocks, by
-// its first words (the longest that match). A script claims a prefix by
-// naming it, quoted, in a readme or docblock command.
+// its first words (the longest key that matches). A script claims a
+// prefix by naming it, quoted exactly so, in the readme, readme-task or
+// docblock command that runs the lines that start so; a new line needs a
+// key here, and so a script that runs it.
 var readmeClaims = map[string]string{
-	"harness run ":                "script:readme_usage",
-	"harness reflect ":            "script:readme_usage",
-	"harness pipeline ":           "script:readme_pipelines",
-	"go tool task demo:pipeline":  "script:readme_pipelines",
-	"harness batch ":              "script:readme_batches",
-	"harness skills ":             "script:readme_skills_from_git",
-	"go tool task demo ":          "script:readme_demo",
-	"go tool task demo:reflect":   "script:readme_demo",
-	"go tool task ci ":            "task: what CI runs; TestReadmeTasks checks the Taskfile has it",
-	"go install ":                 "install: TestReadmeInstall checks the packages are this module's commands",
-	"apt-get install bubblewrap ": "install: TestReadmeInstall checks the package is the one the tools task installs",
+	"harness run ":                                       "script:readme_usage",
+	"harness reflect ":                                   "script:readme_usage",
+	"go tool task demo":                                  "script:readme_demo",
+	"go tool task demo:reflect":                          "script:readme_demo",
+	"go tool task demo:pipeline":                         "script:readme_pipelines",
+	"harness pipeline run ":                              "script:readme_pipelines",
+	"harness pipeline resume ":                           "script:readme_pipelines",
+	"harness pipeline check ":                            "script:readme_pipelines",
+	"harness batch run triage.yaml --jobs":               "script:readme_batches",
+	"harness batch run triage.yaml --id nightly --shard": "script:readme_batches",
+	"harness batch merge ":                               "script:readme_batches",
+	"harness batch resume ":                              "script:readme_batches",
+	"harness batch k8s ":                                 "script:readme_batches",
+	"harness skills ":                                    "script:readme_skills_from_git",
+	"go tool task ci":                                    "task: what CI runs; TestReadmeTasks checks the Taskfile has it",
+	"go install ":                                        "install: TestReadmeInstall checks the packages are this module's commands",
+	"apt-get install bubblewrap":                         "install: TestReadmeInstall checks the package is the one the tools task installs",
 }
 
 // readmeProse say what runs or checks each command the README's prose
@@ -155,7 +151,8 @@ func readmeCommands(readme string) ([]readmeCommand, error) {
 				c.text += lines[i]
 			}
 			c.text = strings.TrimRight(c.text, "\n")
-			if strings.TrimSpace(c.text) != "" {
+			// A line that is only a comment is no command.
+			if c.words() != "" && !strings.HasPrefix(c.words(), "#") {
 				out = append(out, c)
 			}
 		}
@@ -205,18 +202,20 @@ func (c readmeCommand) filled() (string, error) {
 	return t, nil
 }
 
-func (c readmeCommand) claim() string {
+// claim is what runs or checks the command, and the key it is claimed by.
+func (c readmeCommand) claim() (how, key string) {
 	if c.prose {
-		return readmeProse[c.text]
+		return readmeProse[c.text], c.text
 	}
 	w := c.words() + " "
-	best := ""
 	for p := range readmeClaims {
-		if strings.HasPrefix(w, p) && len(p) > len(best) {
-			best = p
+		// A key ends a word: "go tool task demo" is not a prefix of
+		// "go tool task demo:reflect".
+		if strings.HasPrefix(w, p) && (strings.HasSuffix(p, " ") || w[len(p)] == ' ') && len(p) > len(key) {
+			key = p
 		}
 	}
-	return readmeClaims[best]
+	return readmeClaims[key], key
 }
 
 // Every command of the README is claimed by a script that runs it or a
@@ -233,15 +232,15 @@ func TestReadmeCommands(t *testing.T) {
 		} else {
 			sh++
 		}
-		claim := c.claim()
-		if claim == "" {
-			t.Errorf("%s: nothing runs this command: add it to readmeClaims or readmeProse with the test that runs it", c)
-			continue
-		}
 		for _, p := range c.placeholders() {
 			if _, ok := readmePlaceholders[p]; !ok {
 				t.Errorf("%s: %q is a placeholder readmePlaceholders does not know", c, p)
 			}
+		}
+		claim, key := c.claim()
+		if claim == "" {
+			t.Errorf("%s: nothing runs this command: add it to readmeClaims or readmeProse with the test that runs it", c)
+			continue
 		}
 		if script, ok := strings.CutPrefix(claim, "script:"); ok {
 			b, err := os.ReadFile(filepath.Join("../../testdata/script", script+".txtar"))
@@ -249,22 +248,20 @@ func TestReadmeCommands(t *testing.T) {
 				t.Errorf("%s: %v", c, err)
 				continue
 			}
-			key := c.text
-			if !c.prose {
-				for p := range readmeClaims {
-					if readmeClaims[p] == claim && strings.HasPrefix(c.words()+" ", p) {
-						key = strings.TrimSpace(p)
-					}
-				}
-			}
-			if !strings.Contains(string(b), "'"+key) {
-				t.Errorf("%s: %s.txtar does not run it (no readme or docblock line names %q)", c, script, key)
+			if !strings.Contains(string(b), "'"+key+"'") {
+				t.Errorf("%s: %s.txtar does not run it (no readme, readme-task or docblock line names '%s')", c, script, key)
 			}
 			if c.prose {
 				if _, err := c.filled(); err != nil {
 					t.Error(err)
 				}
 			}
+		}
+	}
+	// Nor does the table keep a placeholder no command has.
+	for p := range readmePlaceholders {
+		if !slices.ContainsFunc(cmds, func(c readmeCommand) bool { return slices.Contains(c.placeholders(), p) }) {
+			t.Errorf("readmePlaceholders has %q, which no command of the README has", p)
 		}
 	}
 	if sh < 20 || prose < 20 {
@@ -393,8 +390,7 @@ func TestReadmeInstall(t *testing.T) {
 					t.Errorf("%s: %s is not a package of %s at @latest", c, pkg, module)
 					continue
 				}
-				src, err := os.ReadFile(filepath.Join("../..", rel, "main.go"))
-				if err != nil || !bytes.Contains(src, []byte("\npackage main\n")) && !bytes.HasPrefix(src, []byte("package main\n")) && !strings.Contains(string(src), "package main") {
+				if p, err := build.ImportDir(filepath.Join("../..", rel), 0); err != nil || p.Name != "main" {
 					t.Errorf("%s: %s is not a command of this module (%v)", c, rel, err)
 				}
 			}
@@ -440,6 +436,8 @@ func cmdReadme(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		t, err := c.filled()
 		ts.Check(err)
+		// The log names the README line a failure comes from.
+		ts.Logf("%s\n  runs as: %s", c, strings.ReplaceAll(t, "\\\n", ""))
 		out.WriteString(t + "\n")
 	}
 	if out.Len() == 0 {
