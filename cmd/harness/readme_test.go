@@ -355,6 +355,17 @@ func TestReadmeTasks(t *testing.T) {
 	if len(named) < 9 {
 		t.Errorf("found only the tasks %v in the README", slices.Sorted(mapKeys(named)))
 	}
+	// `go tool task build` puts the two programs of the install line in
+	// bin/.
+	tf, err := os.ReadFile("../../Taskfile.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"go build -o bin/harness ./cmd/harness\n", "go build -o bin/harness-sandbox ./cmd/harness-sandbox\n"} {
+		if !strings.Contains(string(tf), want) {
+			t.Errorf("the build task does not run %q, as the README says it does", strings.TrimSpace(want))
+		}
+	}
 	run, err := os.ReadFile("../../.ci/run")
 	if err != nil {
 		t.Fatal(err)
