@@ -75,10 +75,9 @@ var readmeClaims = map[string]string{
 
 // readmeProse say what runs or checks each command the README's prose
 // spells out. "script:NAME" runs it as written (with placeholders
-// filled); "help" checks that the command exists and has each flag it
-// names (its --help); "task" that the Taskfile has it; "install" as
-// above; "name" that it is a sentence's name for a command shown
-// elsewhere, with its --help checked too.
+// filled); "help" (a command's name or synopsis in a sentence) checks
+// that the command exists and has each flag it names (TestReadmeHelp);
+// "task" that `go tool task --list` has the task (TestReadmeTasks).
 var readmeProse = map[string]string{
 	"harness --version":                    "script:readme_usage",
 	"harness runs":                         "script:readme_usage",
