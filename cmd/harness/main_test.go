@@ -114,6 +114,9 @@ func scriptParams(files []string) testscript.Params {
 			"docblock":           cmdDocBlock,
 			"build-harness":      cmdBuildHarness,
 			"version-ldflags":    cmdVersionLdflags,
+			"readme":             cmdReadme,
+			"readme-task":        cmdReadmeTask,
+			"dirname":            cmdDirName,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
