@@ -360,7 +360,7 @@ func TestReadmeTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"go build -o bin/harness ./cmd/harness\n", "go build -o bin/harness-sandbox ./cmd/harness-sandbox\n"} {
+	for _, want := range []string{" -o bin/harness ./cmd/harness\n", " -o bin/harness-sandbox ./cmd/harness-sandbox\n"} {
 		if !strings.Contains(string(tf), want) {
 			t.Errorf("the build task does not run %q, as the README says it does", strings.TrimSpace(want))
 		}
