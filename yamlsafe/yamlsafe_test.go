@@ -139,3 +139,36 @@ func size(v any, n, stop int) int {
 	}
 	return n
 }
+
+// Reason never carries a byte of the document: a config that is a link
+// to /proc/self/environ, or a key file, must not reach stderr.
+func TestReasonPrintsNoSource(t *testing.T) {
+	type strict struct {
+		Name string `yaml:"name"`
+	}
+	for _, tc := range []struct {
+		name, doc string
+		into      any
+	}{
+		{"unterminated quote", "model: m\nKEY=sk-hidden: [ \"sk-hidden\n", &map[string]any{}},
+		{"environ", "PATH=/bin\x00HARNESS_API_KEY=sk-hidden\x00", &map[string]any{}},
+		{"unknown field", "sk-hidden: 1\n", &strict{}},
+		{"type", "name: [sk-hidden]\n", &strict{}},
+		{"tab", "a:\n\tsk-hidden: 1\n", &map[string]any{}},
+		{"duplicate", "sk-hidden: 1\nsk-hidden: 2\n", &map[string]any{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []yaml.DecodeOption{}
+			if _, ok := tc.into.(*strict); ok {
+				opts = append(opts, yaml.Strict())
+			}
+			err := yamlsafe.Unmarshal("f.yaml", []byte(tc.doc), tc.into, opts...)
+			if err == nil {
+				t.Fatal("the document decodes")
+			}
+			if r := yamlsafe.Reason(err); strings.Contains(r, "sk-hidden") || strings.Contains(r, "\n") {
+				t.Fatalf("Reason(%v) = %q: holds the document", err, r)
+			}
+		})
+	}
+}
