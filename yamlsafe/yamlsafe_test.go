@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 
@@ -171,4 +172,26 @@ func TestReasonPrintsNoSource(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReason: whatever the document, Reason is one line of valid UTF-8,
+// bounded, and quotes nothing of it.
+func FuzzReason(f *testing.F) {
+	for _, s := range []string{"a: \"sk-hidden\n", "KEY=sk-hidden\x00X=1\x00", "a:\n\tb: 'sk-hidden'\n", "[sk-hidden", "a: b: c", "- x\ny: 1\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var v any
+		err := yamlsafe.Unmarshal("f.yaml", doc, &v)
+		if err == nil {
+			return
+		}
+		r := yamlsafe.Reason(err)
+		if strings.ContainsAny(r, "\n\r\x00") || !utf8.ValidString(r) || len(r) > 300 {
+			t.Fatalf("Reason = %q", r)
+		}
+		if strings.Contains(r, "sk-hidden") {
+			t.Fatalf("Reason = %q: quotes the document", r)
+		}
+	})
 }
