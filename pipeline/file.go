@@ -220,7 +220,7 @@ func parse(data []byte, name string) (*File, error) {
 }
 
 func yamlMessage(err error) string {
-	return strings.TrimSpace(yaml.FormatError(err, false, false))
+	return yamlsafe.Reason(err)
 }
 
 // compile compiles an embedded schema; it is part of the binary, so a

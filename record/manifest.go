@@ -66,7 +66,9 @@ type Segment struct {
 	Usage      loop.Usage `json:"usage"`
 }
 
-// Sources records, per option, where its effective value came from.
+// Sources records, per option, where its effective value came from
+// ("flag", "env", "config", "default"; "config+flag" for confirm-tool,
+// whose entries from every source combine).
 type Sources struct {
 	ConfigFile string            `json:"configFile,omitempty"`
 	Values     map[string]string `json:"values"`

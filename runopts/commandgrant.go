@@ -31,7 +31,7 @@ func (o *Options) ReadCommandGrant() error {
 	}
 	b, err := artifacts.ReadFileAtMost(o.CommandGrant, MaxOperatorFile)
 	if err != nil {
-		return outcome.Usage("command_grant_invalid", "--command-grant %s: %v", o.CommandGrant, err)
+		return outcome.Usage("command_grant_invalid", "--command-grant %s: %s", o.CommandGrant, yamlsafe.Reason(err))
 	}
 	var perms map[string]any
 	if err := yamlsafe.Unmarshal(o.CommandGrant, b, &perms, yaml.Strict()); err != nil {

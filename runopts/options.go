@@ -290,7 +290,9 @@ type Options struct {
 	Replay  string // cassette to serve model responses from (no network, no key)
 
 	// Sources maps each option name (the flag's name) to where its value
-	// came from: "flag", "env", "config" or "default".
+	// came from: "flag", "env", "config" or "default"; a list that
+	// combines its sources (confirm-tool) names each that gave an entry,
+	// joined by "+" ("config+flag").
 	Sources map[string]string
 	// ConfigFile is the config file that was read (--config,
 	// $HARNESS_CONFIG or the user's own), if any.

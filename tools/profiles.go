@@ -53,7 +53,7 @@ func ParseProfiles(path string, data []byte, parent Parent) ([]Profile, error) {
 		Profiles []Profile `yaml:"profiles"`
 	}
 	if err := yamlsafe.Unmarshal(path, data, &doc, yaml.Strict()); err != nil {
-		return nil, outcome.Usage("profiles_invalid", "--profiles %s: %v", path, err)
+		return nil, outcome.Usage("profiles_invalid", "--profiles %s: %s", path, yamlsafe.Reason(err))
 	}
 	if len(doc.Profiles) == 0 {
 		return nil, outcome.Usage("profiles_invalid", "--profiles %s defines no profiles (a top-level profiles: list)", path)

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -279,3 +281,33 @@ func (c *counter) refuse(n ast.Node, msg string) error {
 	}
 	return &Error{File: c.file, Line: line, Msg: msg}
 }
+
+// quoted is text a parser's message quotes from the document.
+var quoted = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|'[^']*'|`[^`]*`")
+
+// Reason is a decode error as line, column and the parser's reason, with
+// no byte of the document: goccy's own formatting prints the offending
+// lines, and a parser's message quotes tokens, so a file that is not what
+// it seems (a link to /proc/self/environ, a key file) would reach stderr
+// and the logs. Quoted text is replaced by "…".
+func Reason(err error) string {
+	var be *Error
+	if errors.As(err, &be) {
+		return be.Error()
+	}
+	msg := strings.TrimSpace(yaml.FormatError(err, false, false))
+	pos := ""
+	if m := position.FindStringSubmatch(msg); m != nil {
+		pos, msg = "line "+m[1]+", column "+m[2]+": ", msg[len(m[0]):]
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = quoted.ReplaceAllString(msg, `"…"`)
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return pos + strings.ToValidUTF8(msg, "?")
+}
+
+var position = regexp.MustCompile(`^\[(\d+):(\d+)\] `)

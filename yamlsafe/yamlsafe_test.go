@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 
@@ -138,4 +139,59 @@ func size(v any, n, stop int) int {
 		}
 	}
 	return n
+}
+
+// Reason never carries a byte of the document: a config that is a link
+// to /proc/self/environ, or a key file, must not reach stderr.
+func TestReasonPrintsNoSource(t *testing.T) {
+	type strict struct {
+		Name string `yaml:"name"`
+	}
+	for _, tc := range []struct {
+		name, doc string
+		into      any
+	}{
+		{"unterminated quote", "model: m\nKEY=sk-hidden: [ \"sk-hidden\n", &map[string]any{}},
+		{"environ", "PATH=/bin\x00HARNESS_API_KEY=sk-hidden\x00", &map[string]any{}},
+		{"unknown field", "sk-hidden: 1\n", &strict{}},
+		{"type", "name: [sk-hidden]\n", &strict{}},
+		{"tab", "a:\n\tsk-hidden: 1\n", &map[string]any{}},
+		{"duplicate", "sk-hidden: 1\nsk-hidden: 2\n", &map[string]any{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []yaml.DecodeOption{}
+			if _, ok := tc.into.(*strict); ok {
+				opts = append(opts, yaml.Strict())
+			}
+			err := yamlsafe.Unmarshal("f.yaml", []byte(tc.doc), tc.into, opts...)
+			if err == nil {
+				t.Fatal("the document decodes")
+			}
+			if r := yamlsafe.Reason(err); strings.Contains(r, "sk-hidden") || strings.Contains(r, "\n") {
+				t.Fatalf("Reason(%v) = %q: holds the document", err, r)
+			}
+		})
+	}
+}
+
+// FuzzReason: whatever the document, Reason is one line of valid UTF-8,
+// bounded, and quotes nothing of it.
+func FuzzReason(f *testing.F) {
+	for _, s := range []string{"a: \"sk-hidden\n", "KEY=sk-hidden\x00X=1\x00", "a:\n\tb: 'sk-hidden'\n", "[sk-hidden", "a: b: c", "- x\ny: 1\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var v any
+		err := yamlsafe.Unmarshal("f.yaml", doc, &v)
+		if err == nil {
+			return
+		}
+		r := yamlsafe.Reason(err)
+		if strings.ContainsAny(r, "\n\r\x00") || !utf8.ValidString(r) || len(r) > 300 {
+			t.Fatalf("Reason = %q", r)
+		}
+		if strings.Contains(r, "sk-hidden") {
+			t.Fatalf("Reason = %q: quotes the document", r)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +109,18 @@ func resolveOptions(cmd *cli.Command, opts []option) (*resolvedOptions, error) {
 		return nil, err
 	}
 	out.config, out.configFile = cf.path, cf
+	if slices.ContainsFunc(opts, func(o option) bool { return o.name == "workspace" }) {
+		ws := cmd.String("workspace")
+		if ws == "" {
+			ws = os.Getenv(envName("workspace"))
+		}
+		if ws == "" {
+			ws = "."
+		}
+		if err := cf.outside(ws); err != nil {
+			return nil, err
+		}
+	}
 	for _, o := range opts {
 		v, src, err := resolveOne(cmd, o, cfg)
 		if err != nil {
@@ -118,7 +131,15 @@ func resolveOptions(cmd *cli.Command, opts []option) (*resolvedOptions, error) {
 	return out, nil
 }
 
+// growingLists are safety lists that only grow: the config's, the
+// environment's and the flags' entries all hold, so that naming one more
+// tool on the command line never drops a confirmation the config asked.
+var growingLists = map[string]bool{"confirm-tool": true}
+
 func resolveOne(cmd *cli.Command, o option, cfg map[string]any) (any, string, error) {
+	if growingLists[o.name] {
+		return resolveGrowing(cmd, o, cfg)
+	}
 	if v, src, ok, err := fromCommandLine(cmd, o); ok || err != nil {
 		return v, src, err
 	}
@@ -138,6 +159,50 @@ func resolveOne(cmd *cli.Command, o option, cfg map[string]any) (any, string, er
 		return false, "default", nil
 	}
 	return o.def, "default", nil
+}
+
+// resolveGrowing is a growing list: the config's entries, then the
+// environment's, then the flags', each once; the source names every
+// place that gave one ("config+flag").
+func resolveGrowing(cmd *cli.Command, o option, cfg map[string]any) (any, string, error) {
+	var out, from []string
+	add := func(src string, xs []string) {
+		n := len(out)
+		for _, x := range xs {
+			if !slices.Contains(out, x) {
+				out = append(out, x)
+			}
+		}
+		if len(out) > n {
+			from = append(from, src)
+		}
+	}
+	if raw, ok := cfg[o.name]; ok {
+		v, err := configValue(o.kind, raw)
+		if err != nil {
+			return nil, "", usagef(fmt.Sprintf("config key %s: %v", o.name, err))
+		}
+		xs, _ := v.([]string)
+		add("config", xs)
+	}
+	for _, env := range append([]string{envName(o.name)}, o.envFallbacks...) {
+		if raw, set := os.LookupEnv(env); set && raw != "" {
+			v, err := parseValue(o.kind, raw)
+			if err != nil {
+				return nil, "", usagef(fmt.Sprintf("$%s: %v", env, err))
+			}
+			xs, _ := v.([]string)
+			add("env", xs)
+			break
+		}
+	}
+	if cmd.IsSet(o.name) {
+		add("flag", cmd.StringSlice(o.name))
+	}
+	if len(from) == 0 {
+		return []string(nil), "default", nil
+	}
+	return out, strings.Join(from, "+"), nil
 }
 
 // fromCommandLine is an option's value from its flag, else from its

@@ -13,11 +13,13 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/urfave/cli/v3"
+	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/discovery"
 	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/workspace"
 	"github.com/harness-dev/harness/yamlsafe"
 )
 
@@ -34,6 +36,9 @@ type configFile struct {
 	// userPath is the user config file harness looks for ("" when the
 	// system has no user config directory).
 	userPath string
+	// info is the user config file as opened, so a run can tell whether
+	// its workspace holds it by identity, not by name.
+	info fs.FileInfo
 }
 
 // configFlag is --config as every command that reads the config has it.
@@ -45,13 +50,28 @@ const userConfigShown = "$XDG_CONFIG_HOME/harness/config.yaml"
 
 // userConfigPath is the operator's own config file:
 // $XDG_CONFIG_HOME/harness/config.yaml, ~/.config/harness/config.yaml
-// without it.
+// without it. A relative XDG_CONFIG_HOME is ignored, as the XDG base
+// directory specification says, and a relative HOME gives none: either
+// would make a file of the current directory (a repository) the user's.
 func userConfigPath() string {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return ""
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(dir) {
+		home := os.Getenv("HOME")
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
 	}
-	return filepath.Join(dir, "harness", "config.yaml")
+	return filepath.Join(filepath.Clean(dir), "harness", "config.yaml")
+}
+
+// userConfigDir is the directory of the user config file ("" when there
+// is none): runs whose workspace holds it keep it read-only.
+func userConfigDir() string {
+	if p := userConfigPath(); p != "" {
+		return filepath.Dir(p)
+	}
+	return ""
 }
 
 // findConfig reads the config file of a command: --config FILE, else
@@ -78,23 +98,166 @@ func findConfig(cmd *cli.Command) (*configFile, error) {
 	if userPath == "" {
 		return cf, nil
 	}
-	f, err := os.Open(userPath)
+	f, err := openUserConfig(userPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return cf, nil
 	}
 	if err != nil {
-		return nil, outcome.Usage("config_unreadable", "config file %s: %v", userPath, err)
+		return nil, err
 	}
 	defer f.Close()
 	if err := ownFile(f, userPath); err != nil {
 		return nil, err
 	}
+	if err := ownDirs(filepath.Dir(userPath)); err != nil {
+		return nil, err
+	}
 	data, err := artifacts.ReadAtMost(f, maxOperatorFile)
 	if err != nil {
-		return nil, flagFileError("config", userPath, maxOperatorFile, err)
+		var tl *artifacts.TooLargeError
+		if errors.As(err, &tl) {
+			return nil, outcome.Usage("config_too_large", "config file %s: larger than %d MiB, the most harness reads for it", userPath, maxOperatorFile>>20)
+		}
+		return nil, outcome.Usage("config_unreadable", "config file %s: %v", userPath, err)
 	}
-	cf.path, cf.user, cf.data = userPath, true, data
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, outcome.Usage("config_unreadable", "config file %s: %v", userPath, err)
+	}
+	cf.path, cf.user, cf.data, cf.info = userPath, true, data, fi
 	return cf, nil
+}
+
+// openUserConfig opens the user config file without following a link at
+// its name (whoever can write the directory would pick which file is
+// "the user config") and without blocking (a FIFO there would hang every
+// command); ownFile then requires a regular file on the descriptor.
+func openUserConfig(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	switch {
+	case err == unix.ENOENT:
+		return nil, fs.ErrNotExist
+	case err == unix.ELOOP:
+		return nil, outcome.Usage("config_unsafe", "config file %s is a symbolic link: harness reads the user config without being told to, so only a file at that name; replace the link by the file, or name it with --config", path)
+	case err != nil:
+		return nil, outcome.Usage("config_unreadable", "config file %s: %v", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	// Regular files ignore O_NONBLOCK; cleared so that reads behave as
+	// they always do.
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
+		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags&^unix.O_NONBLOCK)
+	}
+	return f, nil
+}
+
+// ownDirs refuses a user config whose directories someone else could
+// change, as OpenSSH's StrictModes does for ~/.ssh: every directory from
+// the file's up to / must belong to the user or to root and be writable
+// by no one else, unless it is sticky (as /tmp) and the entry below it
+// belongs to the user or root. Otherwise another user could rename the
+// file away and put theirs, or a link, in its place.
+func ownDirs(dir string) error {
+	uid := uint32(os.Geteuid())
+	below := uint32(0) // owner of the entry under dir, checked on the sticky rule
+	first := true
+	for {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return outcome.Usage("config_unreadable", "config directory %s: %v", dir, err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		if st.Uid != uid && st.Uid != 0 {
+			return outcome.Usage("config_unsafe", "directory %s above the user config file belongs to uid %d, not to you (uid %d) or root: its owner could replace the file; chown it, or name a config with --config", dir, st.Uid, uid)
+		}
+		if fi.Mode().Perm()&0o022 != 0 {
+			sticky := fi.Mode()&fs.ModeSticky != 0
+			if !sticky || first || (below != uid && below != 0) {
+				return outcome.Usage("config_unsafe", "directory %s above the user config file can be written by other users (mode %04o): chmod go-w %s, or name a config with --config", dir, fi.Mode().Perm(), dir)
+			}
+		}
+		below, first = st.Uid, false
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
+}
+
+// outside refuses a user config file that lies inside the run's
+// workspace: the model, skill scripts and commands write there, so a file
+// they planted would widen the next run (allow tools, send the key to its
+// base-url). Judged by identity: every directory from the file's up to /
+// is compared with the workspace by device and inode, so neither a link
+// nor a bind mount nor a second name hides it. A file named with --config
+// or $HARNESS_CONFIG is the operator's choice and is not judged.
+func (c *configFile) outside(workspace string) error {
+	if c == nil || !c.user || c.info == nil {
+		return nil
+	}
+	wi, err := os.Stat(workspace)
+	if err != nil {
+		// The run refuses a missing workspace with its own message.
+		return nil
+	}
+	dir := filepath.Dir(c.path)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	for {
+		if di, err := os.Stat(dir); err == nil && os.SameFile(di, wi) {
+			return outcome.Usage("config_in_workspace", "config file %s lies inside the workspace %s, where the model and skill code write: harness does not read it as the user config; move it out of the workspace, or name it with --config if you wrote it", c.path, workspace)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
+}
+
+// protectUserConfig is the user config directory when workspace holds
+// it, for the run to keep read-only, so that no tool writes a config the
+// next run would read. It is created (mode 0700) when missing, so that
+// the sandboxes have a directory to bind read-only.
+func protectUserConfig(ws string) (string, error) {
+	dir := userConfigDir()
+	if dir == "" {
+		return "", nil
+	}
+	wsAbs, err := filepath.Abs(ws)
+	if err != nil {
+		return "", nil
+	}
+	if real, err := filepath.EvalSymlinks(wsAbs); err == nil {
+		wsAbs = real
+	}
+	dirReal := dir
+	// The nearest existing ancestor gives the real path of a directory
+	// not yet made.
+	for rest := ""; ; {
+		if real, err := filepath.EvalSymlinks(dirReal); err == nil {
+			dirReal = filepath.Join(real, rest)
+			break
+		}
+		parent := filepath.Dir(dirReal)
+		if parent == dirReal {
+			break
+		}
+		rest = filepath.Join(filepath.Base(dirReal), rest)
+		dirReal = parent
+	}
+	if !workspace.Within(wsAbs, dirReal) {
+		return "", nil
+	}
+	if err := os.MkdirAll(dirReal, 0o700); err != nil {
+		return "", outcome.Usage("config_unprotected", "the workspace %s holds the user config directory %s, which harness keeps read-only, and it could not be made: %v", ws, dirReal, err)
+	}
+	return dirReal, nil
 }
 
 // ownFile refuses a user config file that someone else could have
@@ -151,7 +314,7 @@ func (c *configFile) top() (map[string]any, error) {
 		return cfg, nil
 	}
 	if err := yamlsafe.Unmarshal(c.path, c.data, &cfg, yaml.Strict()); err != nil {
-		return nil, usagef(fmt.Sprintf("%s: invalid YAML: %v", c.name(), err))
+		return nil, outcome.Usage("config_invalid", "%s: invalid YAML: %s", c.name(), yamlsafe.Reason(err))
 	}
 	for k := range cfg {
 		if k != "skills" && !slices.ContainsFunc(runOptions, func(o option) bool { return o.name == k }) {
@@ -192,13 +355,13 @@ func (c *configFile) skills() (skillsSection, error) {
 	}
 	if err != nil {
 		// Positions are in the section as re-encoded, not in the file.
-		msg := yamlPosition.ReplaceAllString(yaml.FormatError(err, false, false), "")
+		msg := yamlPosition.ReplaceAllString(yamlsafe.Reason(err), "")
 		return s, usagef(fmt.Sprintf("%s: skills: %s (its keys are trustedSources and sources)", c.name(), msg))
 	}
 	return s, nil
 }
 
-var yamlPosition = regexp.MustCompile(`^\[\d+:\d+\] `)
+var yamlPosition = regexp.MustCompile(`^line \d+, column \d+: `)
 
 // trustedSources are skills.trustedSources: directories (relative ones
 // are relative to the file) and URL prefixes.

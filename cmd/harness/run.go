@@ -240,6 +240,12 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 	if err != nil {
 		return nil, err
 	}
+	protect := ro.strs("protect")
+	if dir, err := protectUserConfig(ro.str("workspace")); err != nil {
+		return nil, err
+	} else if dir != "" {
+		protect = append(slices.Clip(protect), dir)
+	}
 	opts := run.Options{
 		ScriptMemoryLimit:   memory,
 		WasmMemoryLimit:     wasmMemory,
@@ -247,7 +253,7 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 		PassEnv:             ro.strs("pass-env"),
 		MCPToolEffects:      ro.strs("mcp-tool-effect"),
 		AllowNetwork:        ro.strs("allow-network"),
-		ReadOnly:            ro.strs("protect"),
+		ReadOnly:            protect,
 		ConfirmTools:        ro.strs("confirm-tool"),
 		AllowProtectedWrite: ro.strs("allow-protected-write"),
 		FallbackModel:       ro.str("fallback-model"),
