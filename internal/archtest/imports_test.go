@@ -103,8 +103,8 @@ func TestImportsFollowTheArchitecture(t *testing.T) {
 		}
 		check(p.Imports, pkg, may)
 		mayTest := append(slices.Clone(may), forTests[pkg]...)
-		check(testOnly(p.TestImports), pkg+"'s tests", mayTest)
-		check(testOnly(p.XTestImports), pkg+"'s tests", mayTest)
+		check(testOnly(p.TestImports), pkg+" (a test)", mayTest)
+		check(testOnly(p.XTestImports), pkg+" (a test)", mayTest)
 	}
 }
 
