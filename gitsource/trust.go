@@ -83,7 +83,7 @@ func locate(raw string) (location, error) {
 			return location{}, errors.New("its path holds an empty segment (//); give the repository's own path, with one slash between segments")
 		}
 		if seg == "." || seg == ".." {
-			return location{}, fmt.Errorf("its path holds the dot segment %q; give the repository's own path, without . or ..", seg)
+			return location{}, fmt.Errorf("its path holds the dot segment %q; give the repository's own path, without a . or .. segment", seg)
 		}
 		if strings.Contains(seg, ";") {
 			return location{}, fmt.Errorf("its path segment %q holds a semicolon, which some servers cut off before they resolve the path", seg)

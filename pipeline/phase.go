@@ -25,17 +25,6 @@ import (
 	"github.com/harness-dev/harness/workspace"
 )
 
-// phaseView is what a template sees of a finished phase it needs.
-type phaseView struct {
-	Answer           string `json:"answer"`
-	StructuredOutput any    `json:"structuredOutput"`
-	Status           string `json:"status"`
-	// AnswerFile is answers/<name>.md in the pipeline directory, for
-	// attach; "" when the phase left no answer.
-	AnswerFile string `json:"answerFile"`
-	RunDir     string `json:"runDir"`
-}
-
 // templateData is what a phase's prompt and attach entries are filled
 // from: the vars, and the phases it needs (only those: a phase reads what
 // it names). Keys are lower-case as in the file: .vars.x, .phases.spec.answer.

@@ -13,7 +13,8 @@ import (
 // reference that would fail after earlier phases spent their tokens is a
 // problem of the file.
 
-// phaseFields are what a template sees of a phase it needs (phaseView).
+// phaseFields are what a template sees of a phase it needs: the keys
+// templateData gives each (phase.go).
 var phaseFields = []string{"answer", "answerFile", "runDir", "status", "structuredOutput"}
 
 // templateProblems are the references of t that fail for unit u: a phase

@@ -49,6 +49,27 @@ type ScriptExecutions struct {
 	Executions []ScriptExecution `json:"executions"`
 }
 
+// ProcessOutcome is how a process a tool started ended and what it was
+// held to: what script and command executions record alike. Its fields
+// are the executions' own in JSON (embedded, no key of its own).
+type ProcessOutcome struct {
+	ExitCode     *int             `json:"exitCode,omitempty"`
+	Signal       string           `json:"signal,omitempty"`
+	StdoutBytes  int64            `json:"stdoutBytes"`
+	StderrBytes  int64            `json:"stderrBytes"`
+	Truncated    bool             `json:"truncated"`
+	OutputDigest artifacts.Digest `json:"outputDigest,omitempty"` // of the kept stdout then stderr
+	ProcessLimit string           `json:"processLimit,omitempty"` // pids-cgroup | rlimit
+	ForkRefusals int              `json:"forkRefusals,omitempty"`
+	// MemoryLimit is what enforced the memory cap (memory-cgroup or
+	// rss-watchdog); a call it stopped has status memory_limit.
+	MemoryLimit      string `json:"memoryLimit,omitempty"`
+	MemoryLimitBytes uint64 `json:"memoryLimitBytes,omitempty"`
+	// RunAs is the host identity the process ran as: caller, or
+	// uid:65534 when harness was root.
+	RunAs string `json:"runAs,omitempty"`
+}
+
 // ScriptExecution is one attempt to run a skill script.
 type ScriptExecution struct {
 	Type      string `json:"type"`
@@ -84,21 +105,7 @@ type ScriptExecution struct {
 	RegistryDigest        artifacts.Digest `json:"registryDigest,omitempty"`
 	ObservedDigest        artifacts.Digest `json:"observedDigest,omitempty"`
 	DigestMatchesRegistry *bool            `json:"digestMatchesRegistry,omitempty"`
-	ExitCode              *int             `json:"exitCode,omitempty"`
-	Signal                string           `json:"signal,omitempty"`
-	StdoutBytes           int64            `json:"stdoutBytes"`
-	StderrBytes           int64            `json:"stderrBytes"`
-	Truncated             bool             `json:"truncated"`
-	ProcessLimit          string           `json:"processLimit,omitempty"` // pids-cgroup | rlimit
-	OutputDigest          artifacts.Digest `json:"outputDigest,omitempty"` // of the kept stdout then stderr
-	ForkRefusals          int              `json:"forkRefusals,omitempty"`
-	// MemoryLimit is what enforced the memory cap (memory-cgroup or
-	// rss-watchdog); a call it stopped has status memory_limit.
-	MemoryLimit      string `json:"memoryLimit,omitempty"`
-	MemoryLimitBytes uint64 `json:"memoryLimitBytes,omitempty"`
-	// RunAs is the host identity the script ran as: caller, or uid:65534
-	// when harness was root.
-	RunAs       string              `json:"runAs,omitempty"`
+	ProcessOutcome
 	Diagnostics []skills.Diagnostic `json:"diagnostics"`
 	Error       *outcome.Record     `json:"error,omitempty"`
 	// NotUndone are the changes to git's control paths the check after
@@ -311,19 +318,9 @@ type CommandExecution struct {
 	ExecutionTarget string    `json:"executionTarget,omitempty"` // sandbox | host
 	SandboxBackend  string    `json:"sandboxBackend,omitempty"`
 	// Grant is what the command was given and what enforced it.
-	Grant            *Grant           `json:"grant,omitempty"`
-	ExitCode         *int             `json:"exitCode,omitempty"`
-	Signal           string           `json:"signal,omitempty"`
-	StdoutBytes      int64            `json:"stdoutBytes"`
-	StderrBytes      int64            `json:"stderrBytes"`
-	Truncated        bool             `json:"truncated"`
-	OutputDigest     artifacts.Digest `json:"outputDigest,omitempty"`
-	ProcessLimit     string           `json:"processLimit,omitempty"`
-	ForkRefusals     int              `json:"forkRefusals,omitempty"`
-	MemoryLimit      string           `json:"memoryLimit,omitempty"`
-	MemoryLimitBytes uint64           `json:"memoryLimitBytes,omitempty"`
-	RunAs            string           `json:"runAs,omitempty"`
-	Error            *outcome.Record  `json:"error,omitempty"`
+	Grant *Grant `json:"grant,omitempty"`
+	ProcessOutcome
+	Error *outcome.Record `json:"error,omitempty"`
 	// NotUndone are the changes to git's control paths the check after
 	// the call could not wholly undo; the run ended after the call.
 	NotUndone []string `json:"notUndone,omitempty"`

@@ -152,7 +152,7 @@ func loadDefaultProfile() error {
 			return err
 		}
 		var names []string
-		for _, n := range append(s.Names, s.Name) {
+		for _, n := range s.Names { // the default profile names every call in Names
 			if _, ok := info.SyscallNames[n]; ok {
 				names = append(names, n) // others have no number here: denied as by default
 			}

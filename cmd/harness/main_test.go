@@ -44,6 +44,7 @@ func (c ownCache) Run() int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	testCacheDir = dir
 	// Go's build cache is under the user cache directory too: the test
 	// programs the scripts build keep the one this machine has, or each
 	// run would build the standard library and the MCP SDK from nothing.
@@ -56,6 +57,9 @@ func (c ownCache) Run() int {
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	return c.m.Run()
 }
+
+// testCacheDir is the directory ownCache made for this test binary.
+var testCacheDir string
 
 var osWriteFile = os.WriteFile
 
@@ -132,7 +136,7 @@ func scriptParams(files []string) testscript.Params {
 			// Nor a developer's own config file.
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			env.Setenv("MCP_FS_SERVER", mcpFilesystemServer())
-			return nil
+			return usePlainHarness(env)
 		},
 	}
 	if files != nil {

@@ -13,8 +13,9 @@ import (
 const module = "github.com/harness-dev/harness/"
 
 // rules reads the package table of docs/architecture.md: package ->
-// the harness packages it may import (nil: everything).
-func rules(t *testing.T) map[string][]string {
+// the harness packages it may import (nil: everything), and package ->
+// those its tests may import besides (a cell's "(tests also: ...)").
+func rules(t *testing.T) (map[string][]string, map[string][]string) {
 	t.Helper()
 	doc, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
@@ -22,13 +23,17 @@ func rules(t *testing.T) map[string][]string {
 	}
 	row := regexp.MustCompile("^\\| `([a-z/-]+)` \\|.*\\| ([^|]+) \\|$")
 	name := regexp.MustCompile("`([a-z/-]+)`")
-	out := map[string][]string{}
+	out, tests := map[string][]string{}, map[string][]string{}
 	for _, line := range strings.Split(string(doc), "\n") {
 		m := row.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
-		switch cell := strings.TrimSpace(m[2]); cell {
+		cell, forTests, _ := strings.Cut(m[2], "(tests also:")
+		for _, n := range name.FindAllStringSubmatch(forTests, -1) {
+			tests[m[1]] = append(tests[m[1]], n[1])
+		}
+		switch cell = strings.TrimSpace(cell); cell {
 		case "everything":
 			out[m[1]] = nil
 		case "none":
@@ -44,15 +49,20 @@ func rules(t *testing.T) map[string][]string {
 	if len(out) == 0 {
 		t.Fatal("docs/architecture.md has no package table")
 	}
-	return out
+	return out, tests
 }
 
 // TestImportsFollowTheArchitecture fails on an arrow the architecture does
 // not draw (an import upwards, or a new dependency nobody wrote down),
-// and on a package the table does not list.
+// and on a package the table does not list. A package's tests are held to
+// its row too (and to what the row adds for tests alone): a test that
+// reaches upwards ties the package to what lies above it as surely as its
+// code would. internal/testenv, which exists for tests, and the test
+// helpers outside the table (the scripted model server loop/looptest) may
+// be imported by any test.
 func TestImportsFollowTheArchitecture(t *testing.T) {
-	allowed := rules(t)
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "../../...")
+	allowed, forTests := rules(t)
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", "../../...")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -60,8 +70,10 @@ func TestImportsFollowTheArchitecture(t *testing.T) {
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for dec.More() {
 		var p struct {
-			ImportPath string
-			Imports    []string
+			ImportPath   string
+			Imports      []string
+			TestImports  []string
+			XTestImports []string
 		}
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
@@ -78,14 +90,33 @@ func TestImportsFollowTheArchitecture(t *testing.T) {
 		if may == nil {
 			continue
 		}
-		for _, imp := range p.Imports {
-			dep, ok := strings.CutPrefix(imp, module)
-			if !ok || dep == pkg {
-				continue
-			}
-			if !slices.Contains(may, dep) {
-				t.Errorf("%s imports %s, which docs/architecture.md does not allow it", pkg, dep)
+		check := func(imports []string, who string, may []string) {
+			for _, imp := range imports {
+				dep, ok := strings.CutPrefix(imp, module)
+				if !ok || dep == pkg {
+					continue
+				}
+				if !slices.Contains(may, dep) {
+					t.Errorf("%s imports %s, which docs/architecture.md does not allow it", who, dep)
+				}
 			}
 		}
+		check(p.Imports, pkg, may)
+		mayTest := append(slices.Clone(may), forTests[pkg]...)
+		check(testOnly(p.TestImports), pkg+" (a test)", mayTest)
+		check(testOnly(p.XTestImports), pkg+" (a test)", mayTest)
 	}
+}
+
+// testOnly drops the imports every test may have.
+func testOnly(imports []string) []string {
+	var out []string
+	for _, imp := range imports {
+		dep := strings.TrimPrefix(imp, module)
+		if strings.HasSuffix(dep, "/looptest") || dep == "internal/testenv" {
+			continue
+		}
+		out = append(out, imp)
+	}
+	return out
 }
