@@ -11,7 +11,8 @@ import (
 // line or paragraph separator (U+2028, U+2029), which YAML 1.1 readers
 // (PyYAML, yaml.v3, actionlint) take as a line break, so a value could
 // start a key or a document of its own. A newline is refused unless
-// multiline: a prompt may hold lines, a path or a flag may not.
+// multiline: a prompt may hold lines, a path or a flag may not. The
+// noncharacters U+FFFE and U+FFFF, outside YAML's printable set, are refused.
 func CheckText(s string, multiline bool) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%q is not valid UTF-8", s)
@@ -22,6 +23,11 @@ func CheckText(s string, multiline bool) error {
 		}
 		if r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 {
 			return fmt.Errorf("%q holds the control character %U, which a YAML reader may take as a line break or refuse", s, r)
+		}
+		// YAML's printable set leaves out these two noncharacters: a
+		// reader refuses the whole document.
+		if r == 0xfffe || r == 0xffff {
+			return fmt.Errorf("%q holds the noncharacter %U, which a YAML reader refuses", s, r)
 		}
 	}
 	return nil

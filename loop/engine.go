@@ -265,13 +265,19 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 			// A response cut short may end inside a call's arguments, and
 			// a cut call can still parse ({"path": "a"} of {"path":
 			// "a.txt"}): none of its calls is run, whole-looking or not.
+			// Calls run only when the response says it ended to make
+			// them; every other finish reason, known or not, runs none.
 			switch resp.FinishReason {
+			case "tool_calls", "function_call", "stop":
 			case "length":
 				e.out.Final = msg
 				return e.end(ReasonTruncated, fmt.Errorf("the response was cut at the completion token limit (finish reason length) with %d tool call(s) whose arguments may be cut too: no tool call was run", len(msg.ToolCalls)))
 			case "content_filter":
 				e.out.Final = msg
 				return e.end(ReasonContentFilter, fmt.Errorf("the provider's content filter stopped the response (finish reason content_filter) with %d tool call(s) that may be cut: no tool call was run", len(msg.ToolCalls)))
+			default:
+				e.out.Final = msg
+				return e.end(ReasonTruncated, fmt.Errorf("the response did not end to make its calls (finish reason %q, not tool_calls or stop) with %d tool call(s) that may be cut: no tool call was run", resp.FinishReason, len(msg.ToolCalls)))
 			}
 		}
 		if len(msg.ToolCalls) == 0 {
@@ -281,6 +287,8 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 				return e.end(ReasonTruncated, fmt.Errorf("the answer was cut at the completion token limit (finish reason length)"))
 			case resp.FinishReason == "content_filter":
 				return e.end(ReasonContentFilter, fmt.Errorf("the provider's content filter stopped the answer (finish reason content_filter)"))
+			case resp.FinishReason == "incomplete":
+				return e.end(ReasonTruncated, fmt.Errorf("the provider ended the answer incomplete (finish reason incomplete): it may be cut"))
 			case resp.Refusal != "":
 				return e.end(ReasonRefused, fmt.Errorf("%s", resp.Refusal))
 			case strings.TrimSpace(msg.Content) == "" && !e.cfg.AllowEmptyAnswer:

@@ -141,13 +141,22 @@ func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewPa
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	var reasoning strings.Builder
-	finished := false
+	// Only choice 0 is the answer: another choice's finish_reason says
+	// nothing of whether choice 0 ended. Its first finish_reason is the
+	// one that counts, since a later contradicting one (length, then
+	// tool_calls) cannot make a cut call whole again.
+	first := ""
 	for stream.Next() {
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
-		if len(chunk.Choices) > 0 {
-			finished = finished || chunk.Choices[0].FinishReason != ""
-			if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if first == "" {
+				first = ch.FinishReason
+			}
+			if f, ok := ch.Delta.JSON.ExtraFields["reasoning_content"]; ok {
 				var part string
 				json.Unmarshal([]byte(f.Raw()), &part)
 				reasoning.WriteString(part)
@@ -161,8 +170,13 @@ func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewPa
 	// (a dropped connection, a proxy's timeout): what came is not an
 	// answer, and a tool call in it may be missing arguments or be one of
 	// several. Asked again, like a failed request.
-	if !finished {
-		return nil, "", &transientError{errors.New("the chat stream ended before a finish_reason")}
+	if first == "" {
+		return nil, "", &transientError{errors.New("the chat stream ended before a finish_reason for choice 0")}
+	}
+	for i := range acc.Choices {
+		if acc.Choices[i].Index == 0 {
+			acc.Choices[i].FinishReason = first
+		}
 	}
 	return &acc.ChatCompletion, reasoning.String(), nil
 }
@@ -314,7 +328,17 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 	if len(c.Choices) == 0 {
 		return Response{}, &ProviderError{Message: "the provider answered with no choices"}
 	}
-	ch := c.Choices[0]
+	// Choice 0 is the answer wherever the server put it in the array.
+	var ch *openai.ChatCompletionChoice
+	for i := range c.Choices {
+		if c.Choices[i].Index == 0 {
+			ch = &c.Choices[i]
+			break
+		}
+	}
+	if ch == nil {
+		return Response{}, &ProviderError{Message: "the provider answered with no choice of index 0"}
+	}
 	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
 	// Some servers (vLLM, DeepSeek) return the model's reasoning beside
 	// its answer: it is journaled, never sent back.

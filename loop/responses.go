@@ -91,6 +91,15 @@ func (m *OpenAI) respondStreamed(ctx context.Context, params responses.ResponseN
 			if len(r.Output) == 0 {
 				r.Output = items
 			}
+			// The event and the status must agree that the response is
+			// whole: a failed event is a failure whatever status it
+			// claims, and an incomplete event is never completed.
+			switch {
+			case ev.Type == "response.failed" && r.Status != responses.ResponseStatusFailed:
+				return nil, &ProviderError{Message: fmt.Sprintf("the response stream ended with response.failed (status %s): nothing in it was used", r.Status)}
+			case ev.Type == "response.incomplete" && r.Status == responses.ResponseStatusCompleted:
+				r.Status = responses.ResponseStatusIncomplete
+			}
 			return &r, nil
 		case "error":
 			return nil, streamError(ev.Code, ev.Message)
@@ -231,13 +240,21 @@ func Strictable(schema map[string]any) bool {
 
 // fromResponse is the answer a Responses response gives, with the
 // finish reasons of the Chat path: length (cut at max_output_tokens, with
-// or without function calls), content_filter, tool_calls, stop, refusal.
+// or without function calls), content_filter, incomplete (cut for
+// another or no reason), tool_calls, stop, refusal. Only a completed
+// response is an answer: any other status (cancelled, in_progress,
+// queued, one this code does not know) is a provider error.
 func fromResponse(r *responses.Response) (Response, error) {
-	if r.Status == responses.ResponseStatusFailed {
+	switch r.Status {
+	case responses.ResponseStatusFailed:
 		return Response{}, streamError(string(r.Error.Code), r.Error.Message)
+	case responses.ResponseStatusCompleted, responses.ResponseStatusIncomplete:
+	default:
+		return Response{}, &ProviderError{Message: fmt.Sprintf("the provider's response has status %s, not completed: nothing in it was used", r.Status)}
 	}
 	out := Response{Message: Message{Role: RoleAssistant}, FinishReason: "stop"}
 	var text, refusal, summary strings.Builder
+	cutItem := false
 	for _, item := range r.Output {
 		switch item.Type {
 		case "reasoning":
@@ -264,6 +281,7 @@ func fromResponse(r *responses.Response) (Response, error) {
 			}
 		case "function_call":
 			fc := item.AsFunctionCall()
+			cutItem = cutItem || (fc.Status != "" && fc.Status != responses.ResponseFunctionToolCallStatusCompleted)
 			out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: fc.CallID, Name: fc.Name, Arguments: fc.Arguments})
 		}
 	}
@@ -275,6 +293,8 @@ func fromResponse(r *responses.Response) (Response, error) {
 		out.FinishReason = "length"
 	case r.Status == responses.ResponseStatusIncomplete && r.IncompleteDetails.Reason == "content_filter":
 		out.FinishReason = "content_filter"
+	case r.Status == responses.ResponseStatusIncomplete || cutItem:
+		out.FinishReason = "incomplete"
 	case len(out.Message.ToolCalls) > 0:
 		out.FinishReason = "tool_calls"
 	case out.Refusal != "":

@@ -48,10 +48,16 @@ func answerMessage(o *loop.Outcome) string {
 		if o.Reason == loop.ReasonContentFilter {
 			return fmt.Sprintf("the provider's content filter stopped the model's response (finish reason content_filter) with %d tool call(s) that may be cut: no tool call was run", n)
 		}
+		if o.FinishReason != "length" {
+			return fmt.Sprintf("the model's response did not end to make its calls (finish reason %q, not tool_calls or stop) with %d tool call(s) that may be cut: no tool call was run; check the provider's limits and run again", o.FinishReason, n)
+		}
 		return fmt.Sprintf("the model's response was cut at the completion token limit (finish reason length) with %d tool call(s) whose arguments may be cut too: no tool call was run; raise --max-completion-tokens (or the provider's own cap) and run again", n)
 	}
 	switch o.Reason {
 	case loop.ReasonTruncated:
+		if o.FinishReason != "length" {
+			return fmt.Sprintf("the provider ended the answer incomplete (finish reason %q): it is kept in result.json but is not a complete answer", o.FinishReason)
+		}
 		return "the answer was cut at the completion token limit (finish reason length); it is kept in result.json but is not a complete answer"
 	case loop.ReasonContentFilter:
 		return "the provider's content filter stopped the answer (finish reason content_filter)"

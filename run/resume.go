@@ -161,7 +161,11 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	// Limits are settled before anything is written: a follow-up they
 	// leave no turn is refused with the run's answer and files as they
 	// were.
-	limits, err := resumeLimits(st.Created.Inputs.Limits, ro, st.Progress)
+	base := st.Created.Inputs.Limits
+	if ro.FollowUp == "" && st.FollowUpLimits != nil {
+		base = *st.FollowUpLimits
+	}
+	limits, err := resumeLimits(base, ro, st.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -271,12 +275,16 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	return r.execute(ctx)
 }
 
+// MaxTurnsBound is the most turns a resumed run may be given.
+const MaxTurnsBound = 1_000_000
+
 // resumeLimits applies the limits given on resume: a raised limit counts
 // the whole run, "+N" counts from the turns already used. A follow-up
 // (continue) is a new task: without --max-turns or --max-tokens it gets
 // the run's recorded turn and token limits again, counted from what the
 // run already used, so that a run which answered on its last turn can
-// take one.
+// take one. A plain resume of a follow-up gets recorded as the limits
+// that follow-up was given, so that a crash does not take its turns away.
 func resumeLimits(recorded record.Limits, ro ResumeOptions, used loop.Progress) (loop.Limits, error) {
 	l := loop.Limits{MaxTurns: recorded.MaxTurns, MaxTokens: recorded.MaxTokens, Timeout: ro.Timeout, MaxToolCallsPerTurn: recorded.MaxToolCallsPerTurn}
 	if ro.FollowUp != "" {
@@ -292,8 +300,16 @@ func resumeLimits(recorded record.Limits, ro ResumeOptions, used loop.Progress) 
 		if err != nil || n < 0 {
 			return l, outcome.Usage("limit_invalid", "--max-turns %q must be N or +N", t)
 		}
+		// A bound keeps "+N" from wrapping round into a negative limit,
+		// which the loop reads as none.
+		if n > MaxTurnsBound {
+			return l, outcome.Usage("limit_invalid", "--max-turns %q is over the bound: a run takes at most %d turns", t, MaxTurnsBound)
+		}
 		if strings.HasPrefix(t, "+") {
 			n += used.Turns
+		}
+		if n > MaxTurnsBound {
+			return l, outcome.Usage("limit_invalid", "--max-turns %q with the %d turns the run used is over the bound: a run takes at most %d turns", t, used.Turns, MaxTurnsBound)
 		}
 		l.MaxTurns = n
 	}

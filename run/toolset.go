@@ -123,7 +123,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := tools.CheckMCPConfirmed(r.opts.ConfirmTools, op, r.registry); err != nil {
+		if err := tools.CheckMCPConfirmed(r.opts.ConfirmTools, op, r.registry, stager); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -143,7 +143,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			return nil, nil, err
 		}
 		if r.resumed == nil {
-			if err := tools.CheckMCPAllowed(r.opts.AllowTools, op, r.registry); err != nil {
+			if err := tools.CheckMCPAllowed(r.opts.AllowTools, op, r.registry, stager); err != nil {
 				return nil, nil, err
 			}
 		}

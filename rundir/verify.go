@@ -56,6 +56,12 @@ type State struct {
 	// FollowUps are the operator's follow-up instructions (run.continued),
 	// as the model read them.
 	FollowUps []string
+	// FollowUpLimits are the limits the last follow-up was given (those of
+	// the run.resumed that opened its segment), nil when there was none:
+	// a plain resume of that follow-up keeps its budget, not the run's.
+	FollowUpLimits *record.Limits
+	// resumedLimits are the limits of the last run.resumed.
+	resumedLimits record.Limits
 	// lines are the digests of every line of the verified journal.
 	lines map[artifacts.Digest]bool
 	// Children are the parent's last record of each delegate_task child,
@@ -215,7 +221,14 @@ func (st *State) apply(dir string, line int, ev artifacts.Event) error {
 		}
 		st.Messages = append(st.Messages, loop.Message{Role: loop.RoleUser, Content: d.Message})
 		st.FollowUps = append(st.FollowUps, d.Message)
+		l := st.resumedLimits
+		st.FollowUpLimits = &l
 	case record.EventRunResumed:
+		var d record.RunResumed
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		st.resumedLimits = d.Limits
 		st.Resumes++
 		st.segmentDecisions = len(st.Decisions)
 		if !st.Started {

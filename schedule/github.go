@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -51,8 +53,27 @@ type step struct {
 	Uses string            `yaml:"uses,omitempty"`
 	If   string            `yaml:"if,omitempty"`
 	With map[string]string `yaml:"with,omitempty"`
-	Env  map[string]string `yaml:"env,omitempty"`
+	Env  map[string]quoted `yaml:"env,omitempty"`
 	Run  string            `yaml:"run,omitempty"`
+}
+
+// quoted is a value written as a double-quoted scalar whatever it holds.
+// A plain or literal block scalar cannot carry every text: a literal
+// block whose first line starts with a space needs an indentation
+// indicator the encoder does not write, and trailing blank or spaced
+// lines are dropped by its chomping. A double-quoted scalar escapes them.
+type quoted string
+
+func (q quoted) MarshalYAML() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// A JSON string is a YAML double-quoted scalar; HTML escaping would
+	// only make it harder to read.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(string(q)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // GitHub prints a GitHub Actions workflow: the skills' crons on schedule
@@ -148,20 +169,20 @@ var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // value from the step's environment. (The names are not HARNESS_*:
 // harness reads those as its own settings.)
 func runStep(e *Entry, o GitHubOptions) step {
-	env := map[string]string{
-		"HARNESS_API_KEY":  "${{ secrets." + o.Secret + " }}",
-		"SCHEDULED_SKILL":  e.Skill,
-		"SCHEDULED_PROMPT": e.Prompt,
+	env := map[string]quoted{
+		"HARNESS_API_KEY":  quoted("${{ secrets." + o.Secret + " }}"),
+		"SCHEDULED_SKILL":  quoted(e.Skill),
+		"SCHEDULED_PROMPT": quoted(e.Prompt),
 	}
 	var roots, args strings.Builder
 	for i, r := range o.SkillsRoots {
 		name := fmt.Sprintf("SCHEDULED_SKILLS_ROOT_%d", i)
-		env[name] = r
+		env[name] = quoted(r)
 		fmt.Fprintf(&roots, " --skills-root \"$%s\"", name)
 	}
 	for i, a := range o.Args {
 		name := fmt.Sprintf("SCHEDULED_ARG_%d", i)
-		env[name] = a
+		env[name] = quoted(a)
 		fmt.Fprintf(&args, " \"$%s\"", name)
 	}
 	run := "set +e\n" +

@@ -185,7 +185,8 @@ func runStepForReal(t *testing.T, st step) (argv []string, summary string) {
 	}
 	const key = "sk-the-real-key"
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GITHUB_STEP_SUMMARY=" + filepath.Join(dir, "summary.md"), "HOME=" + dir}
-	for k, v := range st.Env {
+	for k, q := range st.Env {
+		v := string(q)
 		if strings.Contains(v, "${{") {
 			if !strings.HasPrefix(v, "${{ secrets.") || k != "HARNESS_API_KEY" {
 				t.Fatalf("env %s = %q: an expression other than the key's secret", k, v)
@@ -303,7 +304,7 @@ func TestGitHubRefusesControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	lint(t, b)
-	if got := runStepOf(t, decodeWorkflow(t, b), e.Skill).Env["SCHEDULED_PROMPT"]; got != e.Prompt {
+	if got := runStepOf(t, decodeWorkflow(t, b), e.Skill).Env["SCHEDULED_PROMPT"]; string(got) != e.Prompt {
 		t.Errorf("the prompt came back as %q, want %q", got, e.Prompt)
 	}
 }

@@ -175,15 +175,18 @@ func (h *MCPHub) write() error {
 // (mcp.json or metadata.harness.mcp): allowing a server that does not
 // exist is a typo that would otherwise go unnoticed until the model missed
 // the tools.
-func CheckMCPAllowed(allowed []string, op *OperatorServers, reg *skills.Registry) error {
-	return checkMCPKeys("--allow-tool", allowed, op, reg)
+//
+// A skill with one server is its KEY; a skill with several offers each as
+// <skill>-<server>, read through stager (nil: the skill's name only).
+func CheckMCPAllowed(allowed []string, op *OperatorServers, reg *skills.Registry, stager *Stager) error {
+	return checkMCPKeys("--allow-tool", allowed, op, reg, stager)
 }
 
 // CheckMCPConfirmed refuses a --confirm-tool KEY__TOOL whose KEY (when it
 // is no glob) is no server and no skill with servers: a misspelt KEY
 // would make nothing wait for a person. TOOL is not checked: a server's
 // tools are known only once it lists them.
-func CheckMCPConfirmed(confirm []string, op *OperatorServers, reg *skills.Registry) error {
+func CheckMCPConfirmed(confirm []string, op *OperatorServers, reg *skills.Registry, stager *Stager) error {
 	var literal []string
 	for _, p := range confirm {
 		key, _, ok := strings.Cut(p, MCPSeparator)
@@ -191,10 +194,10 @@ func CheckMCPConfirmed(confirm []string, op *OperatorServers, reg *skills.Regist
 			literal = append(literal, p)
 		}
 	}
-	return checkMCPKeys("--confirm-tool", literal, op, reg)
+	return checkMCPKeys("--confirm-tool", literal, op, reg, stager)
 }
 
-func checkMCPKeys(flag string, patterns []string, op *OperatorServers, reg *skills.Registry) error {
+func checkMCPKeys(flag string, patterns []string, op *OperatorServers, reg *skills.Registry, stager *Stager) error {
 	known := map[string]bool{}
 	if op != nil {
 		for k := range op.Servers {
@@ -205,8 +208,24 @@ func checkMCPKeys(flag string, patterns []string, op *OperatorServers, reg *skil
 		for i := range reg.Skills {
 			s := &reg.Skills[i]
 			_, hasFile := s.Resource(MCPConfigFile)
-			if hasFile || declaresMCP(s) {
+			if !hasFile && !declaresMCP(s) {
+				continue
+			}
+			if stager == nil || !namedBy(patterns, s.Name) {
 				known[s.Name] = true
+				continue
+			}
+			// The keys are those the hub gives the skill's servers: a
+			// name a typo or a skill alone would leave matching nothing.
+			// A file that cannot be read leaves the skill's name, and
+			// the server's start says what is wrong with it.
+			servers, _, _, err := SkillServers(s, func(rel string) ([]byte, error) { return readStaged(stager, s, rel) })
+			if err != nil || len(servers) <= 1 {
+				known[s.Name] = true
+				continue
+			}
+			for n := range servers {
+				known[s.Name+"-"+n] = true
 			}
 		}
 	}
@@ -227,6 +246,18 @@ func checkMCPKeys(flag string, patterns []string, op *OperatorServers, reg *skil
 		return outcome.Usage("mcp_server_unknown", "%s %s: no MCP server or skill with servers is named %s%s (servers and skills with servers: %s)", flag, t, key, near, have)
 	}
 	return nil
+}
+
+// namedBy says whether a pattern's key is the skill's name or starts with
+// it and a hyphen, so a skill's servers are read only when asked about.
+func namedBy(patterns []string, skill string) bool {
+	for _, t := range patterns {
+		key, _, _ := strings.Cut(t, MCPSeparator)
+		if key == skill || strings.HasPrefix(key, skill+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 func declaresMCP(s *skills.Skill) bool {
@@ -595,7 +626,12 @@ func mcpError(err error) *outcome.Record {
 // readVerified reads a skill file from the staged copy, which holds only
 // bytes that matched the snapshot.
 func (h *MCPHub) readVerified(s *skills.Skill, rel string) ([]byte, error) {
-	dir, _, err := h.cfg.Stager.Stage(s, rel)
+	return readStaged(h.cfg.Stager, s, rel)
+}
+
+// readStaged reads a file of a skill's verified copy.
+func readStaged(stager *Stager, s *skills.Skill, rel string) ([]byte, error) {
+	dir, _, err := stager.Stage(s, rel)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -159,4 +161,34 @@ func targetsIn(rest []string, takesValue func(string) bool) map[string]string {
 // deliverAttempt is deliver for an invocation that ran nothing.
 func deliverAttempt(err error, outs record.Outputs) error {
 	return writeDelivery(run.AttemptResult(err), outs)
+}
+
+// holdsRunResult says whether the result file at path is a result record
+// of the run in runDir. Anything it cannot read as one is not: the
+// refusal is written over it as over any other file.
+func holdsRunResult(path, runDir string) bool {
+	if path == "" || runDir == "" {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var res record.Result
+	if err := json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&res); err != nil || res.Type != record.TypeResult || res.RunDir == "" {
+		return false
+	}
+	dir, err := filepath.Abs(runDir)
+	if err != nil {
+		return false
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	held := filepath.Clean(res.RunDir)
+	if d, err := filepath.EvalSymlinks(held); err == nil {
+		held = d
+	}
+	return held == dir
 }

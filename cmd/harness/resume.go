@@ -139,8 +139,13 @@ func resumeAction(ctx context.Context, cmd *cli.Command, followUp string) error 
 		outs = res.Outputs
 	} else if followUp != "" {
 		// A refused follow-up leaves the run's answer where it is: the
-		// last-message file holds the run's last answer, which stands.
+		// last-message file holds the run's last answer, which stands,
+		// and so does a result file that holds this run's result (the
+		// run's own --result-file named again): the refusal is on stderr.
 		outs.LastMessage = ""
+		if holdsRunResult(outs.ResultFile, cmd.Args().First()) {
+			outs.ResultFile = ""
+		}
 	}
 	if werr := deliver(cmd, res, err, outs); werr != nil && err == nil {
 		return werr
