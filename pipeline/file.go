@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -229,8 +230,22 @@ func compile(schema []byte, name string) *jsonschema.Schema {
 	return compileRef(schema, name, "")
 }
 
+// compiled holds each embedded schema compiled once: compiling costs
+// tens of milliseconds, more than checking a file against it, and a
+// compiled schema is read-only.
+var compiled sync.Map // name+ref -> *jsonschema.Schema
+
 // compileRef compiles the part of an embedded schema at ref ("" = all).
 func compileRef(schema []byte, name, ref string) *jsonschema.Schema {
+	if s, ok := compiled.Load(name + ref); ok {
+		return s.(*jsonschema.Schema)
+	}
+	s := compileRefOnce(schema, name, ref)
+	compiled.Store(name+ref, s)
+	return s
+}
+
+func compileRefOnce(schema []byte, name, ref string) *jsonschema.Schema {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		panic(name + ": " + err.Error())
