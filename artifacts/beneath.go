@@ -156,17 +156,26 @@ func DecodeArtifact(data []byte, wantType string, maxVersion int, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-// CheckDirBeneath says whether rel opens as a directory inside dir under
-// ReadBeneath's rules: no "..", no absolute path, no link on the way or
-// at the end. A path recorded in a journal is text; this judges what it
-// opens to, so a directory swapped for a link to a copy elsewhere is
-// ErrOutsideDir however the text reads.
-func CheckDirBeneath(dir, rel string) error {
+// OpenDirBeneath opens rel as a directory inside dir under ReadBeneath's
+// rules: no "..", no absolute path, no link on the way or at the end. A
+// path recorded in a journal is text; this judges what it opens to, so a
+// directory swapped for a link to a copy elsewhere is ErrOutsideDir
+// however the text reads. What the caller reads next it reads through the
+// descriptor (DirPath), so a swap after this open is not followed.
+func OpenDirBeneath(dir, rel string) (*os.File, error) {
 	fd, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return unix.Close(fd)
+	return os.NewFile(uintptr(fd), filepath.Join(dir, rel)), nil
+}
+
+// DirPath is a path that resolves to the directory d was opened as, for
+// as long as d stays open, whatever is renamed or swapped at the path it
+// was opened by: every *Beneath function given it opens beneath that
+// very directory.
+func DirPath(d *os.File) string {
+	return "/proc/self/fd/" + strconv.Itoa(int(d.Fd()))
 }
 
 // ReadJSONBeneath is ReadJSON for the file rel of the directory dir, read

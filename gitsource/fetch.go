@@ -9,67 +9,99 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
-// Repo is a repository fetched into memory: every branch and tag.
+// Repo is what one fetch brought: the commit a ref names and the tree
+// it holds, read from the bare repository the fetch wrote.
 type Repo struct {
-	URL  string
-	repo *git.Repository
+	URL string
+	// Commit is the commit the ref asked for names (for FetchCommit,
+	// the commit asked for).
+	Commit string
+	repo   *git.Repository
+	lim    Limits
 }
 
-// noRedirects makes go-git's HTTP transport refuse every redirect. Trust
-// is judged on the URL a source names; go-git follows a server's first
-// redirect to any host by default, which would install from a repository
-// trust never saw while the lock records the trusted URL.
+// noRedirects makes go-git's HTTP transport (RemoteRef's) refuse every
+// redirect. Trust is judged on the URL a source names; go-git follows a
+// server's first redirect to any host by default, which would ask a
+// host trust never saw.
 var noRedirects = sync.OnceFunc(func() {
 	c := githttp.NewClientWithOptions(nil, &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects})
 	client.InstallProtocol("http", c)
 	client.InstallProtocol("https", c)
 })
 
-// Fetch mirrors the repository at url into dir (a bare repository there:
-// objects stay packed on disk, so a large file costs its compressed size
-// until someone reads it). "" keeps it in memory.
-func Fetch(ctx context.Context, url, dir string) (*Repo, error) {
-	noRedirects()
-	var st storage.Storer = memory.NewStorage()
-	if dir != "" {
-		st = filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
-	}
-	r, err := git.CloneContext(ctx, st, nil, &git.CloneOptions{URL: url, Mirror: true, Tags: git.AllTags})
+// Fetch fetches the one commit ref names ("" is the remote's default
+// branch; a branch, a tag, a commit id, or a prefix of the commit a
+// branch or tag names) into dir, a new bare repository: that commit
+// alone (depth 1), no other branch or tag, no blob over lim.Blob, with
+// the git processes held to lim. A ref the remote does not have is a
+// *RefError; a bound reached is a *LimitError.
+func Fetch(ctx context.Context, url, ref, dir string, lim Limits) (*Repo, error) {
+	f, err := newFetcher(ctx, url, dir, lim)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", url, err)
+		return nil, err
 	}
-	return &Repo{URL: url, repo: r}, nil
+	want, err := f.want(ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.fetch(want, true); err != nil {
+		if plumbing.IsHash(want) && notThere(err) {
+			return nil, &RefError{URL: url, Ref: ref}
+		}
+		return nil, err
+	}
+	return f.open()
 }
 
-// Resolve is the commit ref names now ("" is the default branch): a tag,
-// a branch or a commit id.
-func (r *Repo) Resolve(ref string) (string, error) {
-	if ref == "" {
-		ref = "HEAD"
+// FetchCommit fetches commit, which a lock pinned when ref named it, into
+// dir: that commit alone where the server hands out commits by id (git's
+// protocol v2 does, for any commit a ref reaches), else ref's history,
+// bounded as Fetch is, in which the commit may or may not be (Has says).
+func FetchCommit(ctx context.Context, url, ref, commit, dir string, lim Limits) (*Repo, error) {
+	if !plumbing.IsHash(commit) {
+		return nil, fmt.Errorf("%q is not a commit id", commit)
 	}
-	for _, name := range []string{ref, "refs/tags/" + ref, "refs/heads/" + ref} {
-		h, err := r.repo.ResolveRevision(plumbing.Revision(name))
-		if err == nil {
-			if _, err := r.repo.CommitObject(*h); err == nil {
-				return h.String(), nil
-			}
+	f, err := newFetcher(ctx, url, dir, lim)
+	if err != nil {
+		return nil, err
+	}
+	err = f.fetch(commit, true)
+	var le *LimitError
+	if err != nil && !errors.As(err, &le) && ctx.Err() == nil {
+		// A server that answers only wants of advertised refs (protocol
+		// v0 without uploadpack.allowReachableSHA1InWant): the ref's
+		// history, in a fresh repository so nothing of the failed
+		// attempt counts against the bound.
+		if f, err = newFetcher(ctx, url, dir, lim); err != nil {
+			return nil, err
+		}
+		var want string
+		if want, err = f.want(ref); err == nil {
+			err = f.fetch(want, false)
 		}
 	}
-	return "", fmt.Errorf("%s has no tag, branch or commit %q", r.URL, ref)
+	if err != nil {
+		return nil, err
+	}
+	r, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	if r.Has(commit) {
+		r.Commit = commit
+	}
+	return r, nil
 }
 
 // Has reports whether commit is in the repository.
@@ -144,14 +176,14 @@ func (r *Repo) Walk(commit, dir string, fn func(Entry) error) error {
 			if entry.Mode == filemode.Executable {
 				e.Kind = KindExecutable
 			}
-			blob, err := r.repo.BlobObject(entry.Hash)
+			blob, err := r.blob(commit, dir, name, entry.Hash)
 			if err != nil {
 				return err
 			}
 			e.Size, e.open = blob.Size, blob.Reader
 		case filemode.Symlink:
 			e.Kind = KindLink
-			blob, err := r.repo.BlobObject(entry.Hash)
+			blob, err := r.blob(commit, dir, name, entry.Hash)
 			if err != nil {
 				return err
 			}
@@ -175,6 +207,24 @@ func (r *Repo) Walk(commit, dir string, fn func(Entry) error) error {
 			return err
 		}
 	}
+}
+
+// blob is the blob h at name (below dir) of commit's tree, or a
+// *BlobError when it is over the blob limit: left on the server by the
+// fetch's filter, or sent anyway by a server that ignores filters.
+func (r *Repo) blob(commit, dir, name string, h plumbing.Hash) (*object.Blob, error) {
+	at := path.Join(dir, name)
+	blob, err := r.repo.BlobObject(h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, &BlobError{URL: r.URL, Commit: commit, Path: at, Size: -1, Limit: r.lim.Blob}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if blob.Size > r.lim.Blob {
+		return nil, &BlobError{URL: r.URL, Commit: commit, Path: at, Size: blob.Size, Limit: r.lim.Blob}
+	}
+	return blob, nil
 }
 
 // RemoteRef is what a ref names on the remote now, without fetching the

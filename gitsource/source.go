@@ -1,7 +1,8 @@
 // Package gitsource reads skills from git repositories: where a source
 // says to look (a URL, a path in the repository, a ref), the commit a ref
-// names now, and the files of a commit's tree. It fetches with go-git, so
-// no git binary is needed; what is written out, and how safely, is the
+// names now, and the files of a commit's tree. It fetches that one commit
+// with the git binary under rlimits (gitcli.go says why not go-git) and
+// reads it with go-git; what is written out, and how safely, is the
 // caller's.
 package gitsource
 

@@ -99,8 +99,11 @@ func locate(raw string) (location, error) {
 	return l, nil
 }
 
-// sameEndpoint refuses raw when go-git, which fetches it, reads another
-// scheme, host, port or path from it than the one trust was judged on.
+// sameEndpoint refuses raw when go-git, which lists its refs (RemoteRef),
+// reads another scheme, host, port or path from it than the one trust
+// was judged on. What it accepts (scheme://host[:port]/path, nothing a
+// server resolves elsewhere) the git binary, which fetches it, reads as
+// the same place.
 func sameEndpoint(raw string, l location, decoded string) error {
 	ep, err := transport.NewEndpoint(raw)
 	if err != nil {

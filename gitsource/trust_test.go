@@ -98,7 +98,7 @@ func TestDotSegmentReachesAnotherRepository(t *testing.T) {
 	makeRepo(t, filepath.Join(dir, "evil"))
 	srv := normalising(t, testenv.GitServer(t, dir))
 	for _, bad := range []string{srv + "/trusted/../evil/skills.git", srv + "/trusted/%2e%2e/evil/skills.git"} {
-		if _, err := gitsource.Fetch(context.Background(), bad, t.TempDir()); err != nil {
+		if _, err := gitsource.Fetch(context.Background(), bad, "", t.TempDir(), gitsource.DefaultLimits()); err != nil {
 			t.Fatalf("the server did not resolve %s: %v", bad, err)
 		}
 		if gitsource.Trusted(bad, []string{srv + "/trusted/"}) {
@@ -212,11 +212,11 @@ func TestFetchRefusesRedirect(t *testing.T) {
 		http.Redirect(w, r, backend+strings.Replace(r.URL.RequestURI(), "/trusted/", "/evil/", 1), http.StatusFound)
 	}))
 	t.Cleanup(redirect.Close)
-	if _, err := gitsource.Fetch(context.Background(), backend+"/evil/skills.git", t.TempDir()); err != nil {
+	if _, err := gitsource.Fetch(context.Background(), backend+"/evil/skills.git", "", t.TempDir(), gitsource.DefaultLimits()); err != nil {
 		t.Fatalf("the repository itself does not fetch: %v", err)
 	}
 	u := redirect.URL + "/trusted/skills.git"
-	if _, err := gitsource.Fetch(context.Background(), u, t.TempDir()); err == nil || !strings.Contains(err.Error(), "redirect") {
+	if _, err := gitsource.Fetch(context.Background(), u, "", t.TempDir(), gitsource.DefaultLimits()); err == nil || !strings.Contains(err.Error(), "redirect") {
 		t.Errorf("Fetch(%s) followed the redirect: %v", u, err)
 	}
 	if got, err := gitsource.RemoteRef(context.Background(), u, "main"); err == nil {

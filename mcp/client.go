@@ -90,13 +90,19 @@ func (c *Conn) connect(ctx context.Context) error {
 	session, err := client.Connect(hctx, live.Transport, nil)
 	if err != nil {
 		live.Stop()
-		return fmt.Errorf("mcp server %s: handshake: %w%s", c.name, err, describe(live))
+		if how := describe(live); how != "" {
+			return &endedError{name: c.name, stage: "the handshake", how: how, err: err}
+		}
+		return fmt.Errorf("mcp server %s: handshake: %w", c.name, err)
 	}
 	tools, err := listTools(hctx, session)
 	if err != nil {
 		session.Close()
 		live.Stop()
-		return fmt.Errorf("mcp server %s: tools/list: %w%s", c.name, err, describe(live))
+		if how := describe(live); how != "" {
+			return &endedError{name: c.name, stage: "tools/list", how: how, err: err}
+		}
+		return fmt.Errorf("mcp server %s: tools/list: %w", c.name, err)
 	}
 	ir := session.InitializeResult()
 	info := Info{ProtocolVersion: ir.ProtocolVersion, Instructions: ir.Instructions}
@@ -107,12 +113,27 @@ func (c *Conn) connect(ctx context.Context) error {
 	return nil
 }
 
+// describe is how a server that ended did so, "" while it runs.
 func describe(live *Session) string {
 	if live.Describe == nil || live.Exited == nil || !live.Exited() {
 		return ""
 	}
-	return " (" + live.Describe() + ")"
+	return live.Describe()
 }
+
+// endedError is a server that ended before it answered: what it said on
+// its way out is the reason, not the transport's closed pipe (which it
+// wraps, unprinted).
+type endedError struct {
+	name, stage, how string
+	err              error
+}
+
+func (e *endedError) Error() string {
+	return fmt.Sprintf("mcp server %s ended during %s: %s", e.name, e.stage, e.how)
+}
+
+func (e *endedError) Unwrap() error { return e.err }
 
 func listTools(ctx context.Context, s *sdk.ClientSession) ([]Tool, error) {
 	var out []Tool
@@ -200,9 +221,9 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (*Re
 			why := describe(live)
 			rerr := c.restart(ctx, session)
 			if rerr != nil {
-				return nil, fmt.Errorf("%w: %s died during the call%s; restart failed: %v", ErrCrashed, c.name, why, rerr)
+				return nil, fmt.Errorf("%w: %s died during the call: %s; restart failed: %v", ErrCrashed, c.name, why, rerr)
 			}
-			return nil, fmt.Errorf("%w: %s died during the call%s; it was restarted, the call was not repeated", ErrCrashed, c.name, why)
+			return nil, fmt.Errorf("%w: %s died during the call: %s; it was restarted, the call was not repeated", ErrCrashed, c.name, why)
 		}
 		return nil, err
 	}

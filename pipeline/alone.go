@@ -53,6 +53,7 @@ func runAlone(ctx context.Context, f *File, o Options) (*record.PipelineResult, 
 		return nil, err
 	}
 	last := lastOutcomes(events, p.layout.unitFinished())
+	p.fresh = freshStarts(events, p.layout)
 	start, err := p.prepareAlone(ph, last)
 	if err != nil || start == nil {
 		res := p.partialResult(events, nil)
@@ -130,7 +131,7 @@ func (p *pipe) prepareAlone(ph *Phase, last map[string]*record.PhaseOutcome) (*a
 		return nil, err
 	}
 	resume := p.resumable[ph.Name]
-	if err := p.event(p.layout.unitStarted(), map[string]any{p.layout.unit: ph.Name, "runDir": p.runDir(ph.Name), "resume": resume, "alone": true}); err != nil {
+	if err := p.event(p.layout.unitStarted(), map[string]any{p.layout.unit: ph.Name, "runDir": p.recordedRunDir(ph.Name), "resume": resume, "alone": true}); err != nil {
 		return nil, err
 	}
 	return &aloneStart{resume: resume}, nil

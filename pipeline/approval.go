@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,7 +26,7 @@ func (p *pipe) routeDecisions(approve, deny []string) (map[string]unitDecisions,
 	waiting := map[string][]string{} // call id -> units
 	var all []string
 	for name := range p.resumable {
-		rep, err := rundir.Verify(p.runDir(name), p.common.RunKey)
+		rep, err := p.verifyUnit(name)
 		if err != nil || !rep.OK {
 			continue // its own resume reports what is wrong
 		}
@@ -74,6 +75,17 @@ func (p *pipe) routeDecisions(approve, deny []string) (map[string]unitDecisions,
 		}
 	}
 	return out, nil
+}
+
+// verifyUnit verifies a unit's run directory as it is now, opened once
+// beneath the directory.
+func (p *pipe) verifyUnit(name string) (*rundir.Report, error) {
+	u, err := openUnitRun(p.dir, filepath.Join(p.layout.runs, name))
+	if err != nil {
+		return nil, err
+	}
+	defer u.Close()
+	return u.verify(p.common.RunKey)
 }
 
 // pendingLine says in one line what waits for a person in a unit ("" if

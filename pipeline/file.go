@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -380,11 +381,12 @@ func (f *File) check(name string) error {
 			}
 		}
 		text, source := p.Prompt, "prompt"
+		unread := false
 		if p.PromptFile != "" {
 			b, err := readBounded(f.abs(p.PromptFile))
 			if err != nil {
 				add(at(p, "prompt-file"), "%s %q: prompt-file %s: %v", f.unit, p.Name, p.PromptFile, err)
-				continue
+				unread = true
 			}
 			text, source = string(b), "prompt-file "+p.PromptFile
 		}
@@ -392,23 +394,23 @@ func (f *File) check(name string) error {
 		if err != nil {
 			add(at(p, strings.Fields(source)[0]), "%s %q: %s is not a valid template: %v", f.unit, p.Name, source, err)
 		}
-		if strings.TrimSpace(text) == "" {
+		if strings.TrimSpace(text) == "" && !unread {
 			add(p.line, "%s %q has no prompt: give prompt or prompt-file", f.unit, p.Name)
 		}
 		p.prompt = t
 		p.readsPhases = strings.Contains(text, ".phases")
-		if err == nil {
-			for _, msg := range f.templateProblems(t, p, strings.Fields(source)[0]) {
-				addTemplate(at(p, strings.Fields(source)[0]), msg)
-			}
+		// A template that does not parse still has its references
+		// checked, action by action, so that fixing the syntax does not
+		// reveal a second round of problems.
+		for _, msg := range f.referenceProblems(t, err, text, p, strings.Fields(source)[0]) {
+			addTemplate(at(p, strings.Fields(source)[0]), msg)
 		}
 		for i, a := range p.Attach {
 			at, err := template.New("attach").Option("missingkey=error").Parse(a)
 			if err != nil {
 				add(lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach", strconv.Itoa(i)}), "%s %q: attach %q is not a valid template: %v", f.unit, p.Name, a, err)
-				continue
 			}
-			for _, msg := range f.templateProblems(at, p, fmt.Sprintf("attach %q", a)) {
+			for _, msg := range f.referenceProblems(at, err, a, p, fmt.Sprintf("attach %q", a)) {
 				addTemplate(lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach"}), msg)
 			}
 		}
@@ -427,10 +429,10 @@ func (f *File) check(name string) error {
 	if templateProblems > maxTemplateProblems {
 		add(1, "... and %d more template problems like those above", templateProblems-maxTemplateProblems)
 	}
-	if len(probs) == 0 {
-		if cyc := cycle(f.Phases); cyc != nil {
-			add(f.phase(cyc[0]).line, "the needs form a cycle: %s", strings.Join(cyc, " -> "))
-		}
+	// A cycle is looked for whatever else is wrong; a phase that needs
+	// itself is told above, and a need that names no phase leads nowhere.
+	if cyc := cycle(withoutSelfNeeds(f.Phases)); cyc != nil {
+		add(f.phase(cyc[0]).line, "the needs form a cycle: %s", strings.Join(cyc, " -> "))
 	}
 	slices.SortStableFunc(probs, func(a, b problem) int { return a.line - b.line })
 	lines := make([]string, len(probs))
@@ -444,6 +446,40 @@ func (f *File) check(name string) error {
 		return outcome.Usage("pipeline_file_invalid", "%s has problems:\n%s", name, strings.Join(lines, "\n"))
 	}
 	return nil
+}
+
+// referenceProblems are the template problems of a prompt or attach
+// text: of its parsed template t, or, when it did not parse (err), of
+// each of its actions that parses alone.
+func (f *File) referenceProblems(t *template.Template, err error, text string, p *Phase, source string) []string {
+	if err == nil {
+		return f.templateProblems(t, p, source)
+	}
+	var out []string
+	for _, m := range templateAction.FindAllStringSubmatch(text, -1) {
+		at, err := template.New(p.Name).Option("missingkey=error").Parse("{{" + m[1] + "}}")
+		if err != nil {
+			continue
+		}
+		for _, msg := range f.templateProblems(at, p, source) {
+			if !slices.Contains(out, msg) {
+				out = append(out, msg)
+			}
+		}
+	}
+	return out
+}
+
+// templateAction is one {{ ... }} of a template, trim markers included.
+var templateAction = regexp.MustCompile(`(?s)\{\{(.*?)\}\}`)
+
+// withoutSelfNeeds is phases with no phase needing itself.
+func withoutSelfNeeds(ps []Phase) []Phase {
+	out := slices.Clone(ps)
+	for i := range out {
+		out[i].Needs = slices.DeleteFunc(slices.Clone(out[i].Needs), func(n string) bool { return n == out[i].Name })
+	}
+	return out
 }
 
 // abs resolves a path from the file against the file's directory.

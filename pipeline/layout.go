@@ -13,6 +13,8 @@ type layout struct {
 	runs         string // the directory holding each unit's run directory
 	manifestType string
 	resultType   string
+	// version is that of the manifest and the result.
+	version int
 }
 
 var (
@@ -20,11 +22,13 @@ var (
 		kind: "pipeline", unit: "phase",
 		manifest: record.FilePipeline, journal: record.FilePipelineJournal, result: record.FilePipelineResult,
 		runs: record.DirPhases, manifestType: record.TypePipeline, resultType: record.TypePipelineResult,
+		version: record.PipelineVersion,
 	}
 	batchLayout = layout{
 		kind: "batch", unit: "task",
 		manifest: record.FileBatch, journal: record.FileBatchJournal, result: record.FileBatchResult,
 		runs: record.DirBatchRuns, manifestType: record.TypeBatch, resultType: record.TypeBatchResult,
+		version: record.BatchVersion,
 	}
 )
 

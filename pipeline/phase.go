@@ -19,6 +19,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/workspace"
@@ -42,7 +43,10 @@ func (p *pipe) templateData(ph *Phase) map[string]any {
 	phases := map[string]any{}
 	for _, n := range ph.Needs {
 		d := p.done[n]
-		v := map[string]any{"answer": "", "structuredOutput": nil, "status": d.outcome.Status, "answerFile": "", "runDir": d.outcome.RunDir}
+		v := map[string]any{"answer": "", "structuredOutput": nil, "status": d.outcome.Status, "answerFile": "", "runDir": ""}
+		if d.outcome.RunDir != "" {
+			v["runDir"] = p.runDir(n)
+		}
 		if d.result != nil {
 			v["answer"] = d.result.Answer
 			if len(d.result.StructuredOutput) > 0 {
@@ -90,6 +94,9 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 			RunDir: p.runDir(ph.Name), APIKey: p.common.APIKey, RunKey: p.common.RunKey, MaxTurns: p.maxTurns, BaseURL: p.baseURL,
 			Record: p.cassette(p.manifest.Record, ph.Name), Replay: p.cassette(p.manifest.Replay, ph.Name),
 			Stderr: stderr, Now: p.common.Now, Version: p.common.Version, SnapshotCache: p.common.SnapshotCache,
+			// The run recorded where the pipeline directory was; it is
+			// protected where it is now too.
+			Protect: []string{p.dir},
 			Approve: p.decisions[ph.Name].approve, Deny: p.decisions[ph.Name].deny, DenyReason: p.decisionReason, Actor: p.decisionActor,
 		})
 	} else if err = p.checkHandOff(handed); err == nil {
@@ -117,7 +124,10 @@ func (p *pipe) runPhase(ctx context.Context, ph *Phase, resume bool, data map[st
 	r := res.Record
 	d.result = r
 	d.outcome.Status, d.outcome.Reason, d.outcome.ExitCode, d.outcome.Message = r.Status, r.Reason, r.ExitCode, r.Message
-	d.outcome.RunDir, d.outcome.Usage, d.outcome.PendingApprovals = res.RunDir, r.Usage, r.PendingApprovals
+	d.outcome.RunDir, d.outcome.Usage, d.outcome.PendingApprovals = p.recordedRunDir(ph.Name), r.Usage, r.PendingApprovals
+	if m, merr := rundir.ReadManifest(res.RunDir); merr == nil {
+		d.outcome.RunID, d.outcome.JournalHead = m.RunID, m.JournalHead
+	}
 	d.outcome.UsageByModel = r.UsageByModel
 	if b, rerr := artifacts.ReadBeneath(res.RunDir, record.FileResult); rerr == nil {
 		d.outcome.ResultDigest = artifacts.DigestBytes(b)

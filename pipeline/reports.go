@@ -64,9 +64,9 @@ const maxExcerpt = 2000
 
 // WriteJUnit writes a batch result as JUnit XML, atomically.
 func WriteJUnit(path string, res *record.PipelineResult) error {
-	suite := junitSuite{Name: "harness.batch." + res.PipelineID, Time: seconds(res.DurationMs)}
+	suite := junitSuite{Name: "harness.batch." + res.ID(), Time: seconds(res.DurationMs)}
 	for _, t := range res.Tasks {
-		c := junitCase{Name: t.Name, Classname: "harness.batch", Time: seconds(t.DurationMs), SystemOut: t.RunDir}
+		c := junitCase{Name: t.Name, Classname: "harness.batch", Time: seconds(t.DurationMs), SystemOut: runDirOf(res, t)}
 		switch t.Status {
 		case "succeeded":
 		case statusSkipped, statusNotStarted:
@@ -74,7 +74,7 @@ func WriteJUnit(path string, res *record.PipelineResult) error {
 			suite.Skipped++
 		default:
 			text := t.Message
-			if a := answerOf(t); a != "" {
+			if a := answerOf(res, t); a != "" {
 				text += "\n\nanswer:\n" + a
 			}
 			c.Failure = &junitFailure{Message: fmt.Sprintf("%s (%s, exit %d)", t.Status, t.Reason, t.ExitCode), Type: t.Status, Text: clean(text)}
@@ -98,7 +98,7 @@ func WriteJUnit(path string, res *record.PipelineResult) error {
 // WriteSummary writes a batch result as a Markdown table, atomically.
 func WriteSummary(path string, res *record.PipelineResult) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## harness batch %s: %s\n\n", res.PipelineID, res.Status)
+	fmt.Fprintf(&b, "## harness batch %s: %s\n\n", res.ID(), res.Status)
 	var counts []string
 	for _, s := range []string{"succeeded", "failed", "limit", "provider_error", "refused", "interrupted", "awaiting_approval", statusSkipped, statusNotStarted} {
 		if n := res.Counts[s]; n > 0 {
@@ -112,18 +112,27 @@ func WriteSummary(path string, res *record.PipelineResult) error {
 		if line := pendingLine(t); line != "" {
 			msg = line
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCellN(answerOf(t), 120), mdCell(msg))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCellN(answerOf(res, t), 120), mdCell(msg))
 	}
 	return artifacts.WriteFile(path, []byte(b.String()), 0o644)
 }
 
+// runDirOf is where a task's run directory is: a batch result records it
+// relative to the batch directory, a merged one where its shard was.
+func runDirOf(res *record.PipelineResult, t record.PhaseOutcome) string {
+	if t.RunDir == "" || filepath.IsAbs(t.RunDir) {
+		return t.RunDir
+	}
+	return filepath.Join(res.Dir, t.RunDir)
+}
+
 // answerOf is the start of a task's answer, read back from its result.
-func answerOf(t record.PhaseOutcome) string {
+func answerOf(res *record.PipelineResult, t record.PhaseOutcome) string {
 	if t.RunDir == "" {
 		return ""
 	}
 	var r record.Result
-	if artifacts.ReadJSONBeneath(t.RunDir, record.FileResult, record.TypeResult, 1, &r) != nil {
+	if artifacts.ReadJSONBeneath(runDirOf(res, t), record.FileResult, record.TypeResult, 1, &r) != nil {
 		return ""
 	}
 	a := r.Answer
@@ -174,19 +183,19 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 	var all []string
 	var fileDigest artifacts.Digest
 	byTask := map[string]record.PhaseOutcome{}
-	out := &record.PipelineResult{Envelope: artifacts.NewEnvelope(record.TypeBatchResult, record.PipelineVersion), Status: "succeeded", Counts: map[string]int{}}
+	out := &record.PipelineResult{Envelope: artifacts.NewEnvelope(record.TypeBatchResult, record.BatchVersion), Status: "succeeded", Counts: map[string]int{}}
 	for _, d := range dirs {
 		abs, err := filepath.Abs(d)
 		if err != nil {
 			return nil, err
 		}
 		var m record.PipelineManifest
-		if err := artifacts.ReadJSONBeneath(abs, record.FileBatch, record.TypeBatch, record.PipelineVersion, &m); err != nil {
+		if err := artifacts.ReadJSONBeneath(abs, record.FileBatch, record.TypeBatch, record.BatchVersion, &m); err != nil {
 			return nil, outcome.Usage("batch_dir_invalid", "%s is not a batch directory: %v", d, err)
 		}
 		if fileDigest == "" {
 			fileDigest, all = m.FileDigest, m.AllTasks
-			out.PipelineID = shardSuffix.ReplaceAllString(m.PipelineID, "")
+			out.SetID("batch", shardSuffix.ReplaceAllString(m.ID(), ""))
 		} else if m.FileDigest != fileDigest {
 			return nil, outcome.Usage("batch_merge_mismatch", "%s ran another batch file (digest %s, not %s)", d, m.FileDigest, fileDigest)
 		}
@@ -200,7 +209,7 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 			return nil, outcome.Policy("shard_unverified", "shard %s does not verify: %s; nothing was merged (harness verify %s says more; --allow-unverified merges its tasks as unverified)", d, firstProblem(v), d)
 		}
 		var r record.PipelineResult
-		if err := artifacts.ReadJSONBeneath(abs, record.FileBatchResult, record.TypeBatchResult, record.PipelineVersion, &r); err != nil {
+		if err := artifacts.ReadJSONBeneath(abs, record.FileBatchResult, record.TypeBatchResult, record.BatchVersion, &r); err != nil {
 			return nil, outcome.Usage("batch_dir_invalid", "%s has no batch result (did it finish?): %v", d, err)
 		}
 		verified := map[string]UnitVerification{}
@@ -218,6 +227,11 @@ func Merge(dirs []string, key []byte, allowUnverified bool) (*record.PipelineRes
 				t.Message = "shard " + d + " does not verify: " + firstProblem(v)
 			case ok:
 				t.Status, t.ExitCode = u.Status, u.ExitCode
+			}
+			if t.RunDir != "" && !filepath.IsAbs(t.RunDir) {
+				// A merged result names runs of many shards: each where
+				// its shard is now.
+				t.RunDir = filepath.Join(abs, t.RunDir)
 			}
 			byTask[t.Name] = t
 		}

@@ -31,7 +31,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		l = batchLayout
 	}
 	var m record.PipelineManifest
-	if err := artifacts.ReadJSONBeneath(dir, l.manifest, l.manifestType, record.PipelineVersion, &m); err != nil {
+	if err := artifacts.ReadJSONBeneath(dir, l.manifest, l.manifestType, l.version, &m); err != nil {
 		return nil, outcome.Usage("pipeline_dir_invalid", "%s is not a pipeline or batch directory (%v): give the directory `harness pipeline run` or `harness batch run` printed", o.Dir, err)
 	}
 	if err := o.Settings.check(); err != nil {
@@ -76,6 +76,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 		}
 	}
 	last := lastOutcomes(events, l.unitFinished())
+	p.fresh = freshStarts(events, l)
 	for _, ph := range f.Phases {
 		if err := p.takeOver(ph.Name, last[ph.Name]); err != nil {
 			return nil, err
@@ -95,11 +96,22 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.PipelineResult, error
 // ended.
 func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 	runDir := p.runDir(name)
+	if prev != nil && prev.RunDir != "" {
+		// The journal's word for where the run is must be where harness
+		// puts it, as `harness verify` holds it (one rule for both).
+		if _, err := unitRunDir(p.manifest.Version, p.dir, p.layout, name, prev.RunDir); err != nil {
+			return outcome.Policy("pipeline_journal_tampered", "the %s journal's path of %s %s's run directory, %s, %v: the journal was edited; nothing was run", p.layout.kind, p.layout.unit, name, prev.RunDir, err)
+		}
+	}
 	if prev != nil && prev.Status == "succeeded" {
-		if err := runDirBeneath(p.dir, runDir); err != nil {
+		// Opened once: what is verified and handed on below is read
+		// through this descriptor, never by the path again.
+		u, err := openUnitRun(p.dir, filepath.Join(p.layout.runs, name))
+		if err != nil {
 			return outcome.Policy("phase_run_unverified", "%s %s succeeded, but its run directory %s %v; nothing was run", p.layout.unit, name, runDir, err)
 		}
-		b, err := artifacts.ReadBeneath(runDir, record.FileResult)
+		defer u.Close()
+		b, err := u.read(record.FileResult)
 		if err != nil || artifacts.DigestBytes(b) != prev.ResultDigest {
 			return outcome.Policy("phase_result_changed", "%s %s succeeded, but its result.json is missing or no longer matches the digest the %s journal recorded (%s); nothing was run. Restore %s, or start again", p.layout.unit, name, p.layout.kind, prev.ResultDigest, runDir)
 		}
@@ -108,13 +120,18 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 			return outcome.Policy("phase_result_changed", "%s %s: result.json does not decode: %v", p.layout.unit, name, err)
 		}
 		// What a later phase is handed must be what this one left: its
-		// run verifies, and its answer file is the one it wrote.
-		if rep, err := rundir.Verify(runDir, p.common.RunKey); err != nil || !rep.OK {
+		// run verifies, it is the run the journal recorded, and its
+		// answer file is the one it wrote.
+		rep, err := u.verify(p.common.RunKey)
+		if err != nil || !rep.OK {
 			why := "it cannot be read"
 			if err == nil {
 				why = rep.Problem.Code + ": " + rep.Problem.Message
 			}
 			return outcome.Policy("phase_run_unverified", "%s %s succeeded, but its run directory does not verify (%s); nothing was run", p.layout.unit, name, why)
+		}
+		if err := checkIdentity(p.manifest.Version, prev, rep); err != nil {
+			return outcome.Policy("phase_run_replaced", "%s %s succeeded, but its run directory %s %v; nothing was run", p.layout.unit, name, runDir, err)
 		}
 		if err := p.checkAnswer(name, prev.AnswerDigest); err != nil {
 			return err
@@ -136,9 +153,58 @@ func (p *pipe) takeOver(name string, prev *record.PhaseOutcome) error {
 		return p.setAside(name)
 	}
 	// A run that ended resumably, or one that never wrote its result (a
-	// crash): the run's own resume takes it from its journal.
+	// crash): the run's own resume takes it from its journal, once it is
+	// the run the journal recorded (unless a fresh start came after that
+	// record, which the directory then holds).
+	if prev != nil && prev.RunDir != "" && !p.fresh[name] {
+		if err := p.sameRun(name, prev); err != nil {
+			return err
+		}
+	}
 	p.resumable[name] = true
 	return nil
+}
+
+// sameRun holds the run directory of a unit about to resume to the run
+// the journal recorded when it last ended. One that does not verify is
+// left to the run's own resume, which refuses it in its words.
+func (p *pipe) sameRun(name string, prev *record.PhaseOutcome) error {
+	u, err := openUnitRun(p.dir, filepath.Join(p.layout.runs, name))
+	if err != nil {
+		return nil
+	}
+	defer u.Close()
+	rep, err := u.verify(p.common.RunKey)
+	if err != nil || !rep.OK {
+		return nil
+	}
+	if err := checkIdentity(p.manifest.Version, prev, rep); err != nil {
+		return outcome.Policy("phase_run_replaced", "%s %s's run directory %s %v; nothing was run", p.layout.unit, name, u.path, err)
+	}
+	return nil
+}
+
+// freshStarts are the units started afresh after their last finished
+// line: their directory holds a newer run than that line records.
+func freshStarts(events []artifacts.Event, l layout) map[string]bool {
+	out := map[string]bool{}
+	for _, ev := range events {
+		switch ev.Type {
+		case l.unitFinished():
+			var o record.PhaseOutcome
+			if json.Unmarshal(ev.Data, &o) == nil {
+				delete(out, o.Name)
+			}
+		case l.unitStarted():
+			var d struct {
+				Resume bool `json:"resume"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil && !d.Resume {
+				out[unitOf(l, ev)] = true
+			}
+		}
+	}
+	return out
 }
 
 // setAside moves a phase's finished, unresumable run directory out of the

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -112,6 +111,9 @@ type pipe struct {
 	done map[string]*phaseDone
 	// resumable are phases whose stopped run resumes from its journal.
 	resumable map[string]bool
+	// fresh are units started afresh after their last finished line (a
+	// resume's view of the journal).
+	fresh map[string]bool
 	// maxTurns and baseURL are ResumeOptions', for those.
 	maxTurns, baseURL string
 	// decisions are ResumeOptions' approvals, by unit.
@@ -207,11 +209,12 @@ func newDir(l layout, o Options) (string, error) {
 // started event.
 func initDir(f *File, dir string, l layout, o Options, shape func(*record.PipelineManifest)) (*pipe, error) {
 	m := record.PipelineManifest{
-		Envelope:   artifacts.NewEnvelope(l.manifestType, record.PipelineVersion),
-		PipelineID: filepath.Base(dir), CreatedAt: clock(o.Now)().UTC(), HarnessVersion: o.Version,
+		Envelope:  artifacts.NewEnvelope(l.manifestType, l.version),
+		CreatedAt: clock(o.Now)().UTC(), HarnessVersion: o.Version,
 		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: max(o.Jobs, 1),
 		Workspace: absOrEmpty(o.Workspace), BaseURL: artifacts.WithoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
 	}
+	m.SetID(l.kind, filepath.Base(dir))
 	p := newPipe(f, dir, l, o.Common)
 	if len(keysOf(o.Settings.Settings)) > 0 {
 		m.Settings, m.SettingSources = &o.Settings.Settings, o.Settings.Sources
@@ -227,7 +230,7 @@ func initDir(f *File, dir string, l layout, o Options, shape func(*record.Pipeli
 	if err := p.openJournal(1, ""); err != nil {
 		return nil, err
 	}
-	if err := p.event(p.layout.started(), map[string]any{"id": m.PipelineID, "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
+	if err := p.event(p.layout.started(), map[string]any{"id": m.ID(), "file": f.Path, "fileDigest": f.Digest, "digest": p.manifest.Digest, "order": order(f.Phases)}); err != nil {
 		p.journal.Close()
 		return nil, err
 	}
@@ -277,7 +280,7 @@ func (p *pipe) declare() ([]record.PipelinePhase, artifacts.Digest) {
 		}{p.file.Defaults, p.manifest.Settings, ph})
 		d := artifacts.DigestBytes(decl)
 		h.WriteField(ph.Name + ":" + string(d))
-		out = append(out, record.PipelinePhase{Name: ph.Name, Needs: nonNil(ph.Needs), Digest: d, RunDir: p.runDir(ph.Name)})
+		out = append(out, record.PipelinePhase{Name: ph.Name, Needs: nonNil(ph.Needs), Digest: d, RunDir: p.recordedRunDir(ph.Name)})
 	}
 	return out, h.Digest()
 }
@@ -287,7 +290,13 @@ func (p *pipe) redact() *artifacts.Redactor {
 	return artifacts.NewRedactor(p.common.APIKey, string(p.common.RunKey))
 }
 
+// runDir is where unit name's run directory is now; recordedRunDir is how
+// the journal and manifest record it.
 func (p *pipe) runDir(name string) string { return filepath.Join(p.dir, p.layout.runs, name) }
+
+func (p *pipe) recordedRunDir(name string) string {
+	return recordedRunDir(p.manifest.Version, p.dir, p.layout, name)
+}
 
 func (p *pipe) openJournal(next int64, head artifacts.Digest) error {
 	j, err := artifacts.OpenJournal(filepath.Join(p.dir, p.layout.journal), next)
@@ -369,7 +378,7 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 			running++
 			resume := p.resumable[n]
 			data, handed := p.templateData(ph), p.handedOff(ph)
-			note(p.layout.unitStarted(), map[string]any{p.layout.unit: n, "runDir": p.runDir(n), "resume": resume})
+			note(p.layout.unitStarted(), map[string]any{p.layout.unit: n, "runDir": p.recordedRunDir(n), "resume": resume})
 			go func() {
 				results <- finished{n, p.runPhase(ctx, ph, resume, data, handed)}
 			}()
@@ -407,91 +416,6 @@ func (p *pipe) execute(ctx context.Context) (*record.PipelineResult, error) {
 		return res, &outcome.Error{Code: "pipeline_" + res.Status, Msg: res.Message, Exit: res.ExitCode}
 	}
 	return res, nil
-}
-
-// result sums the phases up: the first phase in dependency order that did
-// not succeed decides the status and exit code.
-func (p *pipe) result(names []string) *record.PipelineResult {
-	units := make([]record.PhaseOutcome, 0, len(names))
-	for _, n := range names {
-		units = append(units, p.done[n].outcome)
-	}
-	res := summarize(p.layout, p.manifest.PipelineID, p.dir, units)
-	res.DurationMs = clock(p.common.Now)().Sub(p.start).Milliseconds()
-	return res
-}
-
-// summarize is the result of a pipeline or batch whose units ended as
-// units (in dependency order), all but its duration: what the runner
-// writes and what the verifier recomputes from the journal.
-func summarize(l layout, id, dir string, units []record.PhaseOutcome) *record.PipelineResult {
-	res := &record.PipelineResult{
-		Envelope:   artifacts.NewEnvelope(l.resultType, record.PipelineVersion),
-		PipelineID: id, Dir: dir, Status: "succeeded",
-	}
-	for _, o := range units {
-		res.UsageByModel = record.MergeByModel(res.UsageByModel, o.UsageByModel)
-		res.Usage.PromptTokens += o.Usage.PromptTokens
-		res.Usage.CompletionTokens += o.Usage.CompletionTokens
-		res.Usage.CachedTokens += o.Usage.CachedTokens
-		res.Usage.ReasoningTokens += o.Usage.ReasoningTokens
-		res.Usage.TotalTokens += o.Usage.TotalTokens
-		res.Usage.Corrected = res.Usage.Corrected || o.Usage.Corrected
-		if res.ExitCode == 0 && o.Status != "succeeded" && o.Status != statusSkipped {
-			res.Status, res.ExitCode = o.Status, o.ExitCode
-			if res.ExitCode == 0 {
-				res.ExitCode = outcome.ExitFailed
-			}
-			prefix := l.unit + " " + o.Name + ": "
-			res.Message = prefix + strings.TrimPrefix(o.Message, prefix)
-		}
-	}
-	res.Cost, res.Unpriced = record.CostOf(res.UsageByModel)
-	if l.kind == "batch" {
-		res.Tasks = units
-		res.Counts = map[string]int{}
-		for _, u := range units {
-			res.Counts[u.Status]++
-		}
-	} else {
-		res.Phases = units
-	}
-	if res.ExitCode != 0 {
-		res.Resumable = true
-		res.ResumeCommand = "harness " + l.kind + " resume " + dir
-	}
-	return res
-}
-
-// resultWritten is the journal line that follows each write of the
-// result file (<kind>.finished once every unit ended, <kind>.summarized
-// before): the file's digest, under the journal's chain and seal, and
-// what it was summed from, for the verifier to recompute it.
-type resultWritten struct {
-	Status       string           `json:"status"`
-	ExitCode     int              `json:"exitCode"`
-	ResultDigest artifacts.Digest `json:"resultDigest,omitempty"`
-	// Order is the units in the order the result lists them.
-	Order []string `json:"order,omitempty"`
-	// Alone says a `--phase` process wrote it: each unit as the journal
-	// last recorded it, not one execution's account.
-	Alone bool `json:"alone,omitempty"`
-}
-
-// writeResult writes the result file and then the journal line that
-// records it. A crash between the two leaves a file the journal does not
-// vouch for; `harness pipeline resume` writes both again.
-// The first error is the file's, the second the journal's.
-func (p *pipe) writeResult(res *record.PipelineResult, names []string, alone bool) (fileErr, journalErr error) {
-	d, err := p.redact().WriteJSONDigest(filepath.Join(p.dir, p.layout.result), res)
-	if err != nil {
-		return err, nil
-	}
-	typ := p.layout.finished()
-	if alone && !allFinished(res) {
-		typ = p.layout.summarized()
-	}
-	return nil, p.event(typ, resultWritten{Status: res.Status, ExitCode: res.ExitCode, ResultDigest: d, Order: names, Alone: alone})
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -64,12 +64,12 @@ func Verify(dir string, key []byte) (*Verification, error) {
 	var m record.PipelineManifest
 	data, err := artifacts.ReadBeneath(abs, l.manifest)
 	if err == nil {
-		err = artifacts.DecodeArtifact(data, l.manifestType, record.PipelineVersion, &m)
+		err = artifacts.DecodeArtifact(data, l.manifestType, l.version, &m)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a pipeline or batch directory: %w", dir, err)
 	}
-	v := &Verification{Dir: abs, Kind: l.kind, ID: m.PipelineID, Units: []UnitVerification{}}
+	v := &Verification{Dir: abs, Kind: l.kind, ID: m.ID(), Units: []UnitVerification{}}
 	bad := func(format string, args ...any) { v.Problems = append(v.Problems, fmt.Sprintf(format, args...)) }
 	events, err := readJournalOnly(abs, l, key)
 	if err != nil {
@@ -89,30 +89,14 @@ func Verify(dir string, key []byte) (*Verification, error) {
 		if !ok {
 			continue // never finished: nothing recorded to check
 		}
-		uv := UnitVerification{Name: u.Name, RunDir: o.RunDir, Status: o.Status, ExitCode: o.ExitCode, OK: true, Outcome: *o}
+		uv := UnitVerification{Name: u.Name, Status: o.Status, ExitCode: o.ExitCode, OK: true, Outcome: *o}
 		fail := func(format string, args ...any) {
 			if uv.OK {
 				uv.OK, uv.Problem = false, fmt.Sprintf(format, args...)
 			}
 		}
 		if o.RunDir != "" {
-			if err := runDirBeneath(abs, o.RunDir); err != nil {
-				fail("its run directory %s %v", o.RunDir, err)
-			} else if rep, err := rundir.Verify(o.RunDir, key); err != nil {
-				fail("its run directory is missing or unreadable: %v", err)
-			} else if uv.Run = rep; !rep.OK {
-				fail("its run does not verify: %s: %s", rep.Problem.Code, rep.Problem.Message)
-			} else if rep.Finished != nil {
-				uv.Status, uv.ExitCode = resultStatus(rep.Finished), rep.Finished.ExitCode
-				if o.Status != uv.Status && !o.Reused {
-					fail("the %s journal says %s, its run's journal says %s", l.kind, o.Status, uv.Status)
-				}
-			}
-			if o.ResultDigest != "" {
-				if b, err := artifacts.ReadBeneath(o.RunDir, record.FileResult); err != nil || artifacts.DigestBytes(b) != o.ResultDigest {
-					fail("its result.json is not the one the %s journal recorded", l.kind)
-				}
-			}
+			checkUnitRun(abs, m.Version, l, o, key, &uv, fail)
 		}
 		if o.AnswerDigest != "" {
 			if b, err := artifacts.ReadBeneath(abs, filepath.Join(record.DirAnswers, u.Name+".md")); err != nil || artifacts.DigestBytes(b) != o.AnswerDigest {
@@ -142,21 +126,53 @@ func resultStatus(f *record.RunFinished) string {
 	return f.Status
 }
 
-// runDirBeneath checks that a unit's run directory, as the journal names
-// it, opens inside the pipeline or batch directory dir without going
-// through a link: the path's text can stay inside while a link on it
-// leads to a copy elsewhere.
-func runDirBeneath(dir, runDir string) error {
-	rel, err := filepath.Rel(dir, runDir)
-	if err != nil || !filepath.IsLocal(rel) {
-		return fmt.Errorf("lies outside the directory")
+// checkUnitRun verifies the run directory the journal recorded for a
+// unit, as `harness verify` does, opened once beneath the directory dir
+// and read through that descriptor, and holds it to what the journal
+// recorded of it: where it is, whose run it is, how it ended, its
+// result.json.
+func checkUnitRun(dir string, version int, l layout, o *record.PhaseOutcome, key []byte, uv *UnitVerification, fail func(string, ...any)) {
+	rel, err := unitRunDir(version, dir, l, o.Name, o.RunDir)
+	if err != nil {
+		fail("the journal's path of its run directory, %s, %v", o.RunDir, err)
+		return
 	}
-	// A missing or unreadable directory is left to the run's own
-	// verification, which says so; only a link is judged here.
-	if err := artifacts.CheckDirBeneath(dir, rel); errors.Is(err, artifacts.ErrOutsideDir) {
-		return fmt.Errorf("is a symbolic link or leads outside the directory (harness writes only directories there)")
+	uv.RunDir = filepath.Join(dir, rel)
+	u, err := openUnitRun(dir, rel)
+	var linked *linkError
+	switch {
+	case errors.As(err, &linked):
+		fail("its run directory %s %v", uv.RunDir, err)
+		return
+	case err != nil:
+		fail("its run directory is missing or unreadable: %v", err)
+		return
 	}
-	return nil
+	defer u.Close()
+	rep, err := u.verify(key)
+	switch {
+	case err != nil:
+		fail("its run directory is missing or unreadable: %v", err)
+	case !rep.OK:
+		uv.Run = rep
+		fail("its run does not verify: %s: %s", rep.Problem.Code, rep.Problem.Message)
+	default:
+		uv.Run = rep
+		if err := checkIdentity(version, o, rep); err != nil {
+			fail("its run directory %s %v", uv.RunDir, err)
+		}
+		if rep.Finished != nil {
+			uv.Status, uv.ExitCode = resultStatus(rep.Finished), rep.Finished.ExitCode
+			if o.Status != uv.Status && !o.Reused {
+				fail("the %s journal says %s, its run's journal says %s", l.kind, o.Status, uv.Status)
+			}
+		}
+	}
+	if o.ResultDigest != "" {
+		if b, err := u.read(record.FileResult); err != nil || artifacts.DigestBytes(b) != o.ResultDigest {
+			fail("its result.json is not the one the %s journal recorded", l.kind)
+		}
+	}
 }
 
 // openJournal opens the journal of the pipeline or batch directory dir

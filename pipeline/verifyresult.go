@@ -46,18 +46,20 @@ func checkResult(dir string, l layout, m record.PipelineManifest, events []artif
 		names = manifestOrder(m, l)
 	}
 	units := recomputeUnits(l, events[:end], names, rec.Alone)
-	want := summarize(l, m.PipelineID, dir, units)
+	want := summarize(l, m.Version, m.ID(), dir, units)
 	data, err := artifacts.ReadBeneath(dir, l.result)
 	if err != nil {
 		return []string{fmt.Sprintf("%s cannot be read (%v); the journal recorded it at line %d", l.result, err, end+1)}, want
 	}
 	var got record.PipelineResult
-	if err := decodeStrict(data, l.resultType, &got); err != nil {
+	if err := decodeStrict(data, l.resultType, m.Version, &got); err != nil {
 		return []string{fmt.Sprintf("%s cannot be read as harness wrote it: %v", l.result, err)}, want
 	}
-	if got.Dir != dir && sameDir(got.Dir, dir) {
-		// The same directory, reached by another path.
-		want = summarize(l, m.PipelineID, got.Dir, units)
+	if m.Version >= 2 || (got.Dir != dir && sameDir(got.Dir, dir)) {
+		// Where the directory was when the file was written: it may have
+		// been copied or moved since as a whole (version 2), or be
+		// reached by another path. Only the digest can hold it.
+		want = summarize(l, m.Version, m.ID(), got.Dir, units)
 	}
 	want.DurationMs = got.DurationMs // only the digest can hold it
 	problems := differences(l, &got, want)
@@ -72,12 +74,12 @@ func checkResult(dir string, l layout, m record.PipelineManifest, events []artif
 
 // decodeStrict decodes an artifact of type typ at a version this harness
 // writes, refusing fields its schema does not have.
-func decodeStrict(data []byte, typ string, v *record.PipelineResult) error {
+func decodeStrict(data []byte, typ string, version int, v *record.PipelineResult) error {
 	var env artifacts.Envelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		return err
 	}
-	if err := artifacts.DecodeArtifact(data, typ, record.PipelineVersion, &env); err != nil {
+	if err := artifacts.DecodeArtifact(data, typ, version, &env); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

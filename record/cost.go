@@ -2,13 +2,17 @@ package record
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/harness-dev/harness/loop"
 )
 
 // ModelUsage is the tokens one model spent, and what they cost when the
-// operator gave its price (--price MODEL=IN/OUT per million tokens).
+// operator gave its price (--price MODEL=IN/OUT per million tokens). A
+// cost is rounded to a millionth of the price's unit (CostPrecision), at
+// every sum, so that no artifact carries a binary fraction's noise
+// (0.09999999999999999).
 type ModelUsage struct {
 	Model            string   `json:"model"`
 	PromptTokens     int64    `json:"promptTokens"`
@@ -66,11 +70,21 @@ func add(out []ModelUsage, u ModelUsage) []ModelUsage {
 	e.ReasoningTokens += u.ReasoningTokens
 	e.TotalTokens += u.TotalTokens
 	if e.Cost != nil && u.Cost != nil {
-		*e.Cost += *u.Cost
+		*e.Cost = roundCost(*e.Cost + *u.Cost)
 	} else {
 		e.Cost = nil // a part without a price: the sum has none
 	}
 	return out
+}
+
+// CostPrecision is how many decimals a cost keeps: a millionth of the
+// currency the operator priced in.
+const CostPrecision = 6
+
+// roundCost keeps CostPrecision decimals; the JSON encoder then writes
+// the shortest decimal that reads back as it (0.1, not 0.1000000000000000055).
+func roundCost(c float64) float64 {
+	return math.Round(c*1e6) / 1e6
 }
 
 func clone(f *float64) *float64 {
@@ -97,9 +111,9 @@ func Priced(us []ModelUsage, prices map[string]Price) (total *float64, unpriced 
 			unpriced = append(unpriced, us[i].Model)
 			continue
 		}
-		c := (float64(us[i].PromptTokens)*p.In + float64(us[i].CompletionTokens)*p.Out) / 1e6
+		c := roundCost((float64(us[i].PromptTokens)*p.In + float64(us[i].CompletionTokens)*p.Out) / 1e6)
 		us[i].Cost = &c
-		sum += c
+		sum = roundCost(sum + c)
 	}
 	return &sum, unpriced
 }
@@ -114,7 +128,7 @@ func CostOf(us []ModelUsage) (total *float64, unpriced []string) {
 			unpriced = append(unpriced, u.Model)
 			continue
 		}
-		sum, priced = sum+*u.Cost, true
+		sum, priced = roundCost(sum+*u.Cost), true
 	}
 	if !priced {
 		return nil, nil

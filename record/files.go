@@ -74,4 +74,5 @@ const (
 	EventAnswerRejected      = "answer.rejected"
 	EventMCPServerStarted    = "mcp.server.started"
 	EventMCPServerFailed     = "mcp.server.failed"
+	EventChildEnded          = "child.ended"
 )

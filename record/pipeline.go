@@ -27,13 +27,25 @@ const (
 	DirBatchRuns     = "batch"
 	TypeBatch        = "harness.batch"
 	TypeBatchResult  = "harness.batch-result"
+	// BatchVersion is that of batch.json and batch-result.json: 2 names
+	// their id batchId (1 called it pipelineId, the type they share with
+	// a pipeline's files) and records paths as PipelineVersion 2 does.
+	BatchVersion = 2
 )
 
 // Artifact types of a pipeline directory.
+//
+// PipelineVersion is the version of a pipeline or batch directory's
+// manifest, result file and journal lines. Version 2 records every path
+// inside the directory relative to it (a unit's run directory is
+// phases/<name> or batch/<task-id>), so the directory verifies and resumes
+// wherever it was copied or moved as a whole, and records each unit's run
+// identity (its run id and journal head). Version 1 recorded absolute
+// paths: such a directory is read only where it was written.
 const (
 	TypePipeline       = "harness.pipeline"
 	TypePipelineResult = "harness.pipeline-result"
-	PipelineVersion    = 1
+	PipelineVersion    = 2
 )
 
 // Pipeline journal events.
@@ -48,10 +60,13 @@ const (
 	EventPipelineFinished = "pipeline.finished"
 )
 
-// PipelineManifest is pipeline.json: what the pipeline was asked to do.
+// PipelineManifest is pipeline.json (and batch.json): what the pipeline
+// or batch was asked to do.
 type PipelineManifest struct {
 	artifacts.Envelope
-	PipelineID     string    `json:"pipelineId"`
+	// PipelineID is a pipeline's id, BatchID a batch's: one is set (SetID).
+	PipelineID     string    `json:"pipelineId,omitempty"`
+	BatchID        string    `json:"batchId,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
 	HarnessVersion string    `json:"harnessVersion"`
 	// File is the pipeline file (absolute) and FileDigest its bytes'.
@@ -93,14 +108,23 @@ type PipelinePhase struct {
 	// Digest is the phase's declaration with the defaults applied: what it
 	// asks, before its prompt is filled in from earlier phases.
 	Digest artifacts.Digest `json:"digest"`
-	RunDir string           `json:"runDir"`
+	// RunDir is where the unit's run directory goes, relative to the
+	// pipeline or batch directory (version 1: absolute).
+	RunDir string `json:"runDir"`
 }
 
-// PipelineResult is pipeline-result.json: how every phase ended.
+// PipelineResult is pipeline-result.json (and batch-result.json): how
+// every phase or task ended.
 type PipelineResult struct {
 	artifacts.Envelope
-	PipelineID string `json:"pipelineId"`
-	Dir        string `json:"dir"`
+	// PipelineID is a pipeline's id, BatchID a batch's: one is set (SetID).
+	PipelineID string `json:"pipelineId,omitempty"`
+	BatchID    string `json:"batchId,omitempty"`
+	// Dir is where the directory was when this file was written, and
+	// ResumeCommand names it too: what a person reads, never where a
+	// reader looks (a copy elsewhere keeps the text; the journal's digest
+	// of this file covers it).
+	Dir string `json:"dir"`
 	// Status is succeeded when every phase succeeded; otherwise the status
 	// of the first phase in dependency order that did not.
 	Status     string      `json:"status"`
@@ -131,9 +155,17 @@ type PhaseOutcome struct {
 	Message  string `json:"message,omitempty"`
 	// Reused marks a phase that succeeded in an earlier attempt and was
 	// not run again by a resume.
-	Reused       bool             `json:"reused,omitempty"`
+	Reused bool `json:"reused,omitempty"`
+	// RunDir is the unit's run directory relative to the pipeline or
+	// batch directory (version 1: absolute).
 	RunDir       string           `json:"runDir,omitempty"`
 	ResultDigest artifacts.Digest `json:"resultDigest,omitempty"`
+	// RunID and JournalHead are the identity of the unit's run as it
+	// ended: its run.json's run id and the last line of its journal. A
+	// run directory swapped for another run's, which verifies on its own,
+	// is not this one.
+	RunID        string           `json:"runId,omitempty"`
+	JournalHead  artifacts.Digest `json:"journalHead,omitempty"`
 	DurationMs   int64            `json:"durationMs"`
 	Usage        ResultUsage      `json:"usage"`
 	UsageByModel []ModelUsage     `json:"usageByModel,omitempty"`
@@ -143,4 +175,27 @@ type PhaseOutcome struct {
 	// PendingApprovals are the unit's calls waiting for a person (status
 	// awaiting_approval).
 	PendingApprovals []PendingApproval `json:"pendingApprovals,omitempty"`
+}
+
+// ID is the pipeline's or the batch's id.
+func (m *PipelineManifest) ID() string { return m.PipelineID + m.BatchID }
+
+// SetID names the id for what it is: a "batch" kind's is batchId.
+func (m *PipelineManifest) SetID(kind, id string) {
+	m.PipelineID, m.BatchID = setID(kind, id)
+}
+
+// ID is the pipeline's or the batch's id.
+func (r *PipelineResult) ID() string { return r.PipelineID + r.BatchID }
+
+// SetID names the id for what it is: a "batch" kind's is batchId.
+func (r *PipelineResult) SetID(kind, id string) {
+	r.PipelineID, r.BatchID = setID(kind, id)
+}
+
+func setID(kind, id string) (pipeline, batch string) {
+	if kind == "batch" {
+		return "", id
+	}
+	return id, ""
 }

@@ -233,6 +233,23 @@ type ChildResult struct {
 	Profile    string     `json:"profile"`
 }
 
+// ChildEnded (journal event child.ended) is a parent's record of a
+// delegate_task child run each time a segment of it ends: which run its
+// directory holds. A child directory swapped for another run's, which
+// verifies on its own, is not this run: the verifier holds every child the
+// journal names to the last such record.
+type ChildEnded struct {
+	// ID names the child (its run id); Dir is its run directory relative
+	// to the parent's (children/<id>).
+	ID  string `json:"id"`
+	Dir string `json:"dir"`
+	// Status is how the child's segment ended; JournalHead is its
+	// journal's last line then, which stays a line of its journal however
+	// a later segment (resumed by the parent) goes on.
+	Status      string           `json:"status"`
+	JournalHead artifacts.Digest `json:"journalHead"`
+}
+
 // SkillsSearched is one find_skills call: the query and what it returned,
 // with scores, so a reviewer sees why the model found what it loaded.
 type SkillsSearched struct {

@@ -49,6 +49,9 @@ type Result struct {
 	PendingApprovals []PendingApproval `json:"pendingApprovals,omitempty"`
 	// ResumeCommand continues the run, when it is resumable.
 	ResumeCommand string `json:"resumeCommand,omitempty"`
+	// ResumeEstimate says what the limit ResumeCommand raises rests on:
+	// the run's own pace, an estimate (after --max-turns or --max-tokens).
+	ResumeEstimate string `json:"resumeEstimate,omitempty"`
 }
 
 // ResultUsage is token usage over the whole run.

@@ -175,9 +175,9 @@ func runPage(dir, anchor string, depth int) (*RunPage, error) {
 
 // SetReport reads a pipeline or batch directory into a page.
 func SetReport(dir string, now time.Time) (*Page, error) {
-	kind, manifest, result := "pipeline", record.FilePipeline, record.FilePipelineResult
+	kind, manifest, result, runs := "pipeline", record.FilePipeline, record.FilePipelineResult, record.DirPhases
 	if _, err := os.Stat(filepath.Join(dir, record.FileBatch)); err == nil {
-		kind, manifest, result = "batch", record.FileBatch, record.FileBatchResult
+		kind, manifest, result, runs = "batch", record.FileBatch, record.FileBatchResult, record.DirBatchRuns
 	}
 	var m record.PipelineManifest
 	mb, err := artifacts.ReadBeneath(dir, manifest)
@@ -188,7 +188,7 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 	if rb, err := artifacts.ReadBeneath(dir, result); err == nil {
 		json.Unmarshal(rb, &r)
 	}
-	sp := &SetPage{ID: m.PipelineID, Status: r.Status, ExitCode: r.ExitCode, Message: r.Message, ModelCosts: r.ModelCosts}
+	sp := &SetPage{ID: m.ID(), Status: r.Status, ExitCode: r.ExitCode, Message: r.Message, ModelCosts: r.ModelCosts}
 	if sp.Status == "" {
 		sp.Status = "running or stopped (no result yet)"
 	}
@@ -204,10 +204,15 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 	}
 	for i, u := range units {
 		row := UnitRow{PhaseOutcome: u, Needs: needs[u.Name]}
-		if u.RunDir != "" {
+		if u.RunDir != "" && filepath.IsLocal(u.Name) && filepath.Base(u.Name) == u.Name {
+			// A unit's run is where harness puts it, beneath the
+			// directory as it is now (which may have been copied or
+			// moved as a whole), never where a recorded path says: the
+			// verifier holds the recorded path to this place.
+			row.RunDir = filepath.Join(dir, runs, u.Name)
 			row.Anchor = fmt.Sprintf("unit-%d", i+1)
 			row.Href = "#" + row.Anchor
-			if rp, err := runPage(u.RunDir, row.Anchor, 1); err == nil {
+			if rp, err := unitPage(dir, filepath.Join(runs, u.Name), row.RunDir, row.Anchor); err == nil {
 				sp.Runs = append(sp.Runs, rp)
 			} else {
 				row.Anchor = ""
@@ -218,7 +223,45 @@ func SetReport(dir string, now time.Time) (*Page, error) {
 	if kind == "pipeline" {
 		sp.Graph = dependencyGraph(sp.Units)
 	}
-	return &Page{Title: fmt.Sprintf("harness %s %s", kind, m.PipelineID), Generated: now.UTC(), Kind: kind, Set: sp}, nil
+	return &Page{Title: fmt.Sprintf("harness %s %s", kind, m.ID()), Generated: now.UTC(), Kind: kind, Set: sp}, nil
+}
+
+// unitPage reads the run directory rel of a pipeline or batch directory
+// dir through one descriptor, opened beneath dir through no link, and
+// shows it under its path shown: a directory swapped in at that path while
+// the page is read is not the one read.
+func unitPage(dir, rel, shown, anchor string) (*RunPage, error) {
+	d, err := artifacts.OpenDirBeneath(dir, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fd := artifacts.DirPath(d)
+	rp, err := runPage(fd, anchor, 1)
+	if err != nil {
+		return nil, err
+	}
+	relocate(rp, fd, shown)
+	return rp, nil
+}
+
+// relocate names the runs of a page read through the descriptor path from
+// by the path to they are shown under.
+func relocate(rp *RunPage, from, to string) {
+	move := func(p string) string {
+		if rest, ok := strings.CutPrefix(p, from); ok {
+			return to + rest
+		}
+		return p
+	}
+	rp.RunDir = move(rp.RunDir)
+	rp.ResumeWith = strings.ReplaceAll(rp.ResumeWith, from, to)
+	for i := range rp.Children {
+		rp.Children[i].RunDir = move(rp.Children[i].RunDir)
+	}
+	for _, c := range rp.ChildPages {
+		relocate(c, from, to)
+	}
 }
 
 // Report reads any of the three kinds of directory.

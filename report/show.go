@@ -28,11 +28,13 @@ type RunView struct {
 	Usage     record.UsageRecord  `json:"usage"`
 	// result.json's usage per model and what it cost.
 	record.ModelCosts
-	Answer      string              `json:"answer"`
-	Drift       *record.DriftReport `json:"drift,omitempty"`
-	Children    []RunSummary        `json:"children"`
-	ResumeWith  string              `json:"resumeCommand,omitempty"`
-	ResultFound bool                `json:"resultFound"`
+	Answer     string              `json:"answer"`
+	Drift      *record.DriftReport `json:"drift,omitempty"`
+	Children   []RunSummary        `json:"children"`
+	ResumeWith string              `json:"resumeCommand,omitempty"`
+	// ResumeEstimate is what a limit ResumeWith raises rests on.
+	ResumeEstimate string `json:"resumeEstimate,omitempty"`
+	ResultFound    bool   `json:"resultFound"`
 	// Waiting are the calls awaiting a person's decision.
 	Waiting []record.PendingApproval `json:"pendingApprovals,omitempty"`
 	// Verdict is how the run directory verified (set by the caller).
@@ -99,7 +101,7 @@ func Show(dir string) (*RunView, error) {
 	if data, err := artifacts.ReadBeneath(s.RunDir, record.FileResult); err == nil {
 		var res record.Result
 		if json.Unmarshal(data, &res) == nil {
-			v.ResultFound, v.Denials, v.ResumeWith = true, res.Denials, res.ResumeCommand
+			v.ResultFound, v.Denials, v.ResumeWith, v.ResumeEstimate = true, res.Denials, res.ResumeCommand, res.ResumeEstimate
 			v.Waiting = res.PendingApprovals
 			v.ModelCosts = res.ModelCosts
 			if res.Answer != "" {
@@ -315,6 +317,9 @@ func WriteText(w io.Writer, v *RunView, now time.Time) {
 	}
 	if v.ResumeWith != "" {
 		fmt.Fprintf(w, "resume: %s\n", e(v.ResumeWith))
+		if v.ResumeEstimate != "" {
+			fmt.Fprintf(w, "  (%s)\n", e(v.ResumeEstimate))
+		}
 	}
 }
 

@@ -71,6 +71,9 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 			res, err = start(ctx, o, lin)
 		}
 	}
+	if res != nil {
+		r.childEnded(id)
+	}
 	if res != nil && res.Status == outcome.StatusApproval && res.Record != nil && len(res.Record.PendingApprovals) > 0 {
 		// The child stopped at a call a person must decide: so does this
 		// run, listing it as its own (CHILD_ID/CALL_ID); delegate_task
@@ -103,6 +106,25 @@ func (c *children) RunChild(ctx context.Context, p tools.Profile, task, id strin
 		out.Summary, out.ExitCode = e.Msg, e.Exit
 	}
 	return out, nil
+}
+
+// childEnded records in the parent's journal which run children/<id>
+// holds, as its run.json says now that a segment of it ended: its id and
+// journal head. The verifier holds the directory to it, so a child
+// swapped for another run's directory (which verifies on its own) or
+// removed is found, and resume never starts a new child under an id the
+// journal already knows.
+func (r *runner) childEnded(id string) {
+	rel := path.Join(record.DirChildren, id)
+	var m record.Manifest
+	data, err := artifacts.ReadBeneath(r.res.runDir, filepath.Join(filepath.FromSlash(rel), record.FileManifest))
+	if err == nil {
+		err = artifacts.DecodeArtifact(data, record.TypeManifest, record.Version, &m)
+	}
+	if err != nil || m.JournalHead == "" {
+		return // never started: there is no run to name
+	}
+	r.event(record.EventChildEnded, record.ChildEnded{ID: m.RunID, Dir: rel, Status: m.Status, JournalHead: m.JournalHead})
 }
 
 func resultOf(m record.Manifest, dir string) *Result {

@@ -101,24 +101,48 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 		}
 	}
 	if resumable {
-		res.ResumeCommand = resumeCommand(r.res.runDir, res.Reason, r.limits)
+		res.ResumeCommand, res.ResumeEstimate = resumeCommand(r.res.runDir, res.Reason, r.limits, res.Turns, res.Usage.TotalTokens)
 	}
 	return res
 }
 
+// minMoreTurns is the fewest turns a resume after --max-turns is offered:
+// a run stopped after one turn has said little about how many it needs.
+const minMoreTurns = 3
+
 // resumeCommand is the command line that continues the run; after a limit
-// it raises that limit, or the resume would stop at once.
-func resumeCommand(dir, reason string, l loop.Limits) string {
-	cmd := "harness resume " + shellQuote(dir)
+// it raises that limit, or the resume would stop at once. How far is an
+// estimate from the run's own pace (said in estimate): nothing tells how
+// many turns a model still needs, so a run is offered as many turns again
+// as it has used (at least minMoreTurns), and tokens at its rate per turn
+// for as many turns.
+func resumeCommand(dir, reason string, l loop.Limits, turns int, tokens int64) (cmd, estimate string) {
+	cmd = "harness resume " + shellQuote(dir)
+	more := max(turns, minMoreTurns)
 	switch {
 	case reason == "max_turns" && l.MaxTurns > 0:
-		cmd += fmt.Sprintf(" --max-turns +%d", l.MaxTurns)
+		cmd += fmt.Sprintf(" --max-turns +%d", more)
+		estimate = fmt.Sprintf("an estimate: the run used %d turn%s without finishing; as many again (at least %d) is a guess, not a promise", turns, plural(turns), minMoreTurns)
 	case reason == "max_tokens" && l.MaxTokens > 0:
-		cmd += fmt.Sprintf(" --max-tokens %d", 2*l.MaxTokens)
+		perTurn := l.MaxTokens
+		if turns > 0 && tokens > 0 {
+			perTurn = (tokens + int64(turns) - 1) / int64(turns)
+		}
+		limit := max(l.MaxTokens, tokens) + perTurn*int64(more)
+		limit = (limit + 999) / 1000 * 1000
+		cmd += fmt.Sprintf(" --max-tokens %d", limit)
+		estimate = fmt.Sprintf("an estimate: the run used about %d tokens a turn; this allows %d more turns at that rate, a guess, not a promise", perTurn, more)
 	case reason == "drift":
 		cmd += " --allow-drift"
 	}
-	return cmd
+	return cmd, estimate
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func shellQuote(s string) string {

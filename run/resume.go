@@ -43,6 +43,10 @@ type ResumeOptions struct {
 	RetryMaxWait   time.Duration
 	// SnapshotCache is as in Options (the drift check's re-scan uses it).
 	SnapshotCache string
+	// Protect are paths this segment's tools must not reach besides those
+	// the run recorded: where a directory holding the run (a pipeline's)
+	// is now, when it was moved since. Not recorded, and no drift.
+	Protect []string
 	// IndexCache is where discover_skills keeps fetched skill indexes.
 	IndexCache string
 	// RunKey is HARNESS_RUN_KEY: a sealed run resumes only with it.
@@ -166,6 +170,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	r.manifest = m
 	r.opts, r.lin = optionsOf(st.Created.Inputs, st.Created.Sources)
+	r.opts.Protect = append(r.opts.Protect, runopts.AbsAll(ro.Protect)...)
 	r.opts.IndexCache = ro.IndexCache
 	if o := st.Created.Outputs; o != nil {
 		r.opts.Outputs = *o

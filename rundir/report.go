@@ -39,7 +39,13 @@ type Report struct {
 	// what it spent, since run.json is written at each segment's end.
 	Turns int                `json:"turns"`
 	Usage record.UsageRecord `json:"usage"`
+	// lines are the verified journal's line digests, for HasLine.
+	lines map[artifacts.Digest]bool
 }
+
+// HasLine reports whether d is the digest of a line of the verified
+// journal (false when it did not verify).
+func (r *Report) HasLine(d artifacts.Digest) bool { return r.lines[d] }
 
 // Verify checks a run directory the way resume does before it trusts it
 // (chain, seal, inputs and identity, segment ends, every referenced file),
@@ -56,24 +62,37 @@ func Verify(dir string, key []byte) (*Report, error) {
 	}
 	rep := &Report{RunID: m.RunID, RunDir: abs, Status: m.Status, Sealed: m.Seal != nil, SealChecked: m.Seal != nil && len(key) > 0}
 	st, err := Open(abs, m, key)
-	if err == nil && st.Snapshot != nil {
-		_, err = st.Registry(abs)
-	}
-	if err == nil && st.Started && st.Snapshot != nil {
-		_, err = st.Activations(abs)
+	if err == nil {
+		err = st.checkFiles(abs)
 	}
 	if err != nil {
 		e := outcome.As(err)
 		rep.Problem = &outcome.Record{Code: e.Code, Message: e.Msg}
 		return rep, nil
 	}
-	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs = true, st.LastSeq, st.Head, len(st.Finished)
+	rep.OK, rep.Lines, rep.Head, rep.ToolOutputs, rep.lines = true, st.LastSeq, st.Head, len(st.Finished), st.lines
 	rep.ToolOutputsInJournal = len(st.Restored)
 	rep.Waiting = st.Waiting()
 	rep.Finished = st.FinishedEvent
 	rep.Turns = st.Progress.Turns
 	rep.Usage = record.UsageRecord{Total: st.Progress.Usage, Turns: st.Progress.TurnUsage}
 	return rep, nil
+}
+
+// checkFiles holds the files resume reads back beyond the journal (the
+// snapshot, the activations) to what the journal recorded of them.
+func (st *State) checkFiles(dir string) error {
+	if st.Snapshot == nil {
+		return nil
+	}
+	if _, err := st.Registry(dir); err != nil {
+		return err
+	}
+	if st.Started {
+		_, err := st.Activations(dir)
+		return err
+	}
+	return nil
 }
 
 // waiting are the calls requested and not decided, in request order.

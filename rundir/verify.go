@@ -1,7 +1,6 @@
 package rundir
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -58,6 +56,11 @@ type State struct {
 	// FollowUps are the operator's follow-up instructions (run.continued),
 	// as the model read them.
 	FollowUps []string
+	// lines are the digests of every line of the verified journal.
+	lines map[artifacts.Digest]bool
+	// Children are the parent's last record of each delegate_task child,
+	// by its directory (children/<id>).
+	Children map[string]record.ChildEnded
 	// finishedEvent is the last run.finished.
 	FinishedEvent *record.RunFinished
 	// segmentDecisions is where the last segment's decisions begin in
@@ -84,6 +87,12 @@ func tampered(format string, args ...any) error {
 // it wrote, read from inside the directory. It returns the run rebuilt
 // from the journal alone.
 func Open(dir string, m record.Manifest, key []byte) (*State, error) {
+	return open(dir, m, key, 0)
+}
+
+// open is Open of a run directory depth levels of children below the one
+// asked for.
+func open(dir string, m record.Manifest, key []byte, depth int) (*State, error) {
 	switch {
 	case m.Seal != nil && len(key) == 0:
 		return nil, outcome.Policy("run_dir_sealed", "run %s is sealed: set HARNESS_RUN_KEY to the key it was written with to verify and resume it", m.RunID)
@@ -159,6 +168,10 @@ func Open(dir string, m record.Manifest, key []byte) (*State, error) {
 	if err := st.checkPolicy(dir, m); err != nil {
 		return nil, err
 	}
+	if err := st.checkChildren(dir, key, depth); err != nil {
+		return nil, err
+	}
+	st.lines = lineDigests(c.Events, head)
 	return st, nil
 }
 
@@ -301,6 +314,14 @@ func (st *State) apply(dir string, line int, ev artifacts.Event) error {
 			return bad(fmt.Errorf("approval.decided for call %s, which never waited for approval", d.CallID))
 		}
 		st.ApprovalsDecided[d.CallID] = d
+	case record.EventChildEnded:
+		var d record.ChildEnded
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return bad(err)
+		}
+		if err := st.takeChild(d); err != nil {
+			return bad(err)
+		}
 	case record.EventToolStarted:
 		var d record.ToolStarted
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -364,88 +385,6 @@ func (st *State) restorable(line int, d record.ToolFinished, data []byte, readEr
 func isToolOutputPath(p string) bool {
 	name, ok := strings.CutPrefix(p, record.DirToolOutputs+"/")
 	return ok && name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
-}
-
-// checkEnd holds run.json's account of how the last segment ended to the
-// journal: a segment that ended (any status but running) ended the
-// journal with its run.finished, and run.json recorded that line as the
-// head. Lines after it were not written by the run.
-func checkEnd(events []artifacts.Event, m record.Manifest, head artifacts.Digest) error {
-	last := events[len(events)-1]
-	if m.Status == outcome.StatusRunning {
-		// A crash: the segment's tail has no run.finished. The head
-		// recorded at the previous segment's end must still be in the chain.
-		if m.JournalHead == "" {
-			return nil
-		}
-		for _, ev := range events {
-			if artifacts.DigestBytes(ev.Raw) == m.JournalHead {
-				return nil
-			}
-		}
-		return tampered("run.json's journal head %s is not a line of the journal", m.JournalHead)
-	}
-	if last.Type != record.EventRunFinished {
-		return tampered("run.json says the run ended (%s), but the journal goes on after its last run.finished (line %d is %s)", m.Status, last.Seq, last.Type)
-	}
-	var fin record.RunFinished
-	if err := json.Unmarshal(last.Data, &fin); err != nil || fin.Status != m.Status {
-		return tampered("run.json's status %s is not the status the journal ended with (%s)", m.Status, fin.Status)
-	}
-	if m.JournalHead != head {
-		return tampered("run.json's journal head is not the journal's last line")
-	}
-	return nil
-}
-
-// differingInput names the first part of run.json's inputs that is not
-// what run.created recorded. Tools and the probed sandbox are filled in
-// after creation; they are recomputed on resume, not trusted.
-func differingInput(created record.RunCreated, m record.Manifest) string {
-	a, b := created.Inputs, m.Inputs
-	a.Tools, b.Tools = nil, nil
-	a.Sandbox, b.Sandbox = requestedOnly(a.Sandbox), requestedOnly(b.Sandbox)
-	if created.RunID != m.RunID {
-		return "run id"
-	}
-	var am, bm map[string]json.RawMessage
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	json.Unmarshal(ja, &am)
-	json.Unmarshal(jb, &bm)
-	keys := make([]string, 0, len(am)+len(bm))
-	for k := range am {
-		keys = append(keys, k)
-	}
-	for k := range bm {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range slices.Compact(keys) {
-		if !bytes.Equal(am[k], bm[k]) {
-			return "inputs." + k
-		}
-	}
-	if !sameJSON(created.Sources, m.Sources) {
-		return "sources"
-	}
-	if !sameJSON(created.Outputs, m.Outputs) {
-		return "outputs"
-	}
-	return ""
-}
-
-func requestedOnly(s *record.SandboxRecord) *record.SandboxRecord {
-	if s == nil {
-		return nil
-	}
-	return &record.SandboxRecord{Requested: s.Requested}
-}
-
-func sameJSON(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 // registry is the run-start snapshot, read from the run directory and held

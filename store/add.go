@@ -91,16 +91,12 @@ func Add(ctx context.Context, o AddOptions) (*Added, error) {
 	if err := trustSource(o.Source.URL, "", o.TrustedSources); err != nil {
 		return nil, err
 	}
-	repo, done, err := fetch(ctx, o.Root, o.Source.URL)
+	repo, done, err := fetch(ctx, o.Root, o.Source.URL, o.Source.Ref, "")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	commit, err := repo.Resolve(o.Source.Ref)
-	if err != nil {
-		return nil, outcome.Usage("install_ref_unknown", "%v", err)
-	}
-	return addAt(ctx, o, repo, commit, o.Source.Path, o.Source.Ref)
+	return addAt(ctx, o, repo, repo.Commit, o.Source.Path, o.Source.Ref)
 }
 
 // addAt stages dir of commit and places each skill in it.
@@ -261,14 +257,15 @@ func addLocked(ctx context.Context, o AddOptions) (*Added, error) {
 		if current(o.Root, name, e) {
 			out.Skills = append(out.Skills, AddedSkill{Name: name, Commit: pin.Commit, UpToDate: true})
 		} else {
-			repo, ok := repos[pin.URL]
+			key := pin.URL + "\n" + pin.Commit
+			repo, ok := repos[key]
 			if !ok {
 				var done func()
-				if repo, done, err = fetch(ctx, o.Root, pin.URL); err != nil {
+				if repo, done, err = fetch(ctx, o.Root, pin.URL, pin.Ref, pin.Commit); err != nil {
 					return nil, err
 				}
 				defer done()
-				repos[pin.URL] = repo
+				repos[key] = repo
 			}
 			if !repo.Has(pin.Commit) {
 				return nil, outcome.Failed("install_commit_gone", "%s pins %s of %s, which the repository no longer holds (the ref %q moved and nothing left in it reaches that commit): `harness skills update %s` takes what the ref names now", name, shortCommit(pin.Commit), pin.URL, pin.Ref, name)
@@ -373,10 +370,12 @@ func NewPermissions(before, after *skills.Permissions) []string {
 	return out
 }
 
-// fetch fetches u into a staging directory of root (held, so that a
-// concurrent install's sweep of stale stages leaves it alone), removed
-// when done is called.
-func fetch(ctx context.Context, root, u string) (*gitsource.Repo, func(), error) {
+// fetch fetches the commit ref names (or commit, when given: what a
+// lock pinned when ref named it) from u into a staging directory of root
+// (held, so that a concurrent install's sweep of stale stages leaves it
+// alone), removed when done is called: only that commit, within
+// gitsource.DefaultLimits.
+func fetch(ctx context.Context, root, u, ref, commit string) (*gitsource.Repo, func(), error) {
 	dir, done, err := newStage(root)
 	if err != nil {
 		return nil, nil, err
@@ -385,12 +384,30 @@ func fetch(ctx context.Context, root, u string) (*gitsource.Repo, func(), error)
 	// fetched is read from disk afterwards, outside this bound.
 	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
-	repo, err := gitsource.Fetch(ctx, u, filepath.Join(dir, "repo.git"))
+	var repo *gitsource.Repo
+	if commit != "" {
+		repo, err = gitsource.FetchCommit(ctx, u, ref, commit, filepath.Join(dir, "repo.git"), gitsource.DefaultLimits())
+	} else {
+		repo, err = gitsource.Fetch(ctx, u, ref, filepath.Join(dir, "repo.git"), gitsource.DefaultLimits())
+	}
 	if err != nil {
 		done()
-		return nil, nil, &outcome.Error{Code: "source_unreachable", Msg: err.Error() + "; check the URL, the network and your git credentials", Exit: outcome.ExitProvider, Err: err}
+		return nil, nil, fetchError(err)
 	}
 	return repo, done, nil
+}
+
+// fetchError is the refusal a failed fetch is.
+func fetchError(err error) error {
+	var re *gitsource.RefError
+	var le *gitsource.LimitError
+	switch {
+	case errors.As(err, &re):
+		return &outcome.Error{Code: "install_ref_unknown", Msg: err.Error(), Exit: outcome.ExitUsage, Err: err}
+	case errors.As(err, &le):
+		return &outcome.Error{Code: "source_too_large", Msg: err.Error() + "; nothing was installed", Exit: outcome.ExitPolicy, Err: err}
+	}
+	return &outcome.Error{Code: "source_unreachable", Msg: err.Error() + "; check the URL, the network and your git credentials", Exit: outcome.ExitProvider, Err: err}
 }
 
 // trustSource refuses u unless it lies under a trusted source (the rule
@@ -457,8 +474,12 @@ func writeCommit(repo *gitsource.Repo, commit, dir, dst string) error {
 	})
 	if err != nil {
 		var oe *outcome.Error
-		if errors.As(err, &oe) {
+		var be *gitsource.BlobError
+		switch {
+		case errors.As(err, &oe):
 			return err
+		case errors.As(err, &be):
+			return &outcome.Error{Code: "source_too_large", Msg: err.Error() + "; nothing was installed", Exit: outcome.ExitPolicy, Err: err}
 		}
 		return outcome.Usage("install_source_invalid", "%v", err)
 	}
@@ -575,19 +596,22 @@ func Update(ctx context.Context, o UpdateOptions) ([]Updated, error) {
 		if err := trustSource(pin.URL, name, o.TrustedSources); err != nil {
 			return nil, err
 		}
-		repo, ok := repos[pin.URL]
+		// One fetch per URL and ref: each brings only what its ref names.
+		key := pin.URL + "\n" + pin.Ref
+		repo, ok := repos[key]
 		if !ok {
 			var done func()
-			if repo, done, err = fetch(ctx, root, pin.URL); err != nil {
+			if repo, done, err = fetch(ctx, root, pin.URL, pin.Ref, ""); err != nil {
+				var oe *outcome.Error
+				if errors.As(err, &oe) && oe.Code == "install_ref_unknown" {
+					oe.Msg = name + ": " + oe.Msg
+				}
 				return nil, err
 			}
 			defer done()
-			repos[pin.URL] = repo
+			repos[key] = repo
 		}
-		commit, err := repo.Resolve(pin.Ref)
-		if err != nil {
-			return nil, outcome.Usage("install_ref_unknown", "%s: %v", name, err)
-		}
+		commit := repo.Commit
 		u := Updated{Name: name, URL: pin.URL, Ref: pin.Ref, From: pin.Commit, To: commit, RiskBefore: e.Risk, DryRun: o.DryRun}
 		if commit == pin.Commit {
 			u.UpToDate = true

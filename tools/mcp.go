@@ -441,7 +441,7 @@ func (h *MCPHub) startDue(ctx context.Context) {
 		h.mu.Unlock()
 		switch {
 		case err != nil:
-			h.progress("MCP server %s did not start: %s", rec.Key, rec.Error.Message)
+			// Tools reports it, as the error that ends the run.
 		case later != nil:
 			h.progress("MCP server %s waits for an approved call before it starts (skill %s is destructive; %d declared tools offered)", rec.Key, rec.Skill, len(rec.Tools))
 		default:

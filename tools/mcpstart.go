@@ -147,8 +147,9 @@ func (h *MCPHub) connect(ctx context.Context, key string, srv mcp.Server, skill 
 				if mem {
 					s += ", over its memory cap"
 				}
+				// The server's own last words first: they say why.
 				if tail := lastLines(stderr, 20); tail != "" {
-					s += "; its stderr ends:\n" + tail
+					s = tail + "\n(" + s + ")"
 				}
 				return s
 			},

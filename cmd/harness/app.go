@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/harness-dev/harness/outcome"
@@ -13,39 +14,47 @@ import (
 )
 
 // version is what harness says it is, recorded in every run.json (a
-// resume by another version is drift): -ldflags "-X main.version=..." when
-// given, else the module version `go install ...@VERSION` built, else the
-// VCS revision of a build from a clone (with -dirty for uncommitted
-// changes).
-var version = buildVersion(ldflagVersion)
+// resume by another version is drift): -ldflags "-X main.ldflagVersion=..."
+// when given, else the module version `go install ...@VERSION` built, else
+// the VCS revision of a build from a clone (with -dirty for uncommitted
+// changes), stamped by `go tool task build` (.ci/version-ldflags) or
+// recorded by the go command.
+var version = buildVersion(stamp{ldflagVersion, ldflagRevision, ldflagModified})
 
-// ldflagVersion is set at build time with -ldflags "-X main.ldflagVersion=...".
-var ldflagVersion string
+// Set at build time by .ci/version-ldflags: the version (a tag on the
+// commit), the commit, and whether the tree had uncommitted changes. The
+// go command records the last two itself unless -buildvcs=false, which
+// some environments set in GOFLAGS.
+var ldflagVersion, ldflagRevision, ldflagModified string
 
 const devVersion = "0.1.0-dev"
 
-func buildVersion(ldflag string) string {
+// stamp is what the linker was told (-X), each "" when it was not.
+type stamp struct{ version, revision, modified string }
+
+func buildVersion(s stamp) string {
 	bi, _ := debug.ReadBuildInfo()
-	return versionFrom(bi, ldflag)
+	return versionFrom(bi, s)
 }
 
-func versionFrom(bi *debug.BuildInfo, ldflag string) string {
-	if ldflag != "" {
-		return ldflag
+func versionFrom(bi *debug.BuildInfo, st stamp) string {
+	if st.version != "" {
+		return st.version
 	}
-	if bi == nil {
-		return devVersion
+	if bi != nil {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	rev, dirty := "", false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
+	rev, dirty := st.revision, st.modified == "true"
+	if rev == "" && bi != nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
 		}
 	}
 	if rev == "" {
@@ -101,32 +110,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 		},
 	}
 	strictUsage(app)
-	oneDefault(app)
 	return app
-}
-
-// oneDefault hides the flag library's own "(default: ...)" where a flag's
-// usage already says its default, or where the value it would show is a
-// zero that means "none" (0s, 0): help shows each flag's default once.
-func oneDefault(c *cli.Command) {
-	for _, f := range c.Flags {
-		v := reflect.ValueOf(f)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			continue
-		}
-		e := v.Elem()
-		usage, hide := e.FieldByName("Usage"), e.FieldByName("HideDefault")
-		value := e.FieldByName("Value")
-		if !usage.IsValid() || !hide.IsValid() || !hide.CanSet() {
-			continue
-		}
-		if strings.Contains(usage.String(), "default") || value.IsValid() && value.IsZero() {
-			hide.SetBool(true)
-		}
-	}
-	for _, sub := range c.Commands {
-		oneDefault(sub)
-	}
 }
 
 // strictUsage makes every mistake in a command line a one-line usage
@@ -143,12 +127,20 @@ func strictUsage(cmd *cli.Command) {
 				msg += "; did you mean --" + near + "?"
 			}
 		}
+		if m := invalidValue.FindStringSubmatch(msg); m != nil {
+			msg = badValue(c, m[2], m[1], m[3])
+		}
 		return usagef(fmt.Sprintf("%s: %s (see %s --help)", c.FullName(), msg, c.FullName()))
 	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = func(ctx context.Context, c *cli.Command) error {
 			if c.NArg() > 0 {
-				return usagef(fmt.Sprintf("unknown command %q for %s (see %s --help)", c.Args().First(), c.FullName(), c.FullName()))
+				given := c.Args().First()
+				msg := fmt.Sprintf("unknown command %q for %s", given, c.FullName())
+				if near := nearCommand(c, given); near != "" {
+					msg += "; did you mean " + c.FullName() + " " + near + "?"
+				}
+				return usagef(fmt.Sprintf("%s (see %s --help)", msg, c.FullName()))
 			}
 			return cli.ShowSubcommandHelp(c)
 		}
@@ -156,4 +148,52 @@ func strictUsage(cmd *cli.Command) {
 	for _, sub := range cmd.Commands {
 		strictUsage(sub)
 	}
+}
+
+// nearCommand is the subcommand of c whose name is nearest to given, if
+// it is near enough to be what was meant; "" otherwise.
+func nearCommand(c *cli.Command, given string) string {
+	var names []string
+	primary := map[string]string{}
+	for _, sub := range c.VisibleCommands() {
+		for _, name := range sub.Names() {
+			names = append(names, name)
+			primary[name] = sub.Name
+		}
+	}
+	return primary[outcome.Nearest(given, names)]
+}
+
+// invalidValue is the flag library's message for a value its flag cannot
+// parse: the value, the flag, and the parser's own words.
+var invalidValue = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]+): (.*)$`)
+
+// badValue says what a valid value of flag name is, in place of the
+// parser's message (strconv.ParseInt: parsing "abc": invalid syntax).
+func badValue(c *cli.Command, name, value, why string) string {
+	var want string
+	for _, f := range c.Flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.IntFlag, *cli.Int64Flag:
+			want = "give a whole number, such as 10"
+		case *cli.UintFlag:
+			want = "give a whole number of 0 or more, such as 10"
+		case *cli.FloatFlag:
+			want = "give a number, such as 0.5"
+		case *cli.DurationFlag:
+			want = "give a duration with its unit, such as 90s, 10m or 1h30m"
+		case *cli.BoolFlag:
+			want = "give true or false, or leave the value out"
+		}
+		if strings.Contains(why, "out of range") {
+			want = "too large; " + want
+		}
+	}
+	if want == "" {
+		want = why
+	}
+	return fmt.Sprintf("--%s %q: %s", name, value, want)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
@@ -87,6 +88,9 @@ func approvalsCommand() *cli.Command {
 				if err := writeJSONTo(w, rows); err != nil {
 					return err
 				}
+			} else if len(rows) == 0 {
+				// A header over nothing reads as output that went missing.
+				fmt.Fprintf(w, "no tool call waits for a decision in %s\n", strings.Join(dirs, ", "))
 			} else {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tCALL\tTOOL\tSKILL\tWHY\tARGUMENTS")

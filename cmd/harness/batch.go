@@ -48,7 +48,7 @@ func batchRunCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "var", Usage: "set `NAME=VALUE` for {{ .vars.NAME }} (repeatable)"},
 			&cli.StringSliceFlag{Name: "matrix", Usage: "run every task once per value: `NAME=A,B,...` (repeatable; over the file's matrix)"},
 			&cli.IntFlag{Name: "jobs", Usage: "tasks run at once (`N`)", Value: 1},
-			&cli.StringFlag{Name: "id", Usage: "batch `ID` (default: a new time-sortable id)"},
+			&cli.StringFlag{Name: "id", Usage: "batch `ID`", DefaultText: "a new time-sortable id"},
 			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` that holds batch directories", Value: pipeline.DefaultBatchDir},
 			&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` of every task, over the file's defaults.workspace"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL`, over the file's defaults", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
@@ -57,7 +57,7 @@ func batchRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `I/N` of the tasks"},
 			&cli.IntFlag{Name: "shards", Usage: "run shard JOB_COMPLETION_INDEX of `N` (Kubernetes Indexed Jobs)"},
 			&cli.BoolFlag{Name: "or-resume", Usage: "when the batch directory (--id) already exists, resume it instead of refusing: a retried pod continues its shard"},
-		}, batchReportFlags()...), append(unitFlags(unitSettings), pipelineOutputFlags()...)...),
+		}, batchReportFlags()...), append(unitFlags(unitSettings, "task"), pipelineOutputFlags("task")...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch run needs exactly one batch FILE")
@@ -134,7 +134,7 @@ func batchResumeCommand() *cli.Command {
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "allow-drift", Usage: "continue although the batch file changed (recorded)"},
 			&cli.StringFlag{Name: "base-url", Usage: "move the remaining tasks to this OpenAI-compatible `URL`", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
-			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the tasks that resume: `N` in all, or +N more"},
+			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the tasks that resume: `N` in all, or +N more than they used", DefaultText: "as recorded"},
 		}, batchReportFlags()...), resumeFlags("task")...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -213,7 +213,7 @@ func batchK8sCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness and the workspace"},
 			&cli.IntFlag{Name: "shards", Usage: "number of shards (`N`, one pod each)"},
-			&cli.IntFlag{Name: "parallelism", Usage: "pods at once (`N`, default: all shards)"},
+			&cli.IntFlag{Name: "parallelism", Usage: "pods at once (`N`)", DefaultText: "all shards"},
 			&cli.IntFlag{Name: "jobs", Usage: "tasks at once inside a pod (`N`)", Value: 1},
 			&cli.StringFlag{Name: "id", Usage: "batch `ID`, also the Job's name", Value: "harness-batch"},
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs for the run directories"},
@@ -221,7 +221,7 @@ func batchK8sCommand() *cli.Command {
 			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
 			sandboxProfileFlag(),
 			&cli.BoolFlag{Name: "writable-workspace", Usage: "copy the image's workspace onto an emptyDir first, for tasks that write (the root file system is read-only)"},
-		}, slices.Concat(clusterFlags("Job", "the workspace and FILE"), podFlags("the whole Job"), unitFlags(unitSettings))...),
+		}, slices.Concat(clusterFlags("Job", "the workspace and FILE"), podFlags("the whole Job"), unitFlags(unitSettings, "task"))...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch k8s needs exactly one batch FILE (its path inside the image)")

@@ -22,7 +22,7 @@ func cmdBatchTasks(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: batch-tasks batch-result.json out.txt")
 	}
 	var r record.PipelineResult
-	ts.Check(artifacts.ReadJSON(ts.MkAbs(args[0]), record.TypeBatchResult, record.PipelineVersion, &r))
+	ts.Check(artifacts.ReadJSON(ts.MkAbs(args[0]), record.TypeBatchResult, record.BatchVersion, &r))
 	var b strings.Builder
 	for _, t := range r.Tasks {
 		fmt.Fprintf(&b, "%s %s %d\n", t.Name, t.Status, t.ExitCode)

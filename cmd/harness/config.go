@@ -19,6 +19,18 @@ type option struct {
 	kind  optionKind
 	usage string
 	def   any
+	// defText is the default help shows where def is not it: a zero
+	// that means "none", or a default decided later (5m, the user cache
+	// directory).
+	defText string
+	// unitUsage is the help of the option as a setting of every phase or
+	// task (UNIT stands for which), where usage names what a unit gives
+	// in a field of its own (--skill, --output-schema, --allow-tool).
+	unitUsage string
+	// scheduleUsage is its help as a setting of every scheduled run,
+	// where usage names a flag a scheduled run has no use for (its skill
+	// is the one scheduled).
+	scheduleUsage string
 	// envFallbacks are read after HARNESS_<NAME>, e.g. OPENAI_BASE_URL.
 	envFallbacks []string
 }
@@ -41,23 +53,28 @@ func envName(flag string) string {
 // as cli Sources: precedence and the recorded source are decided by
 // resolveOptions, and the help text names the variable instead.
 func (o option) cliFlag() cli.Flag {
-	usage := o.usage + " [$" + envName(o.name)
+	usage := o.usage
+	if o.kind == kindStrings {
+		usage += " (repeatable)"
+	}
+	usage += " [$" + envName(o.name)
 	for _, e := range o.envFallbacks {
 		usage += ", $" + e
 	}
 	usage += "]"
+	cat := runCategory(o.name)
 	switch o.kind {
 	case kindStrings:
-		return &cli.StringSliceFlag{Name: o.name, Usage: usage + " (repeatable)"}
+		return &cli.StringSliceFlag{Name: o.name, Usage: usage, Category: cat, DefaultText: o.defText}
 	case kindInt:
-		return &cli.IntFlag{Name: o.name, Usage: usage, Value: o.def.(int)}
+		return &cli.IntFlag{Name: o.name, Usage: usage, Value: o.def.(int), Category: cat, DefaultText: o.defText}
 	case kindDuration:
-		return &cli.DurationFlag{Name: o.name, Usage: usage}
+		return &cli.DurationFlag{Name: o.name, Usage: usage, Category: cat, DefaultText: o.defText}
 	case kindBool:
-		return &cli.BoolFlag{Name: o.name, Usage: usage}
+		return &cli.BoolFlag{Name: o.name, Usage: usage, Category: cat}
 	default:
 		s, _ := o.def.(string)
-		return &cli.StringFlag{Name: o.name, Usage: usage, Value: s}
+		return &cli.StringFlag{Name: o.name, Usage: usage, Value: s, Category: cat, DefaultText: o.defText}
 	}
 }
 

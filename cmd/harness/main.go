@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/term"
+
 	"github.com/harness-dev/harness/internal/startheap"
 	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/outcome"
@@ -46,10 +48,12 @@ func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe 
 	// Everything a command prints on stdout can quote a model, a skill, an
 	// index or a file name: no control character of theirs reaches the
 	// terminal or the CI log as itself (result files keep the bytes).
+	width := terminalWidth(stdout)
 	safe := termsafe.NewWriter(stdout)
 	defer safe.Flush()
 	stdout = safe
 	app := newApp(stdin, stdout, stderr)
+	app.Metadata[helpWidthKey] = width
 	if observe != nil {
 		app.Metadata[observerKey] = observe
 	}
@@ -65,6 +69,17 @@ func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe 
 		fmt.Fprintf(stderr, "harness: %s\n", continued(err.Error()))
 	}
 	return code
+}
+
+// terminalWidth is the width of the terminal w is, else the width help
+// keeps to in a file, a pipe or a CI log.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	return defaultHelpWidth
 }
 
 // continued is an error message for stderr: controls escaped, and every

@@ -112,6 +112,11 @@ func scriptParams(files []string) testscript.Params {
 			"httpfiles":          cmdHTTPFiles,
 			"journal-rewrite":    cmdJournalRewrite,
 			"docblock":           cmdDocBlock,
+			"build-harness":      cmdBuildHarness,
+			"version-ldflags":    cmdVersionLdflags,
+			"readme":             cmdReadme,
+			"readme-task":        cmdReadmeTask,
+			"dirname":            cmdDirName,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -31,9 +32,15 @@ func pipelineCommand() *cli.Command {
 	}
 }
 
-func pipelineOutputFlags() []cli.Flag {
+// pipelineOutputFlags are the output flags of the commands that run the
+// units ("phase" or "task") of a pipeline or a batch.
+func pipelineOutputFlags(unit string) []cli.Flag {
+	journal := "the pipeline journal's events (pipeline started, phase started, finished, skipped, reused)"
+	if unit == "task" {
+		journal = "the batch journal's events (batch started, task started, finished, skipped, reused)"
+	}
 	return append([]cli.Flag{
-		&cli.BoolFlag{Name: "json", Usage: "stream the pipeline journal's events (phase started, finished, skipped, reused) as JSONL on stdout"},
+		&cli.BoolFlag{Name: "json", Usage: "stream " + journal + " as JSONL on stdout"},
 		&cli.BoolFlag{Name: "quiet", Usage: "no progress on stderr"},
 	}, snapshotCacheFlags()...)
 }
@@ -42,7 +49,7 @@ func pipelineOutputFlags() []cli.Flag {
 // commands that start or resume runs.
 func snapshotCacheFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "snapshot-cache", Usage: "`DIR` keeping skill file digests by stat fingerprint between runs (default: the user cache directory)", Sources: cli.EnvVars("HARNESS_SNAPSHOT_CACHE")},
+		&cli.StringFlag{Name: "snapshot-cache", Usage: "`DIR` keeping skill file digests by stat fingerprint between runs", DefaultText: "the user cache directory", Sources: cli.EnvVars("HARNESS_SNAPSHOT_CACHE")},
 		&cli.BoolFlag{Name: "no-snapshot-cache", Usage: "read every skill file, without the snapshot cache"},
 	}
 }
@@ -61,14 +68,14 @@ func pipelineRunCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "var", Usage: "set `NAME=VALUE` for {{ .vars.NAME }} (repeatable; over the file's vars)"},
 			&cli.IntFlag{Name: "jobs", Usage: "independent phases run at once (`N`)", Value: 1},
-			&cli.StringFlag{Name: "id", Usage: "pipeline `ID` (default: a new time-sortable id)"},
+			&cli.StringFlag{Name: "id", Usage: "pipeline `ID`", DefaultText: "a new time-sortable id"},
 			&cli.StringFlag{Name: "phase", Usage: "run only phase `NAME` in the pipeline directory --id names (made by whichever phase runs first), once the phases it needs have succeeded there; a phase that succeeded is not run again and one that stopped resumes: how a scheduler with a pod per phase runs a pipeline (harness pipeline k8s)"},
 			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` that holds pipeline directories", Value: pipeline.DefaultArtifactsDir},
 			&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR` of every phase, over the file's defaults.workspace"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL`, over the file's defaults", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "record", Usage: "record each phase's model exchanges into `DIR`/<phase>.jsonl"},
 			&cli.StringFlag{Name: "replay", Usage: "replay each phase from `DIR`/<phase>.jsonl: no network, no key"},
-		}, append(unitFlags(unitSettings), pipelineOutputFlags()...)...),
+		}, append(unitFlags(unitSettings, "phase"), pipelineOutputFlags("phase")...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline run needs exactly one pipeline FILE")
@@ -115,7 +122,7 @@ func pipelineResumeCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "allow-drift", Usage: "continue although the pipeline file changed (recorded); the remaining phases use the new file"},
 			&cli.StringFlag{Name: "base-url", Usage: "move the remaining phases to this OpenAI-compatible `URL` (transport; the key goes only there or to the recorded URL)", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
-			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the phases that resume: `N` in all, or +N more than they used (default: as recorded)"},
+			&cli.StringFlag{Name: "max-turns", Usage: "turn limit of the phases that resume: `N` in all, or +N more than they used", DefaultText: "as recorded"},
 		}, resumeFlags("phase")...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
@@ -202,7 +209,12 @@ func (o *pipelineOutput) report(res *record.PipelineResult) {
 		if p.Reused {
 			status += " (reused)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", p.Name, status, p.ExitCode, p.Usage.TotalTokens, p.RunDir)
+		runDir := p.RunDir
+		if runDir != "" && !filepath.IsAbs(runDir) {
+			// Recorded relative to the directory, shown where it is.
+			runDir = filepath.Join(res.Dir, runDir)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", p.Name, status, p.ExitCode, p.Usage.TotalTokens, runDir)
 	}
 	tw.Flush()
 	if !o.quiet {
@@ -212,7 +224,7 @@ func (o *pipelineOutput) report(res *record.PipelineResult) {
 				fmt.Fprintf(o.stderr, "harness: %s %s waits for approval of %s (%s): %s; decide with --approve %s:%s or --deny %s:%s\n", unitWord(kind), e(p.Name), e(c.CallID), e(c.Tool), e(c.Why), e(p.Name), e(c.CallID), e(p.Name), e(c.CallID))
 			}
 		}
-		fmt.Fprintf(o.stderr, "harness: %s %s %s (exit %d)\nharness: %s directory: %s\n", kind, res.PipelineID, res.Status, res.ExitCode, kind, res.Dir)
+		fmt.Fprintf(o.stderr, "harness: %s %s %s (exit %d)\nharness: %s directory: %s\n", kind, res.ID(), res.Status, res.ExitCode, kind, res.Dir)
 		if res.ResumeCommand != "" {
 			fmt.Fprintf(o.stderr, "harness: resume with: %s\n", res.ResumeCommand)
 		}
@@ -234,7 +246,7 @@ func approvalFlags(unit string) []cli.Flag {
 		&cli.StringSliceFlag{Name: "approve", Usage: "run the tool call `CALL_ID` (or " + strings.ToUpper(unit) + ":CALL_ID) a " + unit + " left waiting for a person, and go on"},
 		&cli.StringSliceFlag{Name: "deny", Usage: "refuse the waiting tool call `CALL_ID` (or " + strings.ToUpper(unit) + ":CALL_ID): its model is told a person refused it"},
 		&cli.StringFlag{Name: "reason", Usage: "with --deny: the `TEXT` the model is told"},
-		&cli.StringFlag{Name: "actor", Usage: "who decides, journaled with each decision (`NAME`; default: the OS user)"},
+		&cli.StringFlag{Name: "actor", Usage: "who decides, journaled with each decision (`NAME`)", DefaultText: "the OS user"},
 	}
 }
 
@@ -261,11 +273,11 @@ func pipelineK8sCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the workspace and FILE"},
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs in every phase's pod (ReadWriteMany when phases run at once)"},
-			&cli.StringFlag{Name: "id", Usage: "pipeline `ID`, also the Workflow's name (default: a new one per submission)"},
+			&cli.StringFlag{Name: "id", Usage: "pipeline `ID`, also the Workflow's name", DefaultText: "a new one per submission"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
 			&cli.IntFlag{Name: "retries", Usage: "further attempts of a phase that stopped on an outage or an interrupt (`N`)", Value: 2},
 			sandboxProfileFlag(),
-		}, slices.Concat(clusterFlags("Workflow", "the workspace and FILE"), podFlags("the whole Workflow"), unitFlags(unitSettings))...),
+		}, slices.Concat(clusterFlags("Workflow", "the workspace and FILE"), podFlags("the whole Workflow"), unitFlags(unitSettings, "phase"))...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness pipeline k8s needs exactly one pipeline FILE (its path relative to --workdir in the image)")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/urfave/cli/v3"
@@ -23,86 +24,121 @@ var runOptions = []option{
 	{name: "skills-root", kind: kindStrings, usage: "skill root `DIR` (precedence in the order given); must lie inside the workspace; \"auto\" uses whichever of .agents/skills, .claude/skills, skills the workspace has"},
 	{name: "external-skills-root", kind: kindStrings, usage: "read-only skill root `DIR` outside the workspace (a team's shared skills), after every --skills-root in precedence; the model sees it at /skills/<label>"},
 	{name: "embedding-model", usage: "embeddings model `NAME` on the same endpoint: find_skills then fuses BM25 with semantic similarity (recorded in cassettes like any exchange)", def: ""},
-	{name: "snapshot-cache", usage: "`DIR` keeping skill file digests by stat fingerprint between runs, so unchanged files are not read again (default: the user cache directory; the snapshot is the same as without)", def: ""},
+	{name: "snapshot-cache", usage: "`DIR` keeping skill file digests by stat fingerprint between runs, so unchanged files are not read again (the snapshot is the same as without)", def: "", defText: "the user cache directory"},
 	{name: "no-snapshot-cache", kind: kindBool, usage: "read every skill file, without the snapshot cache"},
-	{name: "embedding-cache", usage: "`DIR` keeping skill vectors between runs, by model and text digest (default: the user cache directory)", def: ""},
+	{name: "embedding-cache", usage: "`DIR` keeping skill vectors between runs, by model and text digest", def: "", defText: "the user cache directory"},
 	{name: "skill", kind: kindStrings, usage: "preload skill `NAME` for this run (needs --skills-root or --external-skills-root)"},
 	{name: "prompt", usage: "the task `TEXT`", def: ""},
 	{name: "prompt-file", usage: "read the task from `FILE` (- for standard input; a pipe such as <(command) works too), at most 16 MiB", def: ""},
 	{name: "model", usage: "model `NAME`", def: ""},
 	{name: "base-url", usage: "OpenAI-compatible API base `URL`", def: "", envFallbacks: []string{"OPENAI_BASE_URL"}},
-	{name: "no-skill-catalog", kind: kindBool, usage: "do not offer the load_skill catalog: only --skill preloads reach the model"},
+	{name: "no-skill-catalog", kind: kindBool, usage: "do not offer the load_skill catalog: only --skill preloads reach the model", unitUsage: "do not offer the load_skill catalog: only the skills a UNIT names in its skills field reach the model", scheduleUsage: "do not offer the load_skill catalog: only the scheduled skill reaches the model"},
 	{name: "catalog-budget", kind: kindInt, usage: "size of the load_skill catalog in `CHARS`; over it descriptions are shortened, then skills left out (recorded)", def: runopts.DefaultCatalogBudget},
-	{name: "cfc-mode", usage: "contextual flow control: disabled, observe, enforce-explicit or enforce-strict. Under enforce-explicit (the default) a file or skill with injected instructions can make the model write anything the tools you allowed can write; enforce-strict also denies write and side-effect calls whose arguments were copied from what the model read. Use enforce-strict when the workspace or skills are not yours", def: "enforce-explicit"},
-	{name: "prompt-role", usage: "role of the prompt: direct-command (may authorize write and side-effect tools), context or quote", def: "direct-command"},
-	{name: "fail-on-denial", kind: kindBool, usage: "end the run (exit 5) at the first tool call the policy denies"},
+	{name: "cfc-mode", usage: "contextual flow control `MODE`: disabled, observe, enforce-explicit or enforce-strict. Under enforce-explicit a file or skill with injected instructions can make the model write anything the tools you allowed can write; enforce-strict also denies write and side-effect calls whose arguments were copied from what the model read. Use enforce-strict when the workspace or skills are not yours", def: "enforce-explicit"},
+	{name: "prompt-role", usage: "`ROLE` of the prompt: direct-command (may authorize write and side-effect tools), context or quote", def: "direct-command"},
+	{name: "fail-on-denial", kind: kindBool, usage: "end the run (exit 5) at the first tool call the policy denies", unitUsage: "end a UNIT's run (exit 5) at the first tool call the policy denies"},
 	{name: "cfc-allow-unmediated", kind: kindBool, usage: "show the model output of scripts run with --sandbox none (enforce modes withhold it)"},
 	{name: "honor-allowed-tools", kind: kindBool, usage: "let active skills' allowed-tools narrow (never widen) the tools the model may call"},
 	{name: "trust-skill", kind: kindStrings, usage: "vouch for skill `NAME` despite critical content findings (enforce-strict refuses it otherwise)"},
-	{name: "profiles", usage: "YAML `FILE` of subagent profiles for delegate_task (needs --allow-tool delegate_task)", def: ""},
-	{name: "skip-eligibility", kind: kindBool, usage: "preload a --skill even if this machine lacks what it declares it needs"},
+	{name: "profiles", usage: "YAML `FILE` of subagent profiles for delegate_task (needs --allow-tool delegate_task)", def: "", unitUsage: "YAML `FILE` of subagent profiles for delegate_task (a UNIT needs delegate_task in its allow-tools)", scheduleUsage: "YAML `FILE` of subagent profiles for delegate_task"},
+	{name: "skip-eligibility", kind: kindBool, usage: "preload a --skill even if this machine lacks what it declares it needs", unitUsage: "preload the skills a UNIT names in its skills field even if this machine lacks what they declare they need", scheduleUsage: "preload the scheduled skill even if this machine lacks what it declares it needs"},
 	{name: "allow-drift", kind: kindBool, usage: "use skill files that changed since the run-start snapshot (marked as drifted) instead of refusing them"},
 	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file, run_skill_script, delegate_task, create_skill, compose_skills, or an MCP server's KEY__TOOL or KEY__* (KEY is the skill's name, or the server's name in --mcp-config); a server starts only when one of its tools is allowed"},
 	{name: "approve-created", usage: "with create_skill/compose_skills: the highest risk `TIER` promoted at once when a draft passes (minimal, low, moderate, or none: every draft waits for harness skills approve)", def: "low"},
-	{name: "reload-created", kind: kindBool, usage: "make a skill this run promotes loadable later in the same run (recorded as a registry delta; resume applies it)"},
+	{name: "reload-created", kind: kindBool, usage: "make a skill this run promotes loadable later in the same run (recorded as a registry delta; resume applies it)", unitUsage: "make a skill a UNIT's run promotes loadable later in the same run (recorded as a registry delta; resume applies it)"},
 	{name: "reflect", kind: kindBool, usage: "once the run succeeded, reflect on it as harness reflect does: a model may propose a skill from what the run did, through SkillForge (--approve-created decides how far it goes; a --record or --replay FILE becomes FILE.reflect.jsonl for the reflection)"},
 	{name: "skill-source", kind: kindStrings, usage: "a skill index discover_skills searches and install_skill installs from, as `NAME=URL` (a URL or a file; skills.sources in the config file adds more)"},
 	{name: "trusted-source", kind: kindStrings, usage: "a URL `PREFIX` or directory install_skill may add skills from (skills.trustedSources in the config file adds more)"},
 	{name: "approve-installed", usage: "with install_skill: the highest risk `TIER` made live at once (minimal, low, moderate, or none: every install waits for harness skills approve)", def: "low"},
-	{name: "forge-root", usage: "skills root `DIR` promoted skills go into (default: the first --skills-root)", def: ""},
+	{name: "forge-root", usage: "skills root `DIR` promoted skills go into", def: "", defText: "the first --skills-root"},
 	{name: "store", usage: "skill store `DIR` keeping every version, its history and the audit log", def: ".harness/skills-store", envFallbacks: []string{"HARNESS_SKILLS_STORE"}},
 	{name: "allow-skill-script", kind: kindStrings, usage: "allow run_skill_script to run exactly `SKILL:scripts/PATH` (needs --skills-root and --allow-tool run_skill_script)"},
-	{name: "sandbox", usage: "sandbox for skill scripts and run_command: auto (bwrap, else landlock), bwrap, landlock or none. none runs scripts on the host as you: they can read whatever you can (harness withholds their output in enforce modes and scrubs the API key from every tool result, but a script can still leave a secret in a workspace file)", def: "auto"},
+	{name: "sandbox", usage: "`SANDBOX` for skill scripts and run_command: auto (bwrap, else landlock), bwrap, landlock or none. none runs scripts on the host as you: they can read whatever you can (harness withholds their output in enforce modes and scrubs the API key from every tool result, but a script can still leave a secret in a workspace file)", def: "auto"},
 	{name: "script-memory-limit", usage: "memory cap `SIZE` of one skill script call, e.g. 512MiB (a memory cgroup as root, else a watchdog that samples and kills); reaching it is status memory_limit", def: "1GiB"},
 	{name: "mcp-config", usage: "MCP servers `FILE` ({\"mcpServers\": {...}}, the shape Claude Code and Codex use): your own servers, started as you (not sandboxed) with a cleared environment; their tools are KEY__TOOL", def: ""},
 	{name: "pass-env", kind: kindStrings, usage: "let a skill's scripts and MCP servers, and the servers of --mcp-config, take environment variable `NAME` from harness's environment (a skill's code also needs it declared in metadata.harness.permissions.env); values are never recorded"},
-	{name: "mcp-tool-effect", kind: kindStrings, usage: "treat MCP tool `KEY__TOOL=EFFECT` as read, write or side-effect for CFC (default side-effect: a server's readOnlyHint is context, not authority)"},
+	{name: "mcp-tool-effect", kind: kindStrings, usage: "treat MCP tool `KEY__TOOL=EFFECT` as read, write or side-effect for CFC (a server's readOnlyHint is context, not authority)", defText: "side-effect"},
 	{name: "allow-network", kind: kindStrings, usage: "let skill scripts and MCP servers reach `HOST[:PORT]` through harness's egress proxy, when their skill declares it too (metadata.harness.permissions.network; no port: any port); names match as written, never by address; every attempt is in network-log.jsonl. Needs the bwrap sandbox"},
 	{name: "confirm-tool", kind: kindStrings, usage: "make every call of tool `NAME` wait for a person (a glob: write_file, run_skill_script, KEY__TOOL, KEY__*); the run stops with exit 6, status awaiting_approval, and `harness resume RUN --approve CALL_ID` (or --deny) decides it. A name that matches no built-in tool, or a KEY that is no MCP server or skill with servers, is refused (exit 2). Calls of a skill marked metadata.harness.destructive always wait"},
 	{name: "protect", kind: kindStrings, usage: "keep `PATH` read-only for skill scripts, skill servers and write_file, as harness keeps the workspace's .git, .harness and the skill roots (a write there is refused with protected_path)"},
 	{name: "allow-protected-write", kind: kindStrings, usage: "let skill code and write_file write `PATH` although it is protected (.git, .harness, a skill root or a --protect path): git runs hooks and configured commands from .git on the host, outside every sandbox"},
 	{name: "wasm-memory-limit", usage: "linear-memory cap `SIZE` of one WebAssembly skill script (scripts/*.wasm, run under wazero with no host access but the workspace and the skill, read-only); growing past it fails inside the module and is status memory_limit", def: "64MiB"},
 	{name: "output-schema", usage: "JSON Schema `FILE` the final answer must match; sent as the structured-output format, checked always; the parsed answer is result.json's structuredOutput", def: ""},
-	{name: "schema-retries", kind: kindInt, usage: "times the model may answer again after being told how its answer fails --output-schema (`N`)", def: runopts.DefaultSchemaRetries},
+	{name: "schema-retries", kind: kindInt, usage: "times the model may answer again after being told how its answer fails --output-schema (`N`)", def: runopts.DefaultSchemaRetries, unitUsage: "times the model may answer again after being told how its answer fails the UNIT's output-schema (`N`)", scheduleUsage: "times the model may answer again after being told how its answer fails the output schema (`N`)"},
 	{name: "allow-empty-answer", kind: kindBool, usage: "accept a final answer with no text (otherwise exit 1, reason empty_answer)"},
 	{name: "attach", kind: kindStrings, usage: "hand `FILE` (regular UTF-8 text, at most 1 MiB) to the model as labelled context (data, not a command); recorded with its digest"},
 	{name: "output-last-message", usage: "write the final answer to `FILE` (also when the run fails with an answer)", def: ""},
 	{name: "result-file", usage: "copy result.json to `FILE`", def: ""},
 	{name: "allow-command", kind: kindStrings, usage: "let run_command (with --allow-tool run_command) run `PATTERN`: an exact command (\"go test ./...\") or a prefix ending in * (\"npm run *\"); words are separated by spaces and the command is run directly, never by a shell, in the sandbox with the workspace and no network. A prefix runs whatever code the tool runs: \"go test *\" allows go test -exec PROGRAM, \"npm run *\" every script in package.json"},
-	{name: "command-grant", usage: "bound what run_command's commands may touch by `FILE`, with the fields of a skill's metadata.harness.permissions (filesystem.read, filesystem.write, env, exec, network; exec names programs on PATH, absolute files, directories ending in / and $TMPDIR/, docs/permissions.md); default: the whole workspace, no network, no environment", def: ""},
-	{name: "command-cache", usage: "share `DIR` across run_command's calls and runs as its toolchains' cache (Go's build and module caches, npm's); default: each call's own, gone with it. What one call puts there, the next call's and run's toolchain uses: a module planted in Go's module cache is what the next go test builds", def: ""},
-	{name: "tier", kind: kindStrings, usage: "map a model tier skills ask for (metadata.harness.tier: light, standard, heavy, vision) to a model, as `TIER=MODEL`: a child run started with such a skill (or a pipeline phase with tier:) runs on it; standard is --model unless mapped, and vision marks a model the operator vouches can see"},
+	{name: "command-grant", usage: "bound what run_command's commands may touch by `FILE`, with the fields of a skill's metadata.harness.permissions (filesystem.read, filesystem.write, env, exec, network; exec names programs on PATH, absolute files, directories ending in / and $TMPDIR/, docs/permissions.md)", def: "", defText: "the whole workspace, no network, no environment"},
+	{name: "command-cache", usage: "share `DIR` across run_command's calls and runs as its toolchains' cache (Go's build and module caches, npm's). What one call puts there, the next call's and run's toolchain uses: a module planted in Go's module cache is what the next go test builds", def: "", defText: "each call's own, gone with it"},
+	{name: "tier", kind: kindStrings, usage: "map a model tier skills ask for (metadata.harness.tier: light, standard, heavy, vision) to a model, as `TIER=MODEL`: a child run started with such a skill (or a pipeline phase with tier:) runs on it; standard is --model unless mapped, and vision marks a model the operator vouches can see", unitUsage: "map a model tier skills ask for (metadata.harness.tier: light, standard, heavy, vision) to a model, as `TIER=MODEL`: a child run started with such a skill (or a UNIT with tier:) runs on it; standard is --model unless mapped, and vision marks a model the operator vouches can see"},
 	{name: "price", kind: kindStrings, usage: "what a model costs, as `MODEL=IN/OUT` per million input and output tokens: result.json then gives a cost per model and in total"},
 	{name: "fallback-model", usage: "model `NAME` to continue with when --model fails with an outage after its retries (recorded in the journal and result.json)", def: ""},
 	{name: "wire-api", usage: "protocol `API` the endpoint speaks: chat (Chat Completions, /chat/completions) or responses (the Responses API, /responses: reasoning models keep their encrypted reasoning between turns, sent back by harness since nothing is stored with the provider); part of the run's identity and of every cassette key", def: "chat"},
 	{name: "stream", kind: kindBool, usage: "use streamed responses, which survive proxies that cut idle connections during a long answer; the journal is the same"},
-	{name: "temperature", usage: "sampling temperature `T` (0 to 2; unset: the provider's default)", def: ""},
-	{name: "top-p", usage: "nucleus sampling `P` (0 to 1; unset: the provider's default)", def: ""},
-	{name: "seed", usage: "sampling seed `N`, for providers that honour one (unset: none sent)", def: ""},
-	{name: "max-completion-tokens", kind: kindInt, usage: "cap `N` on the tokens of one answer, sent as max_completion_tokens (0: none); for a server that wants max_tokens, pass --extra-body '{\"max_tokens\": N}'", def: 0},
+	{name: "temperature", usage: "sampling temperature `T`, 0 to 2", def: "", defText: "the provider's"},
+	{name: "top-p", usage: "nucleus sampling `P`, 0 to 1", def: "", defText: "the provider's"},
+	{name: "seed", usage: "sampling seed `N`, for providers that honour one", def: "", defText: "none sent"},
+	{name: "max-completion-tokens", kind: kindInt, usage: "cap `N` on the tokens of one answer, sent as max_completion_tokens (0: none sent); for a server that wants max_tokens, pass --extra-body '{\"max_tokens\": N}'", def: 0},
 	{name: "stop", kind: kindStrings, usage: "stop sequence `TEXT` (repeatable)"},
 	{name: "reasoning-effort", usage: "reasoning effort `LEVEL` for reasoning models (minimal, low, medium, high)", def: ""},
 	{name: "extra-body", usage: "JSON `OBJECT` merged into every request body, for server-specific knobs such as vLLM's top_k", def: ""},
-	{name: "request-timeout", kind: kindDuration, usage: "bound on one model request `DUR` (default 5m): a server that never answers fails the attempt, which is retried"},
+	{name: "request-timeout", kind: kindDuration, usage: "bound on one model request `DURATION`: a server that never answers fails the attempt, which is retried", defText: "5m"},
 	{name: "max-retries", kind: kindInt, usage: "retries of a transient provider failure (`N`: timeouts, 408, 409, 429, 5xx, broken connections), with exponential backoff and jitter that honours Retry-After", def: runopts.DefaultMaxRetries},
-	{name: "retry-max-wait", kind: kindDuration, usage: "longest wait `DUR` between retries (default 30s)"},
-	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: runopts.DefaultMaxTurns},
+	{name: "retry-max-wait", kind: kindDuration, usage: "longest wait `DURATION` between retries", defText: "30s"},
+	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: runopts.DefaultMaxTurns, unitUsage: "stop each UNIT's run after `N` model turns (exit 3, resumable); 0 = no limit"},
 	{name: "max-tool-calls-per-turn", kind: kindInt, usage: "run at most `N` tool calls of one answer; the rest are answered tool_calls_per_turn without running", def: runopts.DefaultMaxToolCallsPerTurn},
-	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DUR` for the run, e.g. 10m (exit 3, resumable)"},
-	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0},
+	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DURATION` for the run, e.g. 10m (exit 3, resumable)", defText: "none", unitUsage: "wall-clock limit `DURATION` for each UNIT's run, e.g. 10m (exit 3, resumable)"},
+	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0, defText: "0, no limit", unitUsage: "stop each UNIT's run after `N` total tokens (exit 3, resumable); 0 = no limit"},
 	{name: "artifacts-dir", usage: "`DIR` that holds run directories", def: ".harness/runs"},
-	{name: "run-id", usage: "run `ID` (default: a new time-sortable id)", def: ""},
+	{name: "run-id", usage: "run `ID`", def: "", defText: "a new time-sortable id"},
 	{name: "json", kind: kindBool, usage: "stream journal events to stdout as JSONL and nothing else"},
 	{name: "record", usage: "record model exchanges into cassette `FILE`", def: ""},
 	{name: "replay", usage: "serve model responses from cassette `FILE`: no network, no key", def: ""},
 	{name: "quiet", kind: kindBool, usage: "no progress on stderr"},
 }
 
-// runFlags are harness run's flags: --config and every run option.
+// runCategories group harness run's options in its help, in this order,
+// so that flags that work together are read together.
+var runCategories = []struct {
+	title string
+	names []string
+}{
+	{"Task", []string{"prompt", "prompt-file", "attach", "output-schema", "schema-retries", "allow-empty-answer"}},
+	{"Workspace and skills", []string{"workspace", "cwd", "skills-root", "external-skills-root", "skill", "no-skill-catalog", "catalog-budget", "embedding-model", "embedding-cache", "snapshot-cache", "no-snapshot-cache", "skip-eligibility", "allow-drift", "trust-skill", "store"}},
+	{"Model", []string{"model", "base-url", "fallback-model", "tier", "price", "wire-api", "stream", "temperature", "top-p", "seed", "max-completion-tokens", "stop", "reasoning-effort", "extra-body", "request-timeout", "max-retries", "retry-max-wait"}},
+	{"Tools and what they may do", []string{"allow-tool", "allow-skill-script", "allow-command", "command-grant", "command-cache", "confirm-tool", "protect", "allow-protected-write", "allow-network", "pass-env", "mcp-config", "mcp-tool-effect", "profiles", "honor-allowed-tools"}},
+	{"Sandbox", []string{"sandbox", "script-memory-limit", "wasm-memory-limit"}},
+	{"Contextual flow control", []string{"cfc-mode", "prompt-role", "fail-on-denial", "cfc-allow-unmediated"}},
+	{"Skills a run creates or installs", []string{"approve-created", "reload-created", "reflect", "forge-root", "skill-source", "trusted-source", "approve-installed"}},
+	{"Limits", []string{"max-turns", "max-tool-calls-per-turn", "max-tokens", "timeout"}},
+	{"Output and run directory", []string{"json", "quiet", "result-file", "output-last-message", "artifacts-dir", "run-id", "record", "replay"}},
+}
+
+// runCategory is the help category of run option name.
+func runCategory(name string) string {
+	for _, c := range runCategories {
+		if slices.Contains(c.names, name) {
+			return c.title
+		}
+	}
+	return ""
+}
+
+// runFlags are harness run's flags: --config and every run option, in
+// the order of their categories.
 func runFlags() []cli.Flag {
 	flags := []cli.Flag{configFlag("the same keys as the flags (flag > env > config > default) and skills")}
+	for _, c := range runCategories {
+		for _, n := range c.names {
+			flags = append(flags, runOption(n).cliFlag())
+		}
+	}
 	for _, o := range runOptions {
-		flags = append(flags, o.cliFlag())
+		if runCategory(o.name) == "" {
+			flags = append(flags, o.cliFlag())
+		}
 	}
 	return flags
 }
@@ -317,6 +353,9 @@ func reportResult(stdout, stderr io.Writer, res *run.Result, err error, jsonOut,
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "harness: run %s %s (exit %d)\nharness: run directory: %s\n", res.RunID, res.Status, res.ExitCode, res.RunDir)
+		if r := res.Record; r != nil && r.ResumeEstimate != "" {
+			fmt.Fprintf(stderr, "harness: resume with: %s\n  (%s)\n", r.ResumeCommand, r.ResumeEstimate)
+		}
 	}
 }
 

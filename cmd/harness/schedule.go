@@ -65,7 +65,7 @@ func scheduleListCommand() *cli.Command {
 		Usage:     "print every scheduled skill with its next three run times",
 		UsageText: "harness schedule list --skills-root DIR [--from TIME] [--json]",
 		Flags: append(scanFlags(),
-			&cli.StringFlag{Name: "from", Usage: "list the runs after `TIME` (RFC 3339, e.g. 2026-12-01T00:00:00Z; default: now)"},
+			&cli.StringFlag{Name: "from", Usage: "list the runs after `TIME` (RFC 3339, e.g. 2026-12-01T00:00:00Z)", DefaultText: "now"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			from := time.Now()
@@ -120,7 +120,7 @@ func scheduleK8sCommand() *cli.Command {
 		Flags: append(append(scanFlags(),
 			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the workspace and its skills"},
 			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs"},
-		), slices.Concat(clusterFlags("CronJobs", "the workspace"), podFlags("a scheduled run's Job"), unitFlags(scheduledRunSettings()))...),
+		), slices.Concat(clusterFlags("CronJobs", "the workspace"), podFlags("a scheduled run's Job"), unitFlags(scheduledRunSettings(), ""))...),
 		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
 			return schedule.K8s(entries, schedule.K8sOptions{
 				Image: cmd.String("image"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"), RunsClaim: cmd.String("runs-claim"),
@@ -143,7 +143,7 @@ func scheduleGitHubCommand() *cli.Command {
 			"--model (or HARNESS_MODEL) is required: it is written into every job (exit 2 without).",
 		Flags: append(append(scanFlags(),
 			&cli.StringFlag{Name: "secret", Usage: "repository secret `NAME` holding the API key", Value: "OPENAI_API_KEY"},
-		), unitFlags(scheduledRunSettings())...),
+		), unitFlags(scheduledRunSettings(), "")...),
 		Action: printSchedules(func(entries []*schedule.Entry, args []string, cmd *cli.Command) ([]byte, error) {
 			return schedule.GitHub(entries, schedule.GitHubOptions{SkillsRoots: cmd.StringSlice("skills-root"), Args: args, Secret: cmd.String("secret")})
 		}),
@@ -214,8 +214,8 @@ func podFlags(job string) []cli.Flag {
 		&cli.StringFlag{Name: "memory", Usage: "memory each pod requests (`QUANTITY`, e.g. 2Gi); also its limit unless --cpu-limit and --memory-limit are given"},
 		&cli.StringFlag{Name: "cpu-limit", Usage: "CPU limit of each pod (`QUANTITY`), with --memory-limit"},
 		&cli.StringFlag{Name: "memory-limit", Usage: "memory limit of each pod (`QUANTITY`), with --cpu-limit"},
-		&cli.DurationFlag{Name: "deadline", Usage: "end " + job + " after `DUR` (activeDeadlineSeconds; default: none)"},
-		&cli.DurationFlag{Name: "ttl", Usage: "delete a finished Job after `DUR` (ttlSecondsAfterFinished; default 24h)"},
+		&cli.DurationFlag{Name: "deadline", Usage: "end " + job + " after `DURATION` (activeDeadlineSeconds)", DefaultText: "none"},
+		&cli.DurationFlag{Name: "ttl", Usage: "delete a finished Job after `DURATION` (ttlSecondsAfterFinished)", DefaultText: "24h"},
 	}
 }
 

@@ -58,10 +58,10 @@ func scanFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "skills-root", Usage: "skill root `DIR` (repeatable, precedence in the order given; \"auto\": whichever of .agents/skills, .claude/skills, skills the workspace has)", Sources: cli.EnvVars("HARNESS_SKILLS_ROOT")},
 		&cli.StringSliceFlag{Name: "external-skills-root", Usage: "skill root `DIR` outside the workspace, after every --skills-root (shown as /skills/<label>)", Sources: cli.EnvVars("HARNESS_EXTERNAL_SKILLS_ROOT")},
 		&cli.StringFlag{Name: "workspace", Usage: "workspace `DIR`, for the sandbox paths (/workspace/...) a run would show", Value: ".", Sources: cli.EnvVars("HARNESS_WORKSPACE")},
-		&cli.IntFlag{Name: "max-depth", Usage: "discovery depth below each root", Value: skills.DefaultLimits().DiscoveryDepth},
-		&cli.IntFlag{Name: "max-dirs", Usage: "directories visited per root during discovery", Value: skills.DefaultLimits().DiscoveryDirs},
-		&cli.IntFlag{Name: "max-resource-depth", Usage: "resource depth below each skill", Value: skills.DefaultLimits().ResourceDepth},
-		&cli.IntFlag{Name: "max-resources", Usage: "resource files indexed per skill", Value: skills.DefaultLimits().ResourceFiles},
+		&cli.IntFlag{Name: "max-depth", Usage: "discover skills at most `N` directories below each root", Value: skills.DefaultLimits().DiscoveryDepth},
+		&cli.IntFlag{Name: "max-dirs", Usage: "visit at most `N` directories per root during discovery", Value: skills.DefaultLimits().DiscoveryDirs},
+		&cli.IntFlag{Name: "max-resource-depth", Usage: "index resources at most `N` directories below each skill", Value: skills.DefaultLimits().ResourceDepth},
+		&cli.IntFlag{Name: "max-resources", Usage: "index at most `N` resource files per skill", Value: skills.DefaultLimits().ResourceFiles},
 	}
 }
 

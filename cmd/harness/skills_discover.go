@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/discovery"
+	"github.com/harness-dev/harness/gitsource"
 	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/skills"
 )
@@ -29,11 +31,14 @@ func skillsIndexCommand() *cli.Command {
 			&cli.StringFlag{Name: "source", Usage: "the git repository `URL` the root is published in"},
 			&cli.StringFlag{Name: "path", Usage: "the root's `DIR` inside that repository"},
 			&cli.StringFlag{Name: "ref", Usage: "the tag, branch or commit (`REF`) entries name"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the index to `FILE` (default: stdout)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the index to `FILE`", DefaultText: "stdout"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness skills index takes exactly one ROOT")
+			}
+			if err := checkIndexRef(ctx, cmd.Args().First(), cmd.String("source"), cmd.String("ref")); err != nil {
+				return err
 			}
 			reg, err := scanPlain(ctx, cmd.Args().First())
 			if err != nil {
@@ -53,6 +58,35 @@ func skillsIndexCommand() *cli.Command {
 			return writeJSONTo(cmd.Root().Writer, ix)
 		},
 	}
+}
+
+// checkIndexRef refuses a --ref that names nothing: every entry of the
+// index would point at it, and every install from it would fail. It is
+// looked up in the repository that holds root, else (a root outside any
+// repository) on the --source remote.
+func checkIndexRef(ctx context.Context, root, source, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	commit, err := gitsource.LocalRef(root, ref)
+	switch {
+	case err == nil && commit != "":
+		return nil
+	case err == nil:
+		return usagef(fmt.Sprintf("--ref %s: the git repository of %s has no tag, branch or commit %s", ref, root, ref))
+	case !errors.Is(err, gitsource.ErrNoRepository):
+		return usagef(fmt.Sprintf("--ref %s: %v", ref, err))
+	case source == "":
+		return usagef(fmt.Sprintf("--ref %s: %s is in no git repository and no --source is given, so nothing says %s exists", ref, root, ref))
+	}
+	commit, err = gitsource.RemoteRef(ctx, source, ref)
+	if err != nil {
+		return usagef(fmt.Sprintf("--ref %s: cannot check it on --source: %v", ref, err))
+	}
+	if commit == "" {
+		return usagef(fmt.Sprintf("--ref %s: %s has no tag, branch or commit %s", ref, source, ref))
+	}
+	return nil
 }
 
 // skillsDiscovery is the --json output of harness skills discover.
@@ -89,7 +123,7 @@ func skillsDiscoverCommand() *cli.Command {
 			&cli.BoolFlag{Name: "mcp", Usage: "also search the MCP registry for servers"},
 			&cli.StringFlag{Name: "mcp-registry", Usage: "MCP registry base `URL`", Value: discovery.DefaultMCPRegistry, Sources: cli.EnvVars("HARNESS_MCP_REGISTRY")},
 			configFlag("skills.sources"),
-			&cli.StringFlag{Name: "index-cache", Usage: "`DIR` keeping fetched indexes by URL (default: the user cache directory)", Sources: cli.EnvVars("HARNESS_INDEX_CACHE")},
+			&cli.StringFlag{Name: "index-cache", Usage: "`DIR` keeping fetched indexes by URL", DefaultText: "the user cache directory", Sources: cli.EnvVars("HARNESS_INDEX_CACHE")},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			query := strings.TrimSpace(strings.Join(cmd.Args().Slice(), " "))

@@ -186,7 +186,7 @@ func skillsPendingCommand() *cli.Command {
 
 func skillsDecideCommand(approve bool) *cli.Command {
 	verb, usage := "approve", "approve a pending skill version: it becomes live, and skills.lock.json pins it"
-	flags := []cli.Flag{storeFlag(), &cli.StringFlag{Name: "reason", Usage: "why, for the audit log"}}
+	flags := []cli.Flag{storeFlag(), &cli.StringFlag{Name: "reason", Usage: "why, as `TEXT` for the audit log"}}
 	if !approve {
 		verb, usage = "reject", "reject a pending skill version; it is kept, never live"
 	}

@@ -43,22 +43,28 @@ func runOption(name string) option {
 	return runOptions[i]
 }
 
-// unitFlags are the flags of names, as `harness run` has them, with the
-// help speaking of a unit's own fields where a run's help names a flag
-// that a unit takes as a field.
-func unitFlags(names []string) []cli.Flag {
+// unitFlags are the flags of names, as `harness run` has them, for the
+// runs of every unit ("phase", "task"; "" for a scheduled run, which is a
+// harness run): where a run's help speaks of a flag a unit takes as a
+// field of its own, the unit's help (unitUsage) speaks of that field.
+func unitFlags(names []string, unit string) []cli.Flag {
+	category := "Run settings of every scheduled run"
+	if unit != "" {
+		category = fmt.Sprintf("Run settings of every %s (its own field > flag > HARNESS_* > the file's defaults > built-in)", unit)
+	}
 	out := make([]cli.Flag, 0, len(names))
 	for _, n := range names {
 		o := runOption(n)
-		o.usage = unitFields.Replace(o.usage)
-		out = append(out, withCategory(o.cliFlag(), unitCategory))
+		switch {
+		case o.unitUsage != "" && unit != "":
+			o.usage = strings.ReplaceAll(o.unitUsage, "UNIT", unit)
+		case o.scheduleUsage != "" && unit == "":
+			o.usage = o.scheduleUsage
+		}
+		out = append(out, withCategory(o.cliFlag(), category))
 	}
 	return out
 }
-
-// unitCategory heads the unit settings in --help, apart from the
-// command's own flags.
-const unitCategory = "Run settings of every unit (its own field > flag > HARNESS_* > the file's defaults > built-in)"
 
 func withCategory(f cli.Flag, category string) cli.Flag {
 	switch x := f.(type) {
@@ -75,8 +81,6 @@ func withCategory(f cli.Flag, category string) cli.Flag {
 	}
 	return f
 }
-
-var unitFields = strings.NewReplacer("--output-schema", "an output-schema field", "--skill ", "a skills field ", "--allow-tool", "an allow-tools field")
 
 // frozenUnitFlags are the unit settings a resume refuses, hidden from its
 // help: given anyway, they get a sentence instead of "flag provided but
@@ -175,9 +179,9 @@ func settingValue(name string, v any) (any, error) {
 // calls, the settings it may change, and its output.
 func resumeFlags(unit string) []cli.Flag {
 	out := approvalFlags(unit)
-	out = append(out, unitFlags(resumeSettings)...)
+	out = append(out, unitFlags(resumeSettings, unit)...)
 	out = append(out, frozenUnitFlags()...)
-	return append(out, pipelineOutputFlags()...)
+	return append(out, pipelineOutputFlags(unit)...)
 }
 
 // resumeLayer is what a resume changes of its units' settings; a setting

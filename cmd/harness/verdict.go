@@ -16,7 +16,7 @@ import (
 // it with the one verifier `harness verify` uses before it shows it.
 
 func allowUnverifiedFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "allow-unverified", Usage: "show what does not verify, under its banner, and exit 0 (default: exit 5)"}
+	return &cli.BoolFlag{Name: "allow-unverified", Usage: "show what does not verify, under its banner, and exit 0 (without it: exit 5)"}
 }
 
 // unreadableRun is the error for a run directory a reader could not

@@ -22,11 +22,13 @@ func verifyCommand() *cli.Command {
 		Description: "Checks what resume checks before it trusts a run directory: the journal is one unbroken\n" +
 			"hash chain from its first line, run.json's inputs and identity are the ones the journal\n" +
 			"recorded, a segment that ended ends the journal, and every tool output and the skill\n" +
-			"snapshot are the files harness wrote. A directory sealed with HARNESS_RUN_KEY is checked\n" +
-			"against that key and fails without it. A pipeline or batch directory is checked as a\n" +
-			"whole: its own journal (chain, seal), each unit's run directory as above, each result.json\n" +
-			"and answer file it recorded by digest, and its result file against its journal.\n" +
-			"Exit 0 when intact, 5 when not, 2 when DIR is none of these.",
+			"snapshot are the files harness wrote. Every delegate_task child the journal names is\n" +
+			"verified the same way and must be the run the parent recorded. A directory sealed with\n" +
+			"HARNESS_RUN_KEY is checked against that key and fails without it. A pipeline or batch\n" +
+			"directory is checked as a whole: its own journal (chain, seal), each unit's run directory\n" +
+			"as above (found beneath DIR, wherever DIR was copied or moved, and the run the journal\n" +
+			"recorded), each result.json and answer file it recorded by digest, and its result file\n" +
+			"against its journal. Exit 0 when intact, 5 when not, 2 when DIR is none of these.",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {

@@ -65,10 +65,17 @@ func GitServer(t testing.TB, dir string) string {
 
 // StartGitServer is GitServer for callers without a testing.TB.
 func StartGitServer(dir string) (url string, stop func()) {
+	srv := httptest.NewServer(GitHandler(dir))
+	return srv.URL, srv.Close
+}
+
+// GitHandler is the handler GitServer serves: git http-backend over the
+// bare repositories under dir, for a test that wraps it (to count what
+// a fetch costs).
+func GitHandler(dir string) http.Handler {
 	h := &cgi.Handler{
 		Path: filepath.Join(gitExecPath(), "git-http-backend"),
 		Env:  []string{"GIT_PROJECT_ROOT=" + dir, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-	return srv.URL, srv.Close
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) })
 }
