@@ -89,11 +89,12 @@ func (h helperRules) args(helper string, argv []string) []string {
 }
 
 // HelperMain is the helper's entry point (os.Args after HelperArg). It
-// confines itself, gives up every privilege, then runs the script as its
-// child and stays as the subreaper of the script's whole tree: when the
-// script ends, or harness tells it to stop (SIGTERM), every descendant
-// still alive is killed, including daemons that left with setsid and a
-// double fork. Without a pid namespace nothing else would catch those.
+// starts a copy of itself that confines itself, gives up every privilege
+// and becomes the script, and stays outside that Landlock domain as the
+// subreaper of the script's whole tree: when the script ends, or harness
+// tells it to stop (SIGTERM), every descendant still alive is killed,
+// including daemons that left with setsid and a double fork. Without a
+// pid namespace nothing else would catch those.
 func HelperMain(args []string) int {
 	h := helperRules{uid: -1}
 	i := 0
