@@ -194,20 +194,50 @@ func makeParent(root int, rel string) (int, error) {
 
 // moveBack moves the entry at back to rel: whatever holds rel (a link is
 // unlinked, never followed) goes first, the directories on the way are
-// made again.
+// made again. When the entry lies inside what holds rel (a script can move
+// a directory into the one it makes at the old name), it is taken out
+// first: removing what holds rel must never remove the original with it.
 func moveBack(root int, at, rel string) error {
 	from, err := openBeneath(root, path.Dir(at))
 	if err != nil {
 		return err
 	}
-	defer unix.Close(from)
+	defer func() { unix.Close(from) }()
 	to, err := makeParent(root, rel)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(to)
+	name := path.Base(at)
+	if strings.HasPrefix(at, rel+"/") {
+		aside, err := renameAside(from, name, to, path.Base(rel))
+		if err != nil {
+			return fmt.Errorf("it lies inside what holds %s and cannot be taken out of it: %w", rel, err)
+		}
+		unix.Close(from)
+		if from, err = unix.Dup(to); err != nil {
+			return fmt.Errorf("it was taken out to %s: %w", path.Join(path.Dir(rel), aside), err)
+		}
+		name = aside
+	}
 	if err := removeIn(to, path.Base(rel)); err != nil {
+		if name != path.Base(at) {
+			return fmt.Errorf("what holds %s cannot be removed (the original is kept at %s): %w", rel, path.Join(path.Dir(rel), name), err)
+		}
 		return fmt.Errorf("what holds %s cannot be removed: %w", rel, err)
 	}
-	return unix.Renameat(from, path.Base(at), to, path.Base(rel))
+	return unix.Renameat(from, name, to, path.Base(rel))
+}
+
+// renameAside moves the entry name of from into to under a new name made
+// from base that nothing holds (never replacing an entry), and returns it.
+func renameAside(from int, name string, to int, base string) (string, error) {
+	var err error
+	for i := 0; i < 100; i++ {
+		aside := fmt.Sprintf(".%s.harness-moveback-%d", base, i)
+		if err = unix.Renameat2(from, name, to, aside, unix.RENAME_NOREPLACE); err != unix.EEXIST {
+			return aside, err
+		}
+	}
+	return "", err
 }

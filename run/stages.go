@@ -102,6 +102,13 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	}
 	r.loopStarted = true
 	out := loop.Run(ctx, cfg, history)
+	if r.mcp != nil {
+		// Before the run's outcome is written: a skill's server can
+		// write from a thread of its own after its last call.
+		if err := r.mcp.Stop(); err != nil {
+			return &out, err
+		}
+	}
 	if out.Reason == loop.ReasonAwaitingApproval {
 		if err := r.requestApprovals(out.Pending, out.Turns); err != nil {
 			return &out, err

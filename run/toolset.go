@@ -148,6 +148,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 			}
 		}
 		r.mcp = tools.NewMCPHub(tools.MCP{
+			Git:      git,
 			Registry: r.registry, Active: r.acts, Workspace: ws, Stager: stager, Backend: backend, Probe: probe, Helper: helper,
 			MemoryLimit: r.opts.ScriptMemoryLimit, Operator: op, PassEnv: r.opts.PassEnv, Allowed: r.opts.AllowTools, Effects: effects,
 			RunID: r.res.runID, Now: r.now, RunDir: r.res.runDir, Redact: r.redact, Journal: r.journal,

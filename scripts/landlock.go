@@ -35,8 +35,12 @@ type helperRules struct {
 	// execLayerOnly applies only the execute layer: inside bwrap, whose
 	// mounts and socket filter already confine the rest.
 	execLayerOnly bool
-	limitExec     bool
-	exec          []string // files, and directories of files, that may be executed under limitExec
+	// confined is the supervised child's part: confine, give up every
+	// privilege and become the script; the helper that started it stays
+	// outside the Landlock domain to see and kill the script's tree.
+	confined  bool
+	limitExec bool
+	exec      []string // files, and directories of files, that may be executed under limitExec
 	// noexec makes every mount of the sandbox noexec but those at
 	// execMounts before confining (bwrap only, which gives the helper
 	// CAP_SYS_ADMIN in the sandbox's user namespace for it).
@@ -57,6 +61,9 @@ func (h helperRules) args(helper string, argv []string) []string {
 	}
 	if h.execLayerOnly {
 		out = append(out, "--exec-layer-only", "1")
+	}
+	if h.confined {
+		out = append(out, "--confined", "1")
 	}
 	if h.limitExec {
 		out = append(out, "--limit-exec", "1")
@@ -82,11 +89,12 @@ func (h helperRules) args(helper string, argv []string) []string {
 }
 
 // HelperMain is the helper's entry point (os.Args after HelperArg). It
-// confines itself, gives up every privilege, then runs the script as its
-// child and stays as the subreaper of the script's whole tree: when the
-// script ends, or harness tells it to stop (SIGTERM), every descendant
-// still alive is killed, including daemons that left with setsid and a
-// double fork. Without a pid namespace nothing else would catch those.
+// starts a copy of itself that confines itself, gives up every privilege
+// and becomes the script, and stays outside that Landlock domain as the
+// subreaper of the script's whole tree: when the script ends, or harness
+// tells it to stop (SIGTERM), every descendant still alive is killed,
+// including daemons that left with setsid and a double fork. Without a
+// pid namespace nothing else would catch those.
 func HelperMain(args []string) int {
 	h := helperRules{uid: -1}
 	i := 0
@@ -113,6 +121,8 @@ func HelperMain(args []string) int {
 			h.exec = append(h.exec, v)
 		case "--exec-layer-only":
 			h.execLayerOnly = v == "1"
+		case "--confined":
+			h.confined = v == "1"
 		case "--limit-exec":
 			h.limitExec = v == "1"
 		case "--noexec":
@@ -145,17 +155,18 @@ func HelperMain(args []string) int {
 			return 126
 		}
 	}
-	if err := confine(h); err != nil {
-		fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
-		return 126
-	}
-	if err := dropPrivileges(h.uid); err != nil {
-		fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
-		return 126
-	}
-	if h.execLayerOnly {
+	if h.execLayerOnly || h.confined {
 		// Inside bwrap, whose pid namespace ends the whole tree with the
-		// call: become the script rather than wait for it.
+		// call, or the child of a supervising helper: become the script
+		// rather than wait for it.
+		if err := confine(h); err != nil {
+			fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
+			return 126
+		}
+		if err := dropPrivileges(h.uid); err != nil {
+			fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
+			return 126
+		}
 		err := syscall.Exec(argv[0], argv, os.Environ())
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: exec %s: %v\n", argv[0], err)
 		return 127
@@ -165,7 +176,19 @@ func HelperMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: protected_path: %v; nothing was run\n", err)
 		return 126
 	}
-	return superviseTree(argv, func() bool {
+	// The helper itself stays unconfined and runs nothing it was given:
+	// confined, it could not read the list of its own children in /proc
+	// (its Landlock rules refuse /proc), so a daemon that left with setsid
+	// would outlive the call. A re-executed helper confines itself and
+	// becomes the script.
+	prog, err := exec.LookPath(argv[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "harness sandbox helper: exec %s: %v\n", argv[0], err)
+		return 127
+	}
+	child := h
+	child.confined, child.noexec, child.execMounts, child.keepModes = true, false, nil, nil
+	return superviseTree(child.args("/proc/self/exe", append([]string{prog}, argv[1:]...)), func() bool {
 		changed := restoreModes(modes)
 		if len(changed) > 0 {
 			fmt.Fprintf(os.Stderr, "harness sandbox helper: protected_path: the script changed the mode of %s, read-only; harness set it back and fails the call\n", strings.Join(changed, ", "))

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Backend is how a script is confined.
@@ -344,11 +346,30 @@ func (p *prepared) killTree(cmd *exec.Cmd) {
 	if p.backend == BackendLandlock {
 		// The helper is the subreaper of the script's tree: told to
 		// stop, it kills every descendant, setsid escapees included.
+		// It is in the process group killed below, so it gets the time
+		// to do so first: killed with it, it would leave them to init.
 		syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		awaitExit(cmd.Process.Pid, 2*time.Second)
 	}
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	if p.cg != nil {
 		p.cg.killAll() // children that left the process group
+	}
+}
+
+// awaitExit waits until the process pid has exited (it need not be
+// reaped), at most d.
+func awaitExit(pid int, d time.Duration) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for end := time.Now().Add(d); time.Until(end) > 0; {
+		if n, err := unix.Poll(fds, int(time.Until(end).Milliseconds())+1); n > 0 || err != nil && err != unix.EINTR {
+			return
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/grant"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/mcp"
 	"github.com/harness-dev/harness/outcome"
@@ -67,6 +68,10 @@ type MCP struct {
 	// Network gives servers of skills that declare hosts their egress
 	// proxy (nil: no server has network).
 	Network *Network
+	// Git is the run's index of git control paths: a .git a skill's
+	// server makes is removed after each of its calls and when the
+	// servers stop (nil: only the read-only paths missing at its start).
+	Git *grant.GitIndex
 	// Progress tells the operator about starts and failures.
 	Progress func(format string, args ...any)
 }
@@ -96,6 +101,11 @@ type MCPHub struct {
 	// approved reports whether a person approved a call (nil: none
 	// was): a deferred server starts for nothing else.
 	approved func(callID string) bool
+	// sweepMu guards writers, the grants of the skill servers that can
+	// write the workspace: what they did to git's control paths is
+	// swept after every call of a skill's server and once they stopped.
+	sweepMu sync.Mutex
+	writers []*grant.Grant
 }
 
 // RequireApproval names what a deferred server's start checks: that the
@@ -141,6 +151,67 @@ func NewMCPHub(cfg MCP) *MCPHub {
 	}
 	return &MCPHub{cfg: cfg, started: map[string]bool{}, startedSkills: map[string]bool{}, keys: map[string]string{},
 		rec: record.MCPServers{Envelope: artifacts.NewEnvelope(record.TypeMCPServers, record.Version), Servers: []record.MCPServer{}}}
+}
+
+// Stop stops every server and then sweeps what those of skills that can
+// write did to git's control paths since the last call: a server can
+// write from a thread of its own between calls. What it finds fails the
+// run (protected_path, or protected_path_not_undone when not all of it
+// could be undone).
+func (h *MCPHub) Stop() error {
+	h.Close()
+	code, msg, left := h.sweep("MCP servers of skills, between their last call and their stop,")
+	h.sweepMu.Lock()
+	h.writers = nil
+	h.sweepMu.Unlock()
+	if code == "" {
+		return nil
+	}
+	h.progress("%s", msg)
+	if len(left) > 0 {
+		return notUndone("an MCP server of a skill", left)
+	}
+	return &outcome.Error{Code: code, Exit: outcome.ExitFailed, Msg: msg + "; the run fails"}
+}
+
+// addWriter keeps the grant of a skill server that can write the
+// workspace, for the sweeps.
+func (h *MCPHub) addWriter(g *grant.Grant) {
+	if len(g.Record.Write) == 0 {
+		return
+	}
+	h.sweepMu.Lock()
+	h.writers = append(h.writers, g)
+	h.sweepMu.Unlock()
+}
+
+// sweep undoes what the skill servers that can write did to git's
+// control paths, as the sweep after a script's call does (afterRun);
+// what names the servers in the message.
+func (h *MCPHub) sweep(what string) (code, msg string, left []string) {
+	h.sweepMu.Lock()
+	defer h.sweepMu.Unlock()
+	var made []grant.Change
+	for _, g := range h.writers {
+		for _, c := range g.Sweep() {
+			if !slices.ContainsFunc(made, func(m grant.Change) bool { return m.Path == c.Path }) {
+				made = append(made, c)
+			}
+		}
+	}
+	if len(made) == 0 {
+		return "", "", nil
+	}
+	undone := "it was undone: a .git made is removed, one moved is moved back"
+	for _, c := range made {
+		if c.Left {
+			left = append(left, c.String())
+		}
+	}
+	if len(left) > 0 {
+		undone = "NOT all of it could be undone (see each entry): do not run git in this workspace before looking; the run ends here"
+	}
+	return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox); %s", what, strings.Join(grant.Strings(made), ", "), undone), left
 }
 
 // Close stops every server and records them as stopped.

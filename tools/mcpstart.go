@@ -243,10 +243,11 @@ func (h *MCPHub) skillSpec(s *skills.Skill, srv mcp.Server, env []string, cwdRel
 			argv[0], path = filepath.Base(rel), filepath.Join(dir, filepath.Dir(filepath.FromSlash(rel)))
 		}
 	}
-	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: h.cfg.Backend})
+	g, err := grant.For(grant.Request{Skill: s, Workspace: ws, Backend: h.cfg.Backend, Git: h.cfg.Git})
 	if err != nil {
 		return scripts.Spec{}, nil, err
 	}
+	h.addWriter(g)
 	hide, hideHost := hiddenPaths(ws)
 	return scripts.Spec{
 		Argv: argv, Env: append(env, "SKILL_NAME="+s.Name, "SKILL_DIR="+skillDir), Path: path, Cwd: cwd,

@@ -40,9 +40,29 @@ func (t *MCPTool) Spec() loop.ToolSpec {
 	}
 }
 
-func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (loop.ToolResult, error) {
+func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMessage) (res loop.ToolResult, err error) {
 	rec := record.MCPCall{Type: record.TypeMCPCall, OutputID: call.ID, RunID: t.hub.cfg.RunID, Key: t.c.key, Server: t.c.name, Tool: t.tool.Name,
 		ArgsDigest: artifacts.DigestBytes(raw), CalledAt: t.hub.cfg.Now().UTC()}
+	if t.c.skill != "" {
+		// A skill's server that can write may make a .git while it
+		// answers, or from a thread of its own since its last call:
+		// whatever the call's result, the sweep after a script's call
+		// runs after it too.
+		defer func() {
+			if err != nil {
+				return
+			}
+			code, msg, left := t.hub.sweep("MCP server " + t.c.key + " (or another skill's server)")
+			if code == "" {
+				return
+			}
+			rec.Status, rec.Error = "error", &outcome.Record{Code: code, Message: msg}
+			res = loop.ErrorResult(code, msg, rec)
+			if len(left) > 0 {
+				err = notUndone(t.tool.Exposed, left)
+			}
+		}()
+	}
 	conn, err := t.hub.ensureStarted(ctx, t.c, call.ID)
 	if err != nil {
 		rec.Status, rec.Error = "error", mcpError(err)
@@ -56,7 +76,7 @@ func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMess
 		callCtx, cancel = context.WithTimeout(ctx, t.c.timeout)
 		defer cancel()
 	}
-	res, err := conn.Call(callCtx, t.tool.Name, raw)
+	cres, err := conn.Call(callCtx, t.tool.Name, raw)
 	rec.DurationMs = time.Since(t0).Milliseconds()
 	rec.Restarted = conn.Restarts() > before
 	if rec.Restarted {
@@ -80,20 +100,20 @@ func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMess
 		rec.Status, rec.Error = "error", &outcome.Record{Code: code, Message: err.Error()}
 		return loop.ErrorResult(code, err.Error(), rec), nil
 	}
-	rec.Status, rec.Result = "ok", res.Text
-	if res.IsError {
+	rec.Status, rec.Result = "ok", cres.Text
+	if cres.IsError {
 		rec.Status = "tool_error"
 	}
-	out := map[string]any{"server": t.c.key, "tool": t.tool.Name, "isError": res.IsError, "text": res.Text}
-	if len(res.Structured) > 0 {
-		out["structuredContent"] = res.Structured
+	out := map[string]any{"server": t.c.key, "tool": t.tool.Name, "isError": cres.IsError, "text": cres.Text}
+	if len(cres.Structured) > 0 {
+		out["structuredContent"] = cres.Structured
 	}
-	if len(res.Other) > 0 {
-		out["omittedContent"] = res.Other
+	if len(cres.Other) > 0 {
+		out["omittedContent"] = cres.Other
 	}
 	b, _ := json.Marshal(out)
 	status := loop.StatusOK
-	if res.IsError {
+	if cres.IsError {
 		status = loop.StatusError
 	}
 	return loop.ToolResult{Content: string(b), Status: status, Record: rec}, nil

@@ -10,9 +10,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/harness-dev/harness/internal/startheap"
@@ -23,6 +25,25 @@ import (
 
 func main() {
 	os.Exit(Main(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// closeInheritedOnExec marks every descriptor above stderr close-on-exec.
+// harness opens its own that way; what it inherited without the flag (a
+// make jobserver pipe, a CI agent's socket, a file the operator's shell
+// holds open) would otherwise pass through every process it starts into
+// the sandbox, where Landlock and bwrap do not mediate open descriptors.
+// What harness passes on purpose it hands over explicitly (ExtraFiles).
+func closeInheritedOnExec() {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Kernels before 5.11 have no CLOSE_RANGE_CLOEXEC.
+	entries, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
 }
 
 // Main runs the harness CLI with the given arguments and streams and returns
@@ -43,6 +64,7 @@ func mainWith(args []string, stdin io.Reader, stdout, stderr io.Writer, observe 
 	if code, ok := scripts.HelperDispatch(args); ok {
 		return code
 	}
+	closeInheritedOnExec()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Everything a command prints on stdout can quote a model, a skill, an
