@@ -202,16 +202,7 @@ func (h *MCPHub) sweep(what string) (code, msg string, left []string) {
 	if len(made) == 0 {
 		return "", "", nil
 	}
-	undone := "it was undone: a .git made is removed, one moved is moved back"
-	for _, c := range made {
-		if c.Left {
-			left = append(left, c.String())
-		}
-	}
-	if len(left) > 0 {
-		undone = "NOT all of it could be undone (see each entry): do not run git in this workspace before looking; the run ends here"
-	}
-	return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox); %s", what, strings.Join(grant.Strings(made), ", "), undone), left
+	return sweptProtected(what, made)
 }
 
 // Close stops every server and records them as stopped.

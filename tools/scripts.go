@@ -331,6 +331,23 @@ func callCwd(ws *workspace.Workspace, cwd string) (string, *workspace.Refusal) {
 	return rel, nil
 }
 
+// sweptProtected is the refusal of a call after which the sweep found
+// git's control paths changed (made is what it found and undid), and the
+// changes it could not wholly undo: the caller records those and ends the
+// run.
+func sweptProtected(what string, made []grant.Change) (code, msg string, left []string) {
+	undone := "it was undone: a .git made is removed, one moved is moved back"
+	for _, c := range made {
+		if c.Left {
+			left = append(left, c.String())
+		}
+	}
+	if len(left) > 0 {
+		undone = "NOT all of it could be undone (see each entry): do not run git in this workspace before looking; the run ends here"
+	}
+	return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox; harness and the next run use the rest); %s", what, strings.Join(grant.Strings(made), ", "), undone), left
+}
+
 // afterRun is the refusal a finished script or command call ends in ("" when
 // it ran): a protected path it changed (undone by the sweep), an interrupt,
 // or a start the sandbox refused. what names the thing run. left are the
@@ -338,16 +355,7 @@ func callCwd(ws *workspace.Workspace, cwd string) (string, *workspace.Refusal) {
 // ends the run (notUndone).
 func afterRun(ctx context.Context, g *grant.Grant, err error, what string) (code, msg string, left []string) {
 	if made := g.Sweep(); len(made) > 0 {
-		undone := "it was undone: a .git made is removed, one moved is moved back"
-		for _, c := range made {
-			if c.Left {
-				left = append(left, c.String())
-			}
-		}
-		if len(left) > 0 {
-			undone = "NOT all of it could be undone (see each entry): do not run git in this workspace before looking; the run ends here"
-		}
-		return "protected_path", fmt.Sprintf("the %s made %s, which is kept read-only (git runs hooks and configured commands from a .git on the host, outside every sandbox; harness and the next run use the rest); %s", what, strings.Join(grant.Strings(made), ", "), undone), left
+		return sweptProtected(what, made)
 	}
 	if err == nil {
 		return "", "", nil
