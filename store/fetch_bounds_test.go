@@ -110,7 +110,9 @@ func TestFetchCostsTheSkillNotTheRepository(t *testing.T) {
 	// processes it waited for.
 	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
 	t.Logf("add of a 1 KiB skill beside a %d MiB blob: %v, peak RSS %d MiB, %d bytes sent", hostileBlob>>20, took.Round(time.Millisecond), peak>>20, sent.Load())
-	if peak > hostileBlob/2 {
+	// A fetched blob is held whole (it took 120 MiB); harness itself takes
+	// about 20 MiB, and 56 MiB under the race detector.
+	if peak > hostileBlob {
 		t.Errorf("adding a 1 KiB skill took %d MiB of memory: the %d MiB blob on another branch was fetched", peak>>20, hostileBlob>>20)
 	}
 	if sent.Load() > 1<<20 {
