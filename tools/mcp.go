@@ -108,16 +108,6 @@ type MCPHub struct {
 	writers []*grant.Grant
 }
 
-// RequireApproval names what a deferred server's start checks: that the
-// call it starts for was approved by a person. The gate decides that
-// before the call; this keeps a server of a destructive skill from
-// starting for a call the gate let through for another reason.
-func (h *MCPHub) RequireApproval(approved func(callID string) bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.approved = approved
-}
-
 type mcpConn struct {
 	key, name string
 	conn      *mcp.Conn // nil while deferred
@@ -130,18 +120,6 @@ type mcpConn struct {
 	// deferred is set for a destructive skill's server, which is not
 	// started before a call a person approved needs it.
 	deferred *deferredServer
-}
-
-// deferredServer is what starting a deferred server needs, and what it
-// offers until then.
-type deferredServer struct {
-	srv      mcp.Server
-	skill    *skills.Skill
-	declared []mcp.Tool
-	// mu makes one start at a time; failed is why the start failed (the
-	// server is not tried again).
-	mu     sync.Mutex
-	failed error
 }
 
 // NewMCPHub makes the hub; Close stops every server.
@@ -172,37 +150,6 @@ func (h *MCPHub) Stop() error {
 		return notUndone("an MCP server of a skill", left)
 	}
 	return &outcome.Error{Code: code, Exit: outcome.ExitFailed, Msg: msg + "; the run fails"}
-}
-
-// addWriter keeps the grant of a skill server that can write the
-// workspace, for the sweeps.
-func (h *MCPHub) addWriter(g *grant.Grant) {
-	if len(g.Record.Write) == 0 {
-		return
-	}
-	h.sweepMu.Lock()
-	h.writers = append(h.writers, g)
-	h.sweepMu.Unlock()
-}
-
-// sweep undoes what the skill servers that can write did to git's
-// control paths, as the sweep after a script's call does (afterRun);
-// what names the servers in the message.
-func (h *MCPHub) sweep(what string) (code, msg string, left []string) {
-	h.sweepMu.Lock()
-	defer h.sweepMu.Unlock()
-	var made []grant.Change
-	for _, g := range h.writers {
-		for _, c := range g.Sweep() {
-			if !slices.ContainsFunc(made, func(m grant.Change) bool { return m.Path == c.Path }) {
-				made = append(made, c)
-			}
-		}
-	}
-	if len(made) == 0 {
-		return "", "", nil
-	}
-	return sweptProtected(what, made)
 }
 
 // Close stops every server and records them as stopped.
@@ -435,80 +382,6 @@ func (h *MCPHub) journalServer(rec record.MCPServer, err error, deferred bool) {
 	h.cfg.Journal.Append(kind, ev)
 }
 
-// declaredTools is what a deferred server offers.
-func (c *mcpConn) declaredTools() []mcp.Tool {
-	if c.deferred == nil {
-		return nil
-	}
-	return c.deferred.declared
-}
-
-// ensureStarted is the server's connection, starting a deferred server
-// first. It is reached only from a call, which for a destructive skill's
-// tool the gate let through after a person approved it. The server's own
-// tool list must be exactly the declared one (names, descriptions,
-// schemas): the person approved a call of the tool the model was shown.
-func (h *MCPHub) ensureStarted(ctx context.Context, c *mcpConn, callID string) (*mcp.Conn, error) {
-	d := c.deferred
-	if d == nil {
-		return c.conn, nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	h.mu.Lock()
-	conn, rec, approved := c.conn, h.rec.Servers[c.rec], h.approved
-	h.mu.Unlock()
-	if conn != nil {
-		return conn, nil
-	}
-	if approved == nil || !approved(callID) {
-		return nil, &scripts.Refusal{Code: "approval_missing", Msg: fmt.Sprintf("MCP server %s of skill %s starts only for a call a person approved, and call %s was not: nothing was started or called", c.key, d.skill.Name, callID)}
-	}
-	if d.failed != nil {
-		return nil, d.failed
-	}
-	declared := rec.ToolsDigest
-	rec.StartedAt = h.cfg.Now().UTC()
-	conn, err := h.connect(ctx, c.key, d.srv, d.skill, &rec)
-	if err == nil {
-		listed := rec
-		listed.Tools = nil
-		h.describe(&listed, conn.Tools())
-		if listed.ToolsDigest != declared {
-			conn.Close()
-			conn = nil
-			err = &scripts.Refusal{Code: "mcp_tools_mismatch", Msg: fmt.Sprintf("MCP server %s of skill %s lists other tools than the skill declares (%s, declared %s): the call a person approved was of a declared tool, so nothing was called", c.key, d.skill.Name, toolNames(listed.Tools), toolNames(rec.Tools))}
-		}
-	}
-	if err != nil {
-		d.failed = err
-		rec.Status, rec.Error = "failed", mcpError(err)
-		h.progress("MCP server %s did not start: %s", rec.Key, rec.Error.Message)
-	} else {
-		rec.Status = "running"
-		h.describeInfo(&rec, conn)
-		h.progress("MCP server %s started for an approved call (%s %s, %d tools, %d ms)", rec.Key, rec.ServerName, rec.ServerVersion, len(rec.Tools), rec.HandshakeMs)
-	}
-	h.mu.Lock()
-	h.rec.Servers[c.rec] = rec
-	c.conn = conn
-	h.write()
-	h.mu.Unlock()
-	h.journalServer(rec, err, false)
-	return conn, err
-}
-
-func toolNames(ts []record.MCPTool) string {
-	var names []string
-	for _, t := range ts {
-		names = append(names, t.Name)
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
-
 // SkillOf names the skill whose server offers the exposed tool KEY__TOOL
 // ("" for an operator's server), and whether a server offers it: a skill
 // with several servers has keys <skill>-<server>, which are not its name,
@@ -564,49 +437,6 @@ func readStaged(stager *Stager, s *skills.Skill, rel string) ([]byte, error) {
 	}
 	defer root.Close()
 	return root.ReadFile(rel)
-}
-
-// describeInfo fills what the handshake said.
-func (h *MCPHub) describeInfo(rec *record.MCPServer, conn *mcp.Conn) {
-	info := conn.Info()
-	rec.ServerName, rec.ServerVersion, rec.ProtocolVersion = info.Name, info.Version, info.ProtocolVersion
-}
-
-// describe fills what the tool list said (the server's, or a deferred
-// server's declaration), and what the operator allowed of it.
-func (h *MCPHub) describe(rec *record.MCPServer, tools []mcp.Tool) {
-	hs := artifacts.NewHasher()
-	for _, t := range tools {
-		exposed := rec.Key + MCPSeparator + t.Name
-		effect, source := loop.EffectSideEffect, "default"
-		if e, ok := h.cfg.Effects[exposed]; ok {
-			effect, source = e, "operator"
-		}
-		var ann json.RawMessage
-		if t.Annotations != nil {
-			ann, _ = json.Marshal(t.Annotations)
-		}
-		rec.Tools = append(rec.Tools, record.MCPTool{Name: t.Name, Exposed: exposed, Description: t.Description,
-			SchemaDigest: t.SchemaDigest, Digest: t.Digest, Annotations: ann, Effect: string(effect), EffectSource: source,
-			Offered: MCPAllowed(h.cfg.Allowed, exposed) && validToolName(exposed)})
-		hs.WriteField(t.Name)
-		hs.WriteField(string(t.Digest))
-	}
-	rec.ToolsDigest = hs.Digest()
-}
-
-// validToolName is what an OpenAI-compatible API accepts as a function
-// name; a server's tool with another name is listed but never offered.
-func validToolName(n string) bool {
-	if n == "" || len(n) > 64 {
-		return false
-	}
-	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // keyAllowed reports whether any tool of the server with this key is

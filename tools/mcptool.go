@@ -118,3 +118,46 @@ func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMess
 	}
 	return loop.ToolResult{Content: string(b), Status: status, Record: rec}, nil
 }
+
+// describeInfo fills what the handshake said.
+func (h *MCPHub) describeInfo(rec *record.MCPServer, conn *mcp.Conn) {
+	info := conn.Info()
+	rec.ServerName, rec.ServerVersion, rec.ProtocolVersion = info.Name, info.Version, info.ProtocolVersion
+}
+
+// describe fills what the tool list said (the server's, or a deferred
+// server's declaration), and what the operator allowed of it.
+func (h *MCPHub) describe(rec *record.MCPServer, tools []mcp.Tool) {
+	hs := artifacts.NewHasher()
+	for _, t := range tools {
+		exposed := rec.Key + MCPSeparator + t.Name
+		effect, source := loop.EffectSideEffect, "default"
+		if e, ok := h.cfg.Effects[exposed]; ok {
+			effect, source = e, "operator"
+		}
+		var ann json.RawMessage
+		if t.Annotations != nil {
+			ann, _ = json.Marshal(t.Annotations)
+		}
+		rec.Tools = append(rec.Tools, record.MCPTool{Name: t.Name, Exposed: exposed, Description: t.Description,
+			SchemaDigest: t.SchemaDigest, Digest: t.Digest, Annotations: ann, Effect: string(effect), EffectSource: source,
+			Offered: MCPAllowed(h.cfg.Allowed, exposed) && validToolName(exposed)})
+		hs.WriteField(t.Name)
+		hs.WriteField(string(t.Digest))
+	}
+	rec.ToolsDigest = hs.Digest()
+}
+
+// validToolName is what an OpenAI-compatible API accepts as a function
+// name; a server's tool with another name is listed but never offered.
+func validToolName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -2,10 +2,11 @@ package tools
 
 import (
 	"fmt"
-	"github.com/harness-dev/harness/skills"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/harness-dev/harness/skills"
 
 	"github.com/goccy/go-yaml"
 
