@@ -259,6 +259,10 @@ func merge(base Phase, t Task) Phase {
 	p.Model = firstOf(o.Model, p.Model)
 	p.PromptRole = firstOf(o.PromptRole, p.PromptRole)
 	p.Timeout = firstOf(o.Timeout, p.Timeout)
+	p.Workspace = firstOf(o.Workspace, p.Workspace)
+	if o.SkillsRoot != nil {
+		p.SkillsRoot = o.SkillsRoot
+	}
 	if o.MaxTurns != nil {
 		p.MaxTurns = o.MaxTurns
 	}

@@ -74,6 +74,11 @@ type Phase struct {
 	MaxTurns          *int     `json:"max-turns,omitempty"`
 	MaxTokens         int64    `json:"max-tokens,omitempty"`
 	Timeout           string   `json:"timeout,omitempty"`
+	// Workspace and SkillsRoot are a batch task's own (a pipeline's schema
+	// has no such phase fields): tasks that must not share files, such as
+	// the cells of an eval.
+	Workspace  string   `json:"workspace,omitempty"`
+	SkillsRoot []string `json:"skills-root,omitempty"`
 
 	// line is where the phase starts in the file and index its place in
 	// the phases list, for messages.

@@ -201,6 +201,16 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	if p.manifest.Workspace != "" {
 		o.Workspace, sources["workspace"] = p.manifest.Workspace, "flag"
 	}
+	if ph.Workspace != "" {
+		o.Workspace, sources["workspace"] = f.abs(ph.Workspace), p.layout.unit+" field"
+	}
+	if ph.SkillsRoot != nil {
+		o.SkillsRoots = nil
+		for _, r := range ph.SkillsRoot {
+			o.SkillsRoots = append(o.SkillsRoots, rootPath(f, r))
+		}
+		sources["skills-root"] = p.layout.unit + " field"
+	}
 	o.PromptRole = role
 	sources["prompt-role"] = roleSource
 	if ph.Model != "" {
