@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 )
@@ -39,6 +40,11 @@ type Report struct {
 	// what it spent, since run.json is written at each segment's end.
 	Turns int                `json:"turns"`
 	Usage record.UsageRecord `json:"usage"`
+	// Activated are the skills the verified journal says were activated,
+	// in order, and how (preloaded, or loaded by the model).
+	Activated []record.Activation `json:"-"`
+	// Calls are the tool calls the verified journal records, in order.
+	Calls []loop.ToolStartedEvent `json:"-"`
 	// lines are the verified journal's line digests, for HasLine.
 	lines map[artifacts.Digest]bool
 }
@@ -75,6 +81,8 @@ func Verify(dir string, key []byte) (*Report, error) {
 	rep.Waiting = st.Waiting()
 	rep.Finished = st.FinishedEvent
 	rep.Turns = st.Progress.Turns
+	rep.Activated = st.Activated
+	rep.Calls = st.ToolOrder
 	rep.Usage = record.UsageRecord{Total: st.Progress.Usage, Turns: st.Progress.TurnUsage}
 	return rep, nil
 }

@@ -1,0 +1,289 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/pipeline"
+	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/rundir"
+)
+
+// DefaultDir is where eval directories go by default.
+const DefaultDir = ".harness/evals"
+
+// DefaultEpochs is how many times each cell runs when not told.
+const DefaultEpochs = 3
+
+// Options configure an eval.
+type Options struct {
+	Suite LoadOptions
+	// Baseline is an older version of the skill (a directory) run as
+	// old_skill beside the others ("" = none).
+	Baseline string
+	// Models are the models every configuration runs on ("" entries are
+	// refused; none = the settings' model).
+	Models []string
+	Epochs int
+	// NoWithout leaves out without_skill (with_skill against old_skill
+	// only).
+	NoWithout bool
+	// ArtifactsDir holds eval directories; ID names this one.
+	ArtifactsDir string
+	ID           string
+	Jobs         int
+	Shard        string
+	// Settings and BaseURL are every cell's run settings, as for a batch.
+	Settings pipeline.Layer
+	BaseURL  string
+	// Record and Replay are cassette directories for the cells' runs
+	// (<dir>/<cell>.jsonl) and the grader's (<dir>/grader/<cell>.jsonl).
+	Record, Replay string
+	// AllowTools and AllowCommands are given to every cell; a command
+	// check runs through the same run_command rules.
+	AllowTools    []string
+	AllowCommands []string
+	Commands      *CommandEnv
+	// Grader grades expectations in words (nil: they stay ungraded).
+	Grader GraderFactory
+	Gate   GateOptions
+	Common pipeline.Common
+}
+
+// GraderFactory gives the grader a cell uses: its model wrapped for
+// recording or replay of that cell, or an error when it cannot be had.
+type GraderFactory interface {
+	ForCell(cell string) (*Grader, error)
+	Name() string
+}
+
+// Run starts an eval: its directory, its cells as one batch, the grading
+// of each cell, the numbers and the gate.
+func Run(ctx context.Context, o Options) (*record.EvalResult, error) {
+	suite, err := Load(o.Suite)
+	if err != nil {
+		return nil, err
+	}
+	if o.Epochs == 0 {
+		o.Epochs = DefaultEpochs
+	}
+	if o.Epochs < 1 || o.Epochs > 100 {
+		return nil, outcome.Usage("eval_epochs_invalid", "--epochs %d: give 1 to 100", o.Epochs)
+	}
+	models := slices.Clone(o.Models)
+	if len(models) == 0 {
+		models = []string{o.Settings.Settings.Model}
+	}
+	for _, m := range models {
+		if m == "" {
+			return nil, outcome.Usage("model_missing", "no model: pass --model NAME (repeat it to compare models), or set HARNESS_MODEL")
+		}
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(models)))) != len(models) {
+		return nil, outcome.Usage("eval_models_invalid", "--model names a model twice")
+	}
+	dir, err := newEvalDir(o)
+	if err != nil {
+		return nil, err
+	}
+	e := &evalRun{dir: dir, opts: o, suite: suite, now: o.Common.Now}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if err := e.prepare(ctx, models); err != nil {
+		return nil, err
+	}
+	defer e.journal.Close()
+	return e.execute(ctx, false)
+}
+
+func newEvalDir(o Options) (string, error) {
+	id := o.ID
+	if id == "" {
+		id = rundir.NewRunID(time.Now())
+	}
+	if err := rundir.CheckRunID(id); err != nil {
+		return "", outcome.Usage("eval_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	base := firstNonEmpty(o.ArtifactsDir, DefaultDir)
+	base, err := filepath.Abs(base)
+	if err != nil {
+		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir: %v", err)
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", outcome.Usage("artifacts_dir_invalid", "--artifacts-dir %s: %v", base, err)
+	}
+	dir := filepath.Join(base, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return "", outcome.Usage("eval_exists", "eval directory %s already exists: resume it with `harness eval resume %s`, or pass another --id", dir, dir)
+		}
+		return "", outcome.Usage("artifacts_dir_invalid", "create %s: %v", dir, err)
+	}
+	return dir, nil
+}
+
+// evalRun is one execution (a start or a resume) of an eval directory.
+type evalRun struct {
+	dir      string
+	opts     Options
+	suite    *Suite
+	manifest record.EvalManifest
+	journal  *artifacts.Journal
+	now      func() time.Time
+	// graded are the cells graded so far, by id, with the digest of their
+	// grading file.
+	graded map[string]artifacts.Digest
+}
+
+// prepare writes what the eval is (eval.json), the skill roots of each
+// configuration, each cell's workspace and the batch file, and opens the
+// journal.
+func (e *evalRun) prepare(ctx context.Context, models []string) error {
+	s := e.suite
+	name, digest, err := copySkill(ctx, s.SkillDir, filepath.Join(e.dir, record.DirEvalRoots, record.ConfigWithSkill))
+	if err != nil {
+		return err
+	}
+	if s.SkillName != "" && s.SkillName != name {
+		return outcome.Usage("eval_skill_mismatch", "%s says skill_name %q, but the skill in %s is named %q: correct one of them", s.File, s.SkillName, s.SkillDir, name)
+	}
+	s.SkillName = name
+	configs := []string{record.ConfigWithSkill}
+	if !e.opts.NoWithout {
+		configs = append(configs, record.ConfigWithoutSkill)
+		if err := os.MkdirAll(filepath.Join(e.dir, record.DirEvalRoots, record.ConfigWithoutSkill), 0o755); err != nil {
+			return err
+		}
+	}
+	m := record.EvalManifest{Envelope: artifacts.NewEnvelope(record.TypeEval, record.EvalVersion), EvalID: filepath.Base(e.dir), Skill: name,
+		SkillDir: s.SkillDir, SkillDigest: digest, EvalFile: s.File, EvalDigest: s.Digest, TriggersFile: s.TriggersFile, TriggersDigest: s.TriggersDigest,
+		Models: models, Epochs: e.opts.Epochs, Shard: e.opts.Shard}
+	if e.opts.Baseline != "" {
+		bname, bdigest, err := copySkill(ctx, e.opts.Baseline, filepath.Join(e.dir, record.DirEvalRoots, record.ConfigOldSkill))
+		if err != nil {
+			return fmt.Errorf("--baseline: %w", err)
+		}
+		if bname != name {
+			return outcome.Usage("eval_baseline_invalid", "--baseline %s holds skill %q, not %q", e.opts.Baseline, bname, name)
+		}
+		m.Baseline, m.BaselineDigest = e.opts.Baseline, bdigest
+		configs = append(configs, record.ConfigOldSkill)
+	}
+	if len(configs) < 2 && len(s.Evals) > 0 {
+		return outcome.Usage("eval_configurations_invalid", "--no-without-skill leaves with_skill alone: give --baseline DIR to compare it with")
+	}
+	m.Configurations = configs
+	if g := e.opts.Grader; g != nil {
+		m.GraderModel, m.GraderPromptDigest = g.Name(), GraderPromptDigest()
+	}
+	m.Cells = plan(s, configs, models, e.opts.Epochs)
+	if len(m.Cells) == 0 {
+		return outcome.Usage("eval_file_invalid", "%s has no evals and no trigger queries", s.SkillDir)
+	}
+	for _, c := range m.Cells {
+		ws := filepath.Join(e.dir, record.DirEvalCells, c.ID)
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			return err
+		}
+		if ev := s.eval(c.EvalID); ev != nil && c.Configuration != record.ConfigTrigger {
+			if err := copyInputs(s.Base(), ev.Files, ws); err != nil {
+				return outcome.Usage("eval_file_invalid", "eval %s: %v", ev.ID, err)
+			}
+		}
+	}
+	e.manifest = m
+	if err := artifacts.WriteJSON(filepath.Join(e.dir, record.FileEval), &m); err != nil {
+		return err
+	}
+	if err := e.writeBatch(); err != nil {
+		return err
+	}
+	j, err := artifacts.OpenJournal(filepath.Join(e.dir, record.FileEvalJournal), 1)
+	if err != nil {
+		return err
+	}
+	j.SetClock(e.now)
+	j.Continue("", e.opts.Common.RunKey)
+	e.journal = j
+	e.graded = map[string]artifacts.Digest{}
+	_, err = j.Append(record.EventEvalStarted, map[string]any{"manifestDigest": mustDigestFile(filepath.Join(e.dir, record.FileEval)),
+		"batchFileDigest": mustDigestFile(filepath.Join(e.dir, record.FileEvalBatch))})
+	return err
+}
+
+func mustDigestFile(p string) artifacts.Digest {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return artifacts.DigestBytes(b)
+}
+
+func (s *Suite) eval(id string) *Eval {
+	for i := range s.Evals {
+		if s.Evals[i].ID == id {
+			return &s.Evals[i]
+		}
+	}
+	return nil
+}
+
+var cellUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// cellPart is an id or model name as a part of a cell id (a batch task
+// id: lower-case letters, digits, '.', '_', '-'), with a digest when the
+// plain form would lose something.
+func cellPart(s string) string {
+	p := strings.Trim(cellUnsafe.ReplaceAllString(strings.ToLower(s), "-"), "-._")
+	if p != s || len(p) > 40 {
+		if len(p) > 24 {
+			p = p[:24]
+		}
+		p += "-" + strings.TrimPrefix(string(artifacts.DigestString(s)), "blake3:")[:8]
+	}
+	return p
+}
+
+// plan lists the cells: every eval in every configuration on every model
+// for every epoch, then every trigger query on every model for every
+// epoch. Ids are stable: they name what the cell is.
+func plan(s *Suite, configs, models []string, epochs int) []record.EvalCell {
+	var cells []record.EvalCell
+	modelPart := func(m string) string {
+		if len(models) == 1 {
+			return ""
+		}
+		return "_" + cellPart(m)
+	}
+	for _, ev := range s.Evals {
+		for _, c := range configs {
+			for _, m := range models {
+				for ep := 1; ep <= epochs; ep++ {
+					cells = append(cells, record.EvalCell{ID: fmt.Sprintf("e%s_%s%s_%d", cellPart(ev.ID), c, modelPart(m), ep),
+						EvalID: ev.ID, Configuration: c, Model: m, Epoch: ep})
+				}
+			}
+		}
+	}
+	for i, t := range s.Triggers {
+		for _, m := range models {
+			for ep := 1; ep <= epochs; ep++ {
+				should := t.ShouldTrigger
+				cells = append(cells, record.EvalCell{ID: fmt.Sprintf("q%d%s_%d", i+1, modelPart(m), ep),
+					EvalID: "q" + strconv.Itoa(i+1), Configuration: record.ConfigTrigger, Model: m, Epoch: ep, ShouldTrigger: &should})
+			}
+		}
+	}
+	return cells
+}
