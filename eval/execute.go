@@ -51,6 +51,12 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 	for _, u := range v.Units {
 		units[u.Name] = u
 	}
+	for id, was := range e.gradedRun {
+		if u := units[id]; u.Run == nil || u.Run.RunID != was[0] || string(u.Run.Head) != was[1] {
+			// The batch ran the cell again (a resume): grade it again.
+			delete(e.graded, id)
+		}
+	}
 	counts := map[string]int{}
 	var graderErr error
 	var tampered []string
@@ -90,6 +96,7 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 			return nil, err
 		}
 		e.graded[c.ID] = d
+		e.gradedRun[c.ID] = [2]string{g.Run.RunID, string(g.Run.Head)}
 		counts["graded"]++
 	}
 	if len(tampered) > 0 {
@@ -138,7 +145,7 @@ func (e *evalRun) grade(ctx context.Context, c record.EvalCell, u pipeline.UnitV
 			it.Status = record.GradePassed
 		}
 		g.Expectations = []record.GradedItem{it}
-		g.Summary = summarize(g.Expectations)
+		g.Summary = countItems(g.Expectations)
 		return g, nil
 	}
 	ev := e.suite.eval(c.EvalID)
@@ -164,7 +171,7 @@ func (e *evalRun) grade(ctx context.Context, c record.EvalCell, u pipeline.UnitV
 			g.GraderUsage = usage
 		}
 	}
-	g.Summary = summarize(g.Expectations)
+	g.Summary = countItems(g.Expectations)
 	return g, nil
 }
 
@@ -216,7 +223,7 @@ func (e *evalRun) gradeWords(ctx context.Context, c record.EvalCell, ev *Eval, r
 	return items, &u, nil
 }
 
-func summarize(items []record.GradedItem) record.GradingSummary {
+func countItems(items []record.GradedItem) record.GradingSummary {
 	var s record.GradingSummary
 	for _, it := range items {
 		switch it.Status {

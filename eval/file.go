@@ -82,11 +82,11 @@ type LoadOptions struct {
 func Load(o LoadOptions) (*Suite, error) {
 	abs, err := filepath.Abs(o.Path)
 	if err != nil {
-		return nil, usage("%s: %v", o.Path, err)
+		return nil, fileProblem("%s: %v", o.Path, err)
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, usage("%s: %v (give a skill directory or an eval file)", o.Path, err)
+		return nil, fileProblem("%s: %v (give a skill directory or an eval file)", o.Path, err)
 	}
 	s := &Suite{}
 	if st.IsDir() {
@@ -99,7 +99,7 @@ func Load(o LoadOptions) (*Suite, error) {
 		}
 		switch len(found) {
 		case 2:
-			return nil, usage("%s has both evals/%s and evals/%s: keep one, or name the file to read", o.Path, EvalsJSON, EvalsYAML)
+			return nil, fileProblem("%s has both evals/%s and evals/%s: keep one, or name the file to read", o.Path, EvalsJSON, EvalsYAML)
 		case 1:
 			s.File = filepath.Join(abs, found[0])
 		}
@@ -109,7 +109,7 @@ func Load(o LoadOptions) (*Suite, error) {
 			}
 		}
 		if s.File == "" && s.TriggersFile == "" && o.Triggers == "" {
-			return nil, usage("%s has no evals/%s, evals/%s or evals/%s: write the evals first (docs/eval.md)", o.Path, EvalsJSON, EvalsYAML, TriggersJSON)
+			return nil, fileProblem("%s has no evals/%s, evals/%s or evals/%s: write the evals first (docs/eval.md)", o.Path, EvalsJSON, EvalsYAML, TriggersJSON)
 		}
 	} else {
 		s.File = abs
@@ -117,16 +117,16 @@ func Load(o LoadOptions) (*Suite, error) {
 	}
 	if o.SkillDir != "" {
 		if s.SkillDir, err = filepath.Abs(o.SkillDir); err != nil {
-			return nil, usage("--skill-dir %s: %v", o.SkillDir, err)
+			return nil, fileProblem("--skill-dir %s: %v", o.SkillDir, err)
 		}
 	}
 	if o.Triggers != "" {
 		if s.TriggersFile, err = filepath.Abs(o.Triggers); err != nil {
-			return nil, usage("--triggers %s: %v", o.Triggers, err)
+			return nil, fileProblem("--triggers %s: %v", o.Triggers, err)
 		}
 	}
 	if fi, err := os.Stat(filepath.Join(s.SkillDir, "SKILL.md")); err != nil || !fi.Mode().IsRegular() {
-		return nil, usage("%s holds no SKILL.md: an eval measures one skill; give its directory (or --skill-dir DIR for an eval file kept elsewhere)", s.SkillDir)
+		return nil, fileProblem("%s holds no SKILL.md: an eval measures one skill; give its directory (or --skill-dir DIR for an eval file kept elsewhere)", s.SkillDir)
 	}
 	if s.File != "" {
 		if err := s.readEvals(); err != nil {
@@ -170,7 +170,7 @@ type evalFile struct {
 func (s *Suite) readEvals() error {
 	data, err := artifacts.ReadRegular(s.File, maxEvalFile)
 	if err != nil {
-		return usage("eval file %s: %v", s.File, err)
+		return fileProblem("eval file %s: %v", s.File, err)
 	}
 	s.Digest = artifacts.DigestBytes(data)
 	var f evalFile
@@ -207,7 +207,7 @@ func (s *Suite) readEvals() error {
 		s.Evals = append(s.Evals, ev)
 	}
 	if len(probs) > 0 {
-		return usage("%s:\n  %s", s.File, strings.Join(probs, "\n  "))
+		return fileProblem("%s:\n  %s", s.File, strings.Join(probs, "\n  "))
 	}
 	return nil
 }
@@ -232,7 +232,7 @@ func inputPath(p string) error {
 func (s *Suite) readTriggers() error {
 	data, err := artifacts.ReadRegular(s.TriggersFile, maxEvalFile)
 	if err != nil {
-		return usage("triggers file %s: %v", s.TriggersFile, err)
+		return fileProblem("triggers file %s: %v", s.TriggersFile, err)
 	}
 	s.TriggersDigest = artifacts.DigestBytes(data)
 	var items []struct {
@@ -252,28 +252,28 @@ func (s *Suite) readTriggers() error {
 // checks it against the schema and decodes it strictly.
 func decode(name string, data []byte, schemaName string, schema []byte, v any) error {
 	if err := yamlsafe.Check(name, data, yamlsafe.Limits{Bytes: maxEvalFile}); err != nil {
-		return usage("%v", err)
+		return fileProblem("%v", err)
 	}
 	var doc any
 	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseJSONUnmarshaler()); err != nil {
-		return usage("%s: not valid JSON or YAML: %s", name, yamlsafe.Reason(err))
+		return fileProblem("%s: not valid JSON or YAML: %s", name, yamlsafe.Reason(err))
 	}
 	doc = jsonCompatible(doc)
 	if err := compiled(schemaName, schema).Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
-			return usage("%s: %v", name, err)
+			return fileProblem("%s: %v", name, err)
 		}
-		return usage("%s does not match the schema (eval/%s):\n  %s", name, schemaName, strings.Join(schemaProblems(ve), "\n  "))
+		return fileProblem("%s does not match the schema (eval/%s):\n  %s", name, schemaName, strings.Join(schemaProblems(ve), "\n  "))
 	}
 	js, err := json.Marshal(doc)
 	if err != nil {
-		return usage("%s: %v", name, err)
+		return fileProblem("%s: %v", name, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return usage("%s: %v", name, err)
+		return fileProblem("%s: %v", name, err)
 	}
 	return nil
 }
@@ -325,7 +325,7 @@ func schemaProblems(ve *jsonschema.ValidationError) []string {
 	return slices.Compact(out)
 }
 
-func usage(format string, args ...any) error {
+func fileProblem(format string, args ...any) error {
 	return outcome.Usage("eval_file_invalid", format, args...)
 }
 

@@ -53,6 +53,7 @@ type Options struct {
 	// check runs through the same run_command rules.
 	AllowTools    []string
 	AllowCommands []string
+	CommandGrant  string
 	Commands      *CommandEnv
 	// Grader grades expectations in words (nil: they stay ungraded).
 	Grader GraderFactory
@@ -143,7 +144,8 @@ type evalRun struct {
 	now      func() time.Time
 	// graded are the cells graded so far, by id, with the digest of their
 	// grading file.
-	graded map[string]artifacts.Digest
+	graded    map[string]artifacts.Digest
+	gradedRun map[string][2]string
 }
 
 // prepare writes what the eval is (eval.json), the skill roots of each
@@ -168,7 +170,8 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 	}
 	m := record.EvalManifest{Envelope: artifacts.NewEnvelope(record.TypeEval, record.EvalVersion), EvalID: filepath.Base(e.dir), Skill: name,
 		SkillDir: s.SkillDir, SkillDigest: digest, EvalFile: s.File, EvalDigest: s.Digest, TriggersFile: s.TriggersFile, TriggersDigest: s.TriggersDigest,
-		Models: models, Epochs: e.opts.Epochs, Shard: e.opts.Shard}
+		Models: models, Epochs: e.opts.Epochs, Shard: e.opts.Shard, AllowCommands: e.opts.AllowCommands, CommandGrant: e.opts.CommandGrant,
+		Gate: record.EvalGate{MinPassRate: e.opts.Gate.MinPassRate, MinDelta: e.opts.Gate.MinDelta, NoRegressionFrom: e.opts.Gate.NoRegressionFrom}}
 	if e.opts.Baseline != "" {
 		bname, bdigest, err := copySkill(ctx, e.opts.Baseline, filepath.Join(e.dir, record.DirEvalRoots, record.ConfigOldSkill))
 		if err != nil {
@@ -216,7 +219,7 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 	j.SetClock(e.now)
 	j.Continue("", e.opts.Common.RunKey)
 	e.journal = j
-	e.graded = map[string]artifacts.Digest{}
+	e.graded, e.gradedRun = map[string]artifacts.Digest{}, map[string][2]string{}
 	_, err = j.Append(record.EventEvalStarted, map[string]any{"manifestDigest": mustDigestFile(filepath.Join(e.dir, record.FileEval)),
 		"batchFileDigest": mustDigestFile(filepath.Join(e.dir, record.FileEvalBatch))})
 	return err

@@ -86,7 +86,12 @@ type EvalManifest struct {
 	GraderModel        string           `json:"graderModel,omitempty"`
 	GraderPromptDigest artifacts.Digest `json:"graderPromptDigest,omitempty"`
 	Shard              string           `json:"shard,omitempty"`
-	Cells              []EvalCell       `json:"cells"`
+	// Gate is what the numbers must meet; AllowCommands and CommandGrant
+	// what command checks run through (a resume holds to them).
+	Gate          EvalGate   `json:"gate"`
+	AllowCommands []string   `json:"allowCommands,omitempty"`
+	CommandGrant  string     `json:"commandGrant,omitempty"`
+	Cells         []EvalCell `json:"cells"`
 }
 
 // EvalCell is one eval × configuration × model × epoch, or one trigger

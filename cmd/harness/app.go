@@ -106,6 +106,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			skillsCommand(),
 			pipelineCommand(),
 			batchCommand(),
+			evalCommand(),
 			scheduleCommand(),
 		},
 	}
