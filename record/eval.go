@@ -97,8 +97,11 @@ type EvalManifest struct {
 // EvalCell is one eval × configuration × model × epoch, or one trigger
 // query × model × epoch: one task of the eval's batch.
 type EvalCell struct {
-	ID            string `json:"id"`
-	EvalID        string `json:"evalId"`
+	ID     string `json:"id"`
+	EvalID string `json:"evalId"`
+	// EvalName is the eval's name, for people (benchmark.json's
+	// eval_name, the report's headings); "" shows the id instead.
+	EvalName      string `json:"evalName,omitempty"`
 	Configuration string `json:"configuration"`
 	Model         string `json:"model"`
 	Epoch         int    `json:"epoch"`
