@@ -31,7 +31,7 @@ type batchTask struct {
 	Vars          map[string]string `json:"vars"`
 	Model         string            `json:"model,omitempty"`
 	Workspace     string            `json:"workspace"`
-	SkillsRoot    []string          `json:"skills-root"`
+	SkillsRoot    []string          `json:"external-skills-root"`
 	Skills        []string          `json:"skills,omitempty"`
 	AllowTools    []string          `json:"allow-tools,omitempty"`
 	AllowCommands []string          `json:"allow-commands,omitempty"`
@@ -80,7 +80,7 @@ func copySkill(ctx context.Context, src, dstRoot string) (string, artifacts.Dige
 	if err != nil {
 		return "", "", outcome.Usage("eval_skill_invalid", "%s: %v", src, err)
 	}
-	tmp := filepath.Join(dstRoot, ".copy")
+	tmp := filepath.Join(dstRoot, filepath.Base(abs))
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return "", "", err
 	}
@@ -99,8 +99,10 @@ func copySkill(ctx context.Context, src, dstRoot string) (string, artifacts.Dige
 		return "", "", outcome.Usage("eval_skill_invalid", "%s does not load as a skill: %s", src, strings.Join(why, "; "))
 	}
 	sk := reg.Skills[0]
-	if err := os.Rename(tmp, filepath.Join(dstRoot, sk.Name)); err != nil {
-		return "", "", err
+	if sk.Name != filepath.Base(abs) {
+		if err := os.Rename(tmp, filepath.Join(dstRoot, sk.Name)); err != nil {
+			return "", "", err
+		}
 	}
 	return sk.Name, sk.TreeDigest, nil
 }

@@ -88,6 +88,9 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 			counts["grader_failed"]++
 			continue
 		}
+		if err := os.MkdirAll(filepath.Join(e.dir, record.DirEvalGrading), 0o755); err != nil {
+			return nil, err
+		}
 		d, err := e.redact().WriteJSONDigest(filepath.Join(e.dir, record.DirEvalGrading, c.ID+".json"), g)
 		if err != nil {
 			return nil, err
@@ -330,8 +333,11 @@ func readDigested(dir, name string, want artifacts.Digest, typ string, v any) er
 // writeResults writes the files people and other tools read beside
 // eval-result.json.
 func (e *evalRun) writeResults(res *record.EvalResult, gradings []record.EvalGrading) error {
-	_ = os.MkdirAll(filepath.Join(e.dir, record.DirEvalGrading), 0o755)
-	return nil
+	b, err := Benchmark(e.manifest, gradings, *res)
+	if err != nil {
+		return err
+	}
+	return artifacts.WriteFile(filepath.Join(e.dir, record.FileBenchmark), b, 0o644)
 }
 
 // redact keeps the API key out of every file of the eval directory.

@@ -260,8 +260,8 @@ func merge(base Phase, t Task) Phase {
 	p.PromptRole = firstOf(o.PromptRole, p.PromptRole)
 	p.Timeout = firstOf(o.Timeout, p.Timeout)
 	p.Workspace = firstOf(o.Workspace, p.Workspace)
-	if o.SkillsRoot != nil {
-		p.SkillsRoot = o.SkillsRoot
+	if o.ExternalSkillsRoot != nil {
+		p.ExternalSkillsRoot = o.ExternalSkillsRoot
 	}
 	if o.MaxTurns != nil {
 		p.MaxTurns = o.MaxTurns

@@ -74,11 +74,12 @@ type Phase struct {
 	MaxTurns          *int     `json:"max-turns,omitempty"`
 	MaxTokens         int64    `json:"max-tokens,omitempty"`
 	Timeout           string   `json:"timeout,omitempty"`
-	// Workspace and SkillsRoot are a batch task's own (a pipeline's schema
-	// has no such phase fields): tasks that must not share files, such as
-	// the cells of an eval.
-	Workspace  string   `json:"workspace,omitempty"`
-	SkillsRoot []string `json:"skills-root,omitempty"`
+	// Workspace and ExternalSkillsRoot are a batch task's own (a
+	// pipeline's schema has no such phase fields): tasks that must not
+	// share files or skills, such as the cells of an eval. A task's own
+	// roots replace every root of the defaults.
+	Workspace          string   `json:"workspace,omitempty"`
+	ExternalSkillsRoot []string `json:"external-skills-root,omitempty"`
 
 	// line is where the phase starts in the file and index its place in
 	// the phases list, for messages.

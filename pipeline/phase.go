@@ -204,12 +204,12 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	if ph.Workspace != "" {
 		o.Workspace, sources["workspace"] = f.abs(ph.Workspace), p.layout.unit+" field"
 	}
-	if ph.SkillsRoot != nil {
-		o.SkillsRoots = nil
-		for _, r := range ph.SkillsRoot {
-			o.SkillsRoots = append(o.SkillsRoots, rootPath(f, r))
+	if ph.ExternalSkillsRoot != nil {
+		o.SkillsRoots, o.ExternalSkillsRoots = nil, nil
+		for _, r := range ph.ExternalSkillsRoot {
+			o.ExternalSkillsRoots = append(o.ExternalSkillsRoots, f.abs(r))
 		}
-		sources["skills-root"] = p.layout.unit + " field"
+		sources["skills-root"], sources["external-skills-root"] = p.layout.unit+" field", p.layout.unit+" field"
 	}
 	o.PromptRole = role
 	sources["prompt-role"] = roleSource
