@@ -346,7 +346,7 @@ func writeToolCalls(b *strings.Builder, calls []ToolCall) {
 	if shown < len(calls) {
 		fmt.Fprintf(b, "Only the first %d of %d calls are shown (the limit is %d bytes for the list).\n", shown, len(calls), maxToolCallsBytes)
 	}
-	quote(b, lines.String())
+	quote(b, strings.TrimSuffix(lines.String(), "\n"))
 }
 
 // quoteCut quotes s, bounded to max bytes, saying so when it was cut.
