@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -56,7 +57,8 @@ const (
 const defaultGraderRetries = 2
 
 // Grader grades a cell's expectations in words with a model: one request
-// per cell, every expectation at once.
+// per cell, every expectation at once. It holds no state between
+// gradings: cells may be graded at once if Model allows it.
 type Grader struct {
 	// Model answers the requests: the OpenAI-compatible client, or a
 	// recorder or cassette around it.
@@ -102,11 +104,22 @@ type GraderError struct {
 }
 
 func (e *GraderError) Error() string {
-	what := "could not be reached"
-	if errors.Is(e.Err, context.Canceled) {
-		what = "was interrupted"
+	return fmt.Sprintf("the grader model %q %s: %v; the cell's expectations are left ungraded, not failed: resume the eval once the grader answers, and they are graded then", e.Model, graderFailure(e.Err), e.Err)
+}
+
+// graderFailure says what became of the request: a server that turned it
+// down needs a change (the key, the model's name, a server that takes no
+// response schema) before a resume can succeed; one that did not answer
+// may only need time.
+func graderFailure(err error) string {
+	var pe *loop.ProviderError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "was interrupted"
+	case errors.As(err, &pe) && pe.Status >= 400 && pe.Status < 500 && pe.Status != http.StatusRequestTimeout && pe.Status != http.StatusTooManyRequests:
+		return "turned the grading request down"
 	}
-	return fmt.Sprintf("the grader model %q %s: %v; the cell's expectations are left ungraded, not failed: resume the eval (harness eval resume on its directory) once the grader answers, and they are graded then", e.Model, what, e.Err)
+	return "could not be reached"
 }
 
 func (e *GraderError) Unwrap() error { return e.Err }
@@ -147,7 +160,7 @@ func (g *Grader) Grade(ctx context.Context, in GradeInput) (items []record.Grade
 			Params:   loop.Params{ResponseSchema: json.RawMessage(gradingSchema)},
 		})
 		if err != nil {
-			return allUngraded(asked, "the grader could not be reached: "+err.Error()), usage, &GraderError{Model: g.Name, Err: err}
+			return allUngraded(asked, "the grader "+graderFailure(err)+": "+err.Error()), usage, &GraderError{Model: g.Name, Err: err}
 		}
 		usage = usage.Add(resp.Usage)
 		gr := readReply(resp, asked)
@@ -181,12 +194,12 @@ func (g *Grader) Grade(ctx context.Context, in GradeInput) (items []record.Grade
 	for i, text := range asked {
 		d := final[i]
 		if d == nil {
-			items[i] = ungraded(text, fmt.Sprintf("ungraded: %d replies of the grader did not decide this expectation (last: %s)", attempts, whyNot[i]))
+			items[i] = ungraded(text, fmt.Sprintf("ungraded: the grader's replies to %d request(s) did not decide this expectation (last: %s)", attempts, whyNot[i]))
 			continue
 		}
 		evidence := d.evidence
 		if d.positional {
-			evidence += fmt.Sprintf(" [matched by position: the grader wrote the expectation as %s]", jsonString(d.wrote))
+			evidence += fmt.Sprintf(" [matched by position: the grader wrote the expectation as %s]", clip(jsonString(d.wrote)))
 		}
 		evidence, _ = cutText(evidence, maxEvidenceBytes)
 		status := record.GradeFailed
@@ -333,7 +346,7 @@ func writeToolCalls(b *strings.Builder, calls []ToolCall) {
 	if shown < len(calls) {
 		fmt.Fprintf(b, "Only the first %d of %d calls are shown (the limit is %d bytes for the list).\n", shown, len(calls), maxToolCallsBytes)
 	}
-	quote(b, lines.String())
+	quote(b, strings.TrimSuffix(lines.String(), "\n"))
 }
 
 // quoteCut quotes s, bounded to max bytes, saying so when it was cut.

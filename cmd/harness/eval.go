@@ -268,6 +268,11 @@ func evalReport(cmd *cli.Command, res *record.EvalResult, err error) error {
 	for _, n := range res.NonDiscriminating {
 		fmt.Fprintf(w, "not discriminating: eval %s %q %s in every configuration\n", n.EvalID, n.Text, n.Always)
 	}
+	if res.Gate != nil {
+		for _, m := range res.Gate.Missed {
+			fmt.Fprintf(cmd.Root().ErrWriter, "harness: gate missed: %s\n", m)
+		}
+	}
 	fmt.Fprintf(cmd.Root().ErrWriter, "harness: eval %s %s (exit %d): %s\n", res.EvalID, res.Status, res.ExitCode, res.Dir)
 	if err != nil {
 		if e := outcome.As(err); e.Exit == res.ExitCode {
