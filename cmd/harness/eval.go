@@ -67,6 +67,9 @@ func evalCommand() *cli.Command {
 			if cmd.Int("jobs") < 1 {
 				return usagef("--jobs must be at least 1")
 			}
+			if n := cmd.Int("epochs"); n < 1 || n > 100 {
+				return usagef(fmt.Sprintf("--epochs %d: give 1 to 100", n))
+			}
 			if cmd.String("record") != "" && cmd.String("replay") != "" {
 				return usagef("--record and --replay cannot be used together")
 			}
