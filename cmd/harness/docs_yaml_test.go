@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/rhysd/actionlint"
 
+	"github.com/harness-dev/harness/eval"
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/schedule"
@@ -77,6 +79,9 @@ var yamlKinds = map[string]func(t *testing.T, b docBlock){
 	"grant": checkGrantBlock,
 	// A whole pipeline file: what harness pipeline check does.
 	"pipeline": checkPipelineBlock,
+	// A whole evals/evals.yaml: read as `harness eval` reads it, beside a
+	// skill; schema files its checks name are given as empty schemas.
+	"eval": checkEvalBlock,
 	// A fragment: keys of a SKILL.md's frontmatter (metadata.harness.*).
 	// The test gives it a name and a description, and the skill must
 	// validate strictly with no diagnostic; a schedule it declares must
@@ -210,6 +215,45 @@ func checkConfigBlock(t *testing.T, b docBlock) {
 	}
 	if _, err := cf.skillSources(); err != nil {
 		t.Error(err)
+	}
+}
+
+func checkEvalBlock(t *testing.T, b docBlock) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "evals"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		SkillName string `yaml:"skill_name"`
+		Evals     []struct {
+			Checks []map[string]any `yaml:"checks"`
+		} `yaml:"evals"`
+	}
+	if err := yaml.Unmarshal([]byte(b.body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	name := cmp.Or(doc.SkillName, "example")
+	skill := "---\nname: " + name + "\ndescription: An example.\n---\nBody.\n"
+	files := map[string]string{"SKILL.md": skill, "evals/evals.yaml": b.body}
+	for _, e := range doc.Evals {
+		for _, c := range e.Checks {
+			for _, k := range []string{"answer-schema", "schema"} {
+				if v, ok := c[k].(string); ok {
+					files[filepath.Join("evals", v)] = "{}"
+				}
+			}
+		}
+	}
+	for n, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := eval.Load(eval.LoadOptions{Path: dir}); err != nil {
+		t.Fatal(err)
 	}
 }
 

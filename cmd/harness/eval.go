@@ -20,7 +20,7 @@ import (
 )
 
 func evalCommand() *cli.Command {
-	settings := slices.DeleteFunc(slices.Clone(unitSettings), func(s string) bool { return s == "model" || s == "skills-root" })
+	settings := slices.DeleteFunc(slices.Clone(unitSettings), func(s string) bool { return s == "model" || s == "skills-root" || s == "external-skills-root" })
 	return &cli.Command{
 		Name:      "eval",
 		Usage:     "measure what a skill does for a model: its evals run with and without it, graded, with a gate for CI",

@@ -91,6 +91,7 @@ var readmeProse = map[string]string{
 	"harness resume":                       "help",
 	"harness reflect":                      "help",
 	"harness run --reflect":                "help",
+	"harness eval --min-pass-rate":         "help",
 	"harness pipeline k8s":                 "help",
 	"harness skills index":                 "help",
 	"harness schedule list|k8s|github":     "help",
