@@ -337,7 +337,17 @@ func (e *evalRun) writeResults(res *record.EvalResult, gradings []record.EvalGra
 	if err != nil {
 		return err
 	}
-	return artifacts.WriteFile(filepath.Join(e.dir, record.FileBenchmark), b, 0o644)
+	if err := artifacts.WriteFile(filepath.Join(e.dir, record.FileBenchmark), b, 0o644); err != nil {
+		return err
+	}
+	if err := artifacts.WriteFile(filepath.Join(e.dir, record.FileBenchmarkMD), Markdown(e.manifest, *res), 0o644); err != nil {
+		return err
+	}
+	j, err := JUnit(e.manifest, gradings, *res)
+	if err != nil {
+		return err
+	}
+	return artifacts.WriteFile(filepath.Join(e.dir, record.FileEvalJUnit), j, 0o644)
 }
 
 // redact keeps the API key out of every file of the eval directory.

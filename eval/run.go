@@ -274,7 +274,7 @@ func plan(s *Suite, configs, models []string, epochs int) []record.EvalCell {
 			for _, m := range models {
 				for ep := 1; ep <= epochs; ep++ {
 					cells = append(cells, record.EvalCell{ID: fmt.Sprintf("e%s_%s%s_%d", cellPart(ev.ID), c, modelPart(m), ep),
-						EvalID: ev.ID, Configuration: c, Model: m, Epoch: ep})
+						EvalID: ev.ID, EvalName: ev.Name, Configuration: c, Model: m, Epoch: ep})
 				}
 			}
 		}
@@ -284,7 +284,7 @@ func plan(s *Suite, configs, models []string, epochs int) []record.EvalCell {
 			for ep := 1; ep <= epochs; ep++ {
 				should := t.ShouldTrigger
 				cells = append(cells, record.EvalCell{ID: fmt.Sprintf("q%d%s_%d", i+1, modelPart(m), ep),
-					EvalID: "q" + strconv.Itoa(i+1), Configuration: record.ConfigTrigger, Model: m, Epoch: ep, ShouldTrigger: &should})
+					EvalID: "q" + strconv.Itoa(i+1), EvalName: t.Query, Configuration: record.ConfigTrigger, Model: m, Epoch: ep, ShouldTrigger: &should})
 			}
 		}
 	}
