@@ -47,20 +47,6 @@ func (r *runner) requestApprovals(pending []loop.ToolCall, turn int) error {
 	return nil
 }
 
-// awaitingMessage tells the operator what to do with the waiting calls.
-func awaitingMessage(runDir string, pending []record.PendingApproval) string {
-	var ids []string
-	for _, c := range pending {
-		ids = append(ids, fmt.Sprintf("%s (%s)", termsafe.Escape(c.CallID), termsafe.Escape(c.Tool)))
-	}
-	first := ""
-	if len(pending) > 0 {
-		first = termsafe.Escape(pending[0].CallID)
-	}
-	return fmt.Sprintf("waiting for a person to decide %s: run `harness resume %s --approve %s` to run it, or `--deny %s --reason TEXT` to refuse it; `harness approvals` lists every waiting call",
-		strings.Join(ids, ", "), runDir, first, first)
-}
-
 // decideApprovals checks the operator's --approve and --deny against the
 // calls the stopped run left waiting, and journals each decision before
 // anything runs (checkDecisions has refused a call that is not waiting,

@@ -20,6 +20,7 @@ import (
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/resolve"
 	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/runopts"
 )
@@ -382,7 +383,7 @@ func (r *runner) restoreOutputs(outs []rundir.RestoredOutput) error {
 // workspace, the prompt's role), when given, with what the run recorded.
 func expectEnvironment(in record.Inputs, ro ResumeOptions) error {
 	if ro.ExpectWorkspace != "" {
-		ws, err := resolveWorkspace(ro.ExpectWorkspace)
+		ws, err := resolve.Workspace(ro.ExpectWorkspace)
 		if err != nil {
 			return err
 		}

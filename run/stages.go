@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/runresult"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/tools"
 	"github.com/harness-dev/harness/workspace"
@@ -22,10 +23,10 @@ import (
 func (r *runner) execute(ctx context.Context) (*Result, error) {
 	out, err := r.stages(ctx)
 	if err == nil {
-		err = outcomeError(out)
+		err = runresult.ErrorOf(out)
 	}
 	if err == nil && out != nil && out.Reason == loop.ReasonAwaitingApproval {
-		err = &outcome.Error{Code: "awaiting_approval", Msg: awaitingMessage(r.res.runDir, r.pendingApprovals), Exit: outcome.ExitApproval}
+		err = &outcome.Error{Code: "awaiting_approval", Msg: runresult.AwaitingMessage(r.res.runDir, r.pendingApprovals), Exit: outcome.ExitApproval}
 	}
 	return r.finish(out, err)
 }
