@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harness-dev/harness/approval"
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/loop"
@@ -189,7 +190,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := r.opts.ReadCommandGrant(); err != nil {
 		return nil, err
 	}
-	r.decisions = decisions{approve: ro.Approve, deny: ro.Deny, reason: ro.DenyReason, actor: ro.Actor}
+	r.decisions = approval.Decisions{Approve: ro.Approve, Deny: ro.Deny, Reason: ro.DenyReason, Actor: ro.Actor}
 	r.opts.RunKey = ro.RunKey
 	if ro.BaseURL != "" {
 		r.opts.BaseURL = ro.BaseURL
@@ -225,10 +226,10 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := r.loadProfiles(); err != nil {
 		return nil, err
 	}
-	if err := checkDecisions(st, r.decisions, m.RunID); err != nil {
+	if err := approval.Check(st, r.decisions, m.RunID); err != nil {
 		return nil, err
 	}
-	r.decisions.inherited = stillWaiting(st, ro.decided)
+	r.decisions.Inherited = approval.StillWaiting(st, ro.decided)
 	if st.TornBytes > 0 {
 		if err := rundir.TruncateJournal(dir, st.ValidSize); err != nil {
 			return nil, fmt.Errorf("repair journal: %w", err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/harness-dev/harness/approval"
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/gate"
 	"github.com/harness-dev/harness/internal/termsafe"
@@ -56,7 +57,7 @@ type runner struct {
 	lin  lineage
 	// decisions are what the operator decided on resume (--approve,
 	// --deny); they are journaled, not recorded in run.json.
-	decisions decisions
+	decisions approval.Decisions
 	now       func() time.Time
 	stderr    io.Writer
 	res       resolved

@@ -66,8 +66,13 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	}
 	r.gate = r.newGate(history)
 	r.approvals = r.newApprovals()
-	if r.resumed != nil && r.decisions.any() {
-		if err := r.decideApprovals(r.decisions); err != nil {
+	if r.resumed != nil && r.decisions.Any() {
+		if err := r.approvalRun().Decide(r.decisions); err != nil {
+			// A call whose skill or arguments changed since it was
+			// requested leaves the run resumable, as drift does.
+			if e := (*outcome.Error)(nil); errors.As(err, &e) && e.Code == "approval_drift" {
+				r.driftRefused = true
+			}
 			return nil, err
 		}
 	}
@@ -111,7 +116,9 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		}
 	}
 	if out.Reason == loop.ReasonAwaitingApproval {
-		if err := r.requestApprovals(out.Pending, out.Turns); err != nil {
+		pending, err := r.approvalRun().Request(out.Pending, r.childWaiting, out.Turns)
+		r.pendingApprovals = append(r.pendingApprovals, pending...)
+		if err != nil {
 			return &out, err
 		}
 	}
