@@ -18,6 +18,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/resolve"
 	"github.com/harness-dev/harness/run"
 	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/runopts"
@@ -285,7 +286,7 @@ func (p *pipe) snapshot(ctx context.Context) *skills.Registry {
 	if err != nil {
 		return nil
 	}
-	roots, err := run.ExpandAutoRoots(ws, slices.Clone(d.SkillsRoot))
+	roots, err := resolve.ExpandAutoRoots(ws, slices.Clone(d.SkillsRoot))
 	if err != nil {
 		return nil
 	}
@@ -308,7 +309,7 @@ func (p *pipe) snapshot(ctx context.Context) *skills.Registry {
 
 // rootPath keeps "auto" as it is; every other root is a path.
 func rootPath(f *File, r string) string {
-	if r == run.AutoRoot {
+	if r == resolve.AutoRoot {
 		return r
 	}
 	return f.abs(r)

@@ -1,6 +1,6 @@
-// Package run is one invocation of harness: it resolves the options
-// (runopts) against the filesystem, records them (run.json), snapshots the skill
-// registry, preloads skills, wires the tools to the prompt loop under the
+// Package run is one invocation of harness: it checks the options
+// (runopts) against the filesystem (resolve), records them (run.json),
+// snapshots the skill registry, preloads skills, wires the tools to the prompt loop under the
 // CFC gate, and finishes the run directory. A resume walks the same stages
 // from a run directory instead of from options.
 //

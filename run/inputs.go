@@ -6,6 +6,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/resolve"
 	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/workspace"
@@ -18,7 +19,7 @@ import (
 func inputsOf(o Options, lin lineage, res resolved) record.Inputs {
 	roots := make([]record.PathPair, len(res.skillsRoots))
 	for i, root := range res.skillsRoots {
-		roots[i] = record.PathPair{Host: root, Sandbox: sandboxPath(res.workspace, root)}
+		roots[i] = record.PathPair{Host: root, Sandbox: resolve.SandboxPath(res.workspace, root)}
 	}
 	var external []record.PathPair
 	for i, label := range skills.ExternalLabels(res.externalRoots) {

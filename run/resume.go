@@ -15,11 +15,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harness-dev/harness/approval"
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/resolve"
 	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/runopts"
 )
@@ -188,7 +190,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := r.opts.ReadCommandGrant(); err != nil {
 		return nil, err
 	}
-	r.decisions = decisions{approve: ro.Approve, deny: ro.Deny, reason: ro.DenyReason, actor: ro.Actor}
+	r.decisions = approval.Decisions{Approve: ro.Approve, Deny: ro.Deny, Reason: ro.DenyReason, Actor: ro.Actor}
 	r.opts.RunKey = ro.RunKey
 	if ro.BaseURL != "" {
 		r.opts.BaseURL = ro.BaseURL
@@ -224,10 +226,10 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	if err := r.loadProfiles(); err != nil {
 		return nil, err
 	}
-	if err := checkDecisions(st, r.decisions, m.RunID); err != nil {
+	if err := approval.Check(st, r.decisions, m.RunID); err != nil {
 		return nil, err
 	}
-	r.decisions.inherited = stillWaiting(st, ro.decided)
+	r.decisions.Inherited = approval.StillWaiting(st, ro.decided)
 	if st.TornBytes > 0 {
 		if err := rundir.TruncateJournal(dir, st.ValidSize); err != nil {
 			return nil, fmt.Errorf("repair journal: %w", err)
@@ -382,7 +384,7 @@ func (r *runner) restoreOutputs(outs []rundir.RestoredOutput) error {
 // workspace, the prompt's role), when given, with what the run recorded.
 func expectEnvironment(in record.Inputs, ro ResumeOptions) error {
 	if ro.ExpectWorkspace != "" {
-		ws, err := resolveWorkspace(ro.ExpectWorkspace)
+		ws, err := resolve.Workspace(ro.ExpectWorkspace)
 		if err != nil {
 			return err
 		}

@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/harness-dev/harness/approval"
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/gate"
 	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/resolve"
 	"github.com/harness-dev/harness/rundir"
 	"github.com/harness-dev/harness/runopts"
 	"github.com/harness-dev/harness/skills"
@@ -55,7 +57,7 @@ type runner struct {
 	lin  lineage
 	// decisions are what the operator decided on resume (--approve,
 	// --deny); they are journaled, not recorded in run.json.
-	decisions decisions
+	decisions approval.Decisions
 	now       func() time.Time
 	stderr    io.Writer
 	res       resolved
@@ -189,19 +191,19 @@ func start(ctx context.Context, opts Options, lin lineage) (*Result, error) {
 }
 
 func (r *runner) resolve() error {
-	ws, err := resolveWorkspace(r.opts.Workspace)
+	ws, err := resolve.Workspace(r.opts.Workspace)
 	if err != nil {
 		return err
 	}
-	cwd, err := resolveCwd(ws, r.opts.Cwd)
+	cwd, err := resolve.Cwd(ws, r.opts.Cwd)
 	if err != nil {
 		return err
 	}
-	roots, err := resolveSkillsRoots(ws, r.opts.SkillsRoots)
+	roots, err := resolve.SkillsRoots(ws, r.opts.SkillsRoots)
 	if err != nil {
 		return err
 	}
-	external, err := resolveExternalRoots(ws, roots, r.opts.ExternalSkillsRoots)
+	external, err := resolve.ExternalRoots(ws, roots, r.opts.ExternalSkillsRoots)
 	if err != nil {
 		return err
 	}
@@ -209,7 +211,7 @@ func (r *runner) resolve() error {
 	if id == "" {
 		id = rundir.NewRunID(r.now())
 	}
-	atts, err := readAttachments(r.opts.Attach)
+	atts, err := resolve.Attachments(r.opts.Attach)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/runresult"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/tools"
 	"github.com/harness-dev/harness/workspace"
@@ -22,10 +23,10 @@ import (
 func (r *runner) execute(ctx context.Context) (*Result, error) {
 	out, err := r.stages(ctx)
 	if err == nil {
-		err = outcomeError(out)
+		err = runresult.ErrorOf(out)
 	}
 	if err == nil && out != nil && out.Reason == loop.ReasonAwaitingApproval {
-		err = &outcome.Error{Code: "awaiting_approval", Msg: awaitingMessage(r.res.runDir, r.pendingApprovals), Exit: outcome.ExitApproval}
+		err = &outcome.Error{Code: "awaiting_approval", Msg: runresult.AwaitingMessage(r.res.runDir, r.pendingApprovals), Exit: outcome.ExitApproval}
 	}
 	return r.finish(out, err)
 }
@@ -65,8 +66,13 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 	}
 	r.gate = r.newGate(history)
 	r.approvals = r.newApprovals()
-	if r.resumed != nil && r.decisions.any() {
-		if err := r.decideApprovals(r.decisions); err != nil {
+	if r.resumed != nil && r.decisions.Any() {
+		if err := r.approvalRun().Decide(r.decisions); err != nil {
+			// A call whose skill or arguments changed since it was
+			// requested leaves the run resumable, as drift does.
+			if e := (*outcome.Error)(nil); errors.As(err, &e) && e.Code == "approval_drift" {
+				r.driftRefused = true
+			}
 			return nil, err
 		}
 	}
@@ -110,7 +116,9 @@ func (r *runner) stages(ctx context.Context) (*loop.Outcome, error) {
 		}
 	}
 	if out.Reason == loop.ReasonAwaitingApproval {
-		if err := r.requestApprovals(out.Pending, out.Turns); err != nil {
+		pending, err := r.approvalRun().Request(out.Pending, r.childWaiting, out.Turns)
+		r.pendingApprovals = append(r.pendingApprovals, pending...)
+		if err != nil {
 			return &out, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/runresult"
 )
 
 // The files a CI job reads after `harness run` or `harness resume`
@@ -160,7 +161,7 @@ func targetsIn(rest []string, takesValue func(string) bool) map[string]string {
 
 // deliverAttempt is deliver for an invocation that ran nothing.
 func deliverAttempt(err error, outs record.Outputs) error {
-	return writeDelivery(run.AttemptResult(err), outs)
+	return writeDelivery(runresult.Attempt(err), outs)
 }
 
 // holdsRunResult says whether the result file at path is a result record

@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/artifacts"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/resolve"
 	"github.com/harness-dev/harness/skills"
 	"github.com/harness-dev/harness/workspace"
 )
@@ -89,7 +89,7 @@ func scanRoots(ctx context.Context, cmd *cli.Command) (*skills.Registry, error) 
 	if err != nil {
 		return nil, err
 	}
-	if roots, err = run.ExpandAutoRoots(ws, roots); err != nil {
+	if roots, err = resolve.ExpandAutoRoots(ws, roots); err != nil {
 		return nil, err
 	}
 	var resolved []string

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/pipeline"
-	"github.com/harness-dev/harness/run"
+	"github.com/harness-dev/harness/resolve"
 )
 
 // unitSettings are the flags of `harness run` that pipeline run, batch run
@@ -146,7 +146,7 @@ func settingValue(name string, v any) (any, error) {
 			out := make([]string, len(x))
 			for i, p := range x {
 				out[i] = p
-				if p != run.AutoRoot {
+				if p != resolve.AutoRoot {
 					out[i], _ = filepath.Abs(p)
 				}
 			}

@@ -1,4 +1,4 @@
-package run
+package runresult
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
@@ -14,15 +15,16 @@ import (
 	"github.com/harness-dev/harness/runopts"
 )
 
-// resultStatus is the one-word status of result.json for a run status.
-var resultStatus = map[string]string{
+// statusWord is the one-word status of result.json for a run status.
+var statusWord = map[string]string{
 	outcome.StatusSucceeded: "succeeded", outcome.StatusFailed: "failed", outcome.StatusLimit: "limit",
 	outcome.StatusProvider: "provider_error", outcome.StatusRefused: "refused", outcome.StatusInterrupted: "interrupted",
 	outcome.StatusApproval: "awaiting_approval",
 }
 
-// resultReason names the cause in result.json's vocabulary.
-func resultReason(o *loop.Outcome, rec *outcome.Record) string {
+// Reason names the cause in result.json's vocabulary, which run.json
+// and the journal's run.finished share.
+func Reason(o *loop.Outcome, rec *outcome.Record) string {
 	if rec != nil {
 		switch rec.Code {
 		case "limit_turns":
@@ -44,26 +46,48 @@ func resultReason(o *loop.Outcome, rec *outcome.Record) string {
 	return "completed"
 }
 
-// result builds result.json: the outcome in the terms a CI job acts on.
-func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool, rec *outcome.Record) *record.Result {
+// Run is what result.json says of a run besides how its loop ended: the
+// runner fills it in when the run finishes.
+type Run struct {
+	ID, Dir string
+	// Model and WireAPI are the run's own; FallbackUsed says
+	// --fallback-model took over.
+	Model, WireAPI string
+	FallbackUsed   bool
+	// Pending are the calls waiting for a person when the run stopped.
+	Pending  []record.PendingApproval
+	Segments []record.Segment
+	Redact   *artifacts.Redactor
+	// PrevAnswer is an earlier segment's answer, kept when this segment
+	// gave none.
+	PrevAnswer string
+	Prices     []string // --price entries, checked with the options
+	Schema     *loop.SchemaCheck
+	// Decisions are the gate's, nil without a gate.
+	Decisions []record.TraceRecord
+	Limits    loop.Limits
+}
+
+// Result builds result.json: the outcome in the terms a CI job acts on.
+func (r Run) Result(o *loop.Outcome, status string, exit int, resumable bool, rec *outcome.Record) *record.Result {
 	res := &record.Result{
-		Type: record.TypeResult, Version: record.Version, RunID: r.res.runID, RunDir: r.res.runDir,
-		Status: resultStatus[status], Reason: resultReason(o, rec), ExitCode: exit, IsError: exit != outcome.ExitOK,
-		Model: r.opts.Model, WireAPI: r.opts.Wire(), FallbackUsed: r.fellBack,
+		Type: record.TypeResult, Version: record.Version, RunID: r.ID, RunDir: r.Dir,
+		Status: statusWord[status], Reason: Reason(o, rec), ExitCode: exit, IsError: exit != outcome.ExitOK,
+		Model: r.Model, WireAPI: r.WireAPI, FallbackUsed: r.FallbackUsed,
 		ToolCalls: map[string]int{}, Denials: []record.Denial{}, Resumable: resumable,
 		Usage: record.ResultUsage{UsageSource: "provider"},
 	}
 	if rec != nil {
 		res.Message = rec.Message
 	}
-	res.PendingApprovals = r.pendingApprovals
-	for _, s := range r.manifest.Segments {
+	res.PendingApprovals = r.Pending
+	for _, s := range r.Segments {
 		if s.FinishedAt != nil {
 			res.DurationMs += s.FinishedAt.Sub(s.StartedAt).Milliseconds()
 		}
 	}
 	if o != nil {
-		res.Answer = r.redact.String(cmp.Or(o.Final.Content, r.prevAnswer))
+		res.Answer = r.Redact.String(cmp.Or(o.Final.Content, r.PrevAnswer))
 		res.FinishReason = o.FinishReason
 		res.Turns = o.Turns
 		res.Usage.PromptTokens, res.Usage.CompletionTokens = o.Usage.PromptTokens, o.Usage.CompletionTokens
@@ -72,19 +96,19 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 			res.Usage.UsageSource = "missing"
 		}
 		res.Usage.Corrected = o.Usage.Corrected
-		res.UsageByModel = record.ByModel(append(slices.Clone(o.TurnUsage), o.ToolUsage...), r.opts.Model)
-		prices, _ := runopts.PriceMap(r.opts.Prices) // checked with the options
+		res.UsageByModel = record.ByModel(append(slices.Clone(o.TurnUsage), o.ToolUsage...), r.Model)
+		prices, _ := runopts.PriceMap(r.Prices) // checked with the options
 		res.Cost, res.Unpriced = record.Priced(res.UsageByModel, prices)
 		for _, m := range o.Messages {
 			for _, c := range m.ToolCalls {
 				res.ToolCalls[c.Name]++
 			}
 		}
-		if r.schema != nil {
+		if r.Schema != nil {
 			switch o.Reason {
 			case loop.ReasonCompleted:
-				if v, err := r.schema.Parse(o.Final.Content); err == nil {
-					res.StructuredOutput = json.RawMessage(r.redact.Bytes(v))
+				if v, err := r.Schema.Parse(o.Final.Content); err == nil {
+					res.StructuredOutput = json.RawMessage(r.Redact.Bytes(v))
 				}
 			case loop.ReasonAnswerInvalid:
 				if o.Err != nil {
@@ -93,15 +117,13 @@ func (r *runner) result(o *loop.Outcome, status string, exit int, resumable bool
 			}
 		}
 	}
-	if r.gate != nil {
-		for _, d := range r.gate.Trace().Decisions {
-			if d.Decision.Decision == cfc.Deny {
-				res.Denials = append(res.Denials, record.Denial{Tool: d.Tool, Reason: d.Reasons[0], CallID: d.CallID})
-			}
+	for _, d := range r.Decisions {
+		if d.Decision.Decision == cfc.Deny {
+			res.Denials = append(res.Denials, record.Denial{Tool: d.Tool, Reason: d.Reasons[0], CallID: d.CallID})
 		}
 	}
 	if resumable {
-		res.ResumeCommand, res.ResumeEstimate = resumeCommand(r.res.runDir, res.Reason, r.limits, res.Turns, res.Usage.TotalTokens)
+		res.ResumeCommand, res.ResumeEstimate = resumeCommand(r.Dir, res.Reason, r.Limits, res.Turns, res.Usage.TotalTokens)
 	}
 	return res
 }
@@ -152,15 +174,15 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// AttemptResult is the result.json of an invocation that ended before any
+// Attempt is the result.json of an invocation that ended before any
 // run began (a usage error, a refusal, an unusable run directory): what a
 // job finds at --result-file instead of an earlier run's result.
-func AttemptResult(err error) *record.Result {
+func Attempt(err error) *record.Result {
 	e := outcome.As(err)
 	status, _ := outcome.Status(e.Exit)
 	return &record.Result{
 		Type: record.TypeResult, Version: record.Version,
-		Status: resultStatus[status], Reason: e.Code, ExitCode: e.Exit, IsError: true, Message: e.Msg,
+		Status: statusWord[status], Reason: e.Code, ExitCode: e.Exit, IsError: true, Message: e.Msg,
 		ToolCalls: map[string]int{}, Denials: []record.Denial{}, Usage: record.ResultUsage{UsageSource: "none"},
 	}
 }

@@ -1,4 +1,4 @@
-package run
+package resolve
 
 import (
 	"bytes"
@@ -37,10 +37,10 @@ func TestAttachRefusesWhatIsNotAFile(t *testing.T) {
 		{ok, ""},
 	} {
 		t.Run(filepath.Base(tc.path), func(t *testing.T) {
-			got, err := readAttachments([]string{tc.path})
+			got, err := Attachments([]string{tc.path})
 			if tc.want == "" {
 				if err != nil || len(got) != 1 || got[0].Content != "notes" {
-					t.Fatalf("readAttachments = %+v, %v", got, err)
+					t.Fatalf("Attachments = %+v, %v", got, err)
 				}
 				return
 			}
@@ -75,7 +75,7 @@ func TestAttachSwappedWhileRead(t *testing.T) {
 	}()
 	defer func() { stop.Store(true); <-done }()
 	for range 300 {
-		got, err := readAttachments([]string{path})
+		got, err := Attachments([]string{path})
 		if err != nil {
 			continue
 		}
