@@ -71,6 +71,10 @@ type RunFinished struct {
 	Error     *outcome.Record `json:"error,omitempty"`
 	// Result is result.json's content.
 	Result *Result `json:"result,omitempty"`
+	// PolicySnapshot is the digest of policy-snapshot.json as the segment
+	// ended (with the skills the model loaded during it); each decision
+	// names the snapshot in force when it was made.
+	PolicySnapshot artifacts.Digest `json:"policySnapshot,omitempty"`
 }
 
 // RegistrySnapshotted is the data of the registry.snapshotted event.

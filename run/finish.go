@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -83,7 +84,7 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	}
 	slices.Sort(m.Artifacts)
 	m.Artifacts = slices.Compact(m.Artifacts)
-	_, jerr := r.journal.Append(record.EventRunFinished, record.RunFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec, Result: result})
+	_, jerr := r.journal.Append(record.EventRunFinished, record.RunFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec, Result: result, PolicySnapshot: r.policyDigestIfGated()})
 	m.JournalHead = r.journal.Head()
 	werrs = append(werrs, jerr, r.writeManifest())
 	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit, Record: result, Outputs: r.opts.Outputs}
@@ -94,4 +95,13 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 		return res, &outcome.Error{Code: "artifact_write_failed", Msg: err.Error(), Exit: outcome.ExitFailed, Err: err}
 	}
 	return res, runErr
+}
+
+// policyDigestIfGated is the policy snapshot's digest when the run wrote
+// one at its end.
+func (r *runner) policyDigestIfGated() artifacts.Digest {
+	if r.gate == nil {
+		return ""
+	}
+	return r.policyDigest
 }

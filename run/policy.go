@@ -125,6 +125,7 @@ func (r *runner) writePolicySnapshot() error {
 		return err
 	}
 	ps.Digest = artifacts.DigestBytes(b)
+	r.policyDigest = ps.Digest
 	if r.gate != nil {
 		r.gate.SetSnapshot(ps)
 	}

@@ -41,6 +41,11 @@ type Result struct {
 // Resume build it differently (from options, from a run directory) and
 // then walk the same stages (stages.go).
 type runner struct {
+	// policyDigest is the digest of the policy snapshot last written: at a
+	// segment's end it holds the skills the model loaded, so run.finished
+	// names it for the verifier (a decision names the one in force then).
+	policyDigest artifacts.Digest
+
 	// loopStarted says the prompt loop began (the model may have been
 	// asked something).
 	loopStarted bool
