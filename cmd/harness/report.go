@@ -19,9 +19,9 @@ import (
 func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
-		Usage:     "write a self-contained HTML report of a run, a pipeline or a batch",
+		Usage:     "write a self-contained HTML report of a run, a pipeline, a batch or an eval",
 		UsageText: "harness report DIR [-o FILE] [--open]",
-		Description: "DIR is a run directory, a pipeline directory or a batch directory. The report is one HTML\n" +
+		Description: "DIR is a run, pipeline, batch or eval directory. The report is one HTML\n" +
 			"file with its styles inline and no script, so it opens from a CI artifact or file:// with\n" +
 			"no network. By default it is written beside DIR, as DIR.report.html (never inside a\n" +
 			"directory a tool could write); every text from the model or a tool is escaped. A batch's\n" +
@@ -44,6 +44,9 @@ func reportCommand() *cli.Command {
 			}
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usagef(fmt.Sprintf("%s is not a directory", cmd.Args().First()))
+			}
+			if isEvalDir(dir) {
+				return reportEval(cmd, dir)
 			}
 			page, err := report.Report(dir, time.Now())
 			if err != nil {

@@ -28,11 +28,15 @@ func verifyCommand() *cli.Command {
 			"directory is checked as a whole: its own journal (chain, seal), each unit's run directory\n" +
 			"as above (found beneath DIR, wherever DIR was copied or moved, and the run the journal\n" +
 			"recorded), each result.json and answer file it recorded by digest, and its result file\n" +
-			"against its journal. Exit 0 when intact, 5 when not, 2 when DIR is none of these.",
+			"against its journal. An eval directory: its journal, each grading by digest and against its\n" +
+			"cell's run, and the cells' batch as above. Exit 0 when intact, 5 when not, 2 when DIR is none.",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness verify takes exactly one DIR: a run, pipeline or batch directory")
+			}
+			if isEvalDir(cmd.Args().First()) {
+				return verifyEval(cmd, cmd.Args().First())
 			}
 			if isSetDir(cmd.Args().First()) {
 				return verifySet(cmd)
