@@ -76,35 +76,44 @@ func (e *evalRun) writeBatch() error {
 // the name and digest are those of the copy every cell runs with, and a
 // skill that does not load is refused with the scanner's reasons.
 func copySkill(ctx context.Context, src, dstRoot string) (string, artifacts.Digest, error) {
+	sk, err := copySkillVersion(ctx, src, dstRoot)
+	if err != nil {
+		return "", "", err
+	}
+	return sk.Name, sk.TreeDigest, nil
+}
+
+// copySkillVersion is copySkill giving the skill as the copy scanned.
+func copySkillVersion(ctx context.Context, src, dstRoot string) (*skills.Skill, error) {
 	abs, err := filepath.Abs(src)
 	if err != nil {
-		return "", "", outcome.Usage("eval_skill_invalid", "%s: %v", src, err)
+		return nil, outcome.Usage("eval_skill_invalid", "%s: %v", src, err)
 	}
 	tmp := filepath.Join(dstRoot, filepath.Base(abs))
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	if err := copyTree(abs, tmp); err != nil {
-		return "", "", outcome.Usage("eval_skill_invalid", "copy the skill %s: %v", src, err)
+		return nil, outcome.Usage("eval_skill_invalid", "copy the skill %s: %v", src, err)
 	}
 	reg, err := skills.Scan(ctx, skills.ScanOptions{Roots: []string{dstRoot}, Workspace: dstRoot, SandboxWorkspace: workspace.DefaultSandbox})
 	if err != nil {
-		return "", "", outcome.Usage("eval_skill_invalid", "the skill %s: %v", src, err)
+		return nil, outcome.Usage("eval_skill_invalid", "the skill %s: %v", src, err)
 	}
 	if len(reg.Skills) != 1 {
 		var why []string
 		for _, d := range reg.Diagnostics {
 			why = append(why, fmt.Sprintf("%s:%d: %s (%s)", d.Path, d.Line, d.Detail, d.Code))
 		}
-		return "", "", outcome.Usage("eval_skill_invalid", "%s does not load as a skill: %s", src, strings.Join(why, "; "))
+		return nil, outcome.Usage("eval_skill_invalid", "%s does not load as a skill: %s", src, strings.Join(why, "; "))
 	}
 	sk := reg.Skills[0]
 	if sk.Name != filepath.Base(abs) {
 		if err := os.Rename(tmp, filepath.Join(dstRoot, sk.Name)); err != nil {
-			return "", "", err
+			return nil, err
 		}
 	}
-	return sk.Name, sk.TreeDigest, nil
+	return &sk, nil
 }
 
 // copyTree copies regular files and directories from src to dst. A

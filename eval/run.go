@@ -17,6 +17,7 @@ import (
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/rundir"
+	"github.com/harness-dev/harness/store"
 )
 
 // DefaultDir is where eval directories go by default.
@@ -28,9 +29,10 @@ const DefaultEpochs = 3
 // Options configure an eval.
 type Options struct {
 	Suite LoadOptions
-	// Baseline is an older version of the skill (a directory) run as
-	// old_skill beside the others ("" = none).
+	// Baseline is an older version of the skill run as old_skill beside
+	// the others: a directory, or a version kept in Store ("" = none).
 	Baseline string
+	Store    string
 	// Models are the models every configuration runs on ("" entries are
 	// refused; none = the settings' model).
 	Models []string
@@ -173,9 +175,9 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 		Models: models, Epochs: e.opts.Epochs, Shard: e.opts.Shard, AllowCommands: e.opts.AllowCommands, CommandGrant: e.opts.CommandGrant,
 		Gate: record.EvalGate{MinPassRate: e.opts.Gate.MinPassRate, MinDelta: e.opts.Gate.MinDelta, NoRegressionFrom: e.opts.Gate.NoRegressionFrom}}
 	if e.opts.Baseline != "" {
-		bname, bdigest, err := copySkill(ctx, e.opts.Baseline, filepath.Join(e.dir, record.DirEvalRoots, record.ConfigOldSkill))
+		bname, bdigest, err := e.baseline(ctx, name)
 		if err != nil {
-			return fmt.Errorf("--baseline: %w", err)
+			return err
 		}
 		if bname != name {
 			return outcome.Usage("eval_baseline_invalid", "--baseline %s holds skill %q, not %q", e.opts.Baseline, bname, name)
@@ -223,6 +225,36 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 	_, err = j.Append(record.EventEvalStarted, map[string]any{"manifestDigest": mustDigestFile(filepath.Join(e.dir, record.FileEval)),
 		"batchFileDigest": mustDigestFile(filepath.Join(e.dir, record.FileEvalBatch))})
 	return err
+}
+
+// baseline copies the old_skill version: a directory, or a version kept
+// in the skill store (a digest or a unique prefix), whose tree must be
+// that version.
+func (e *evalRun) baseline(ctx context.Context, name string) (string, artifacts.Digest, error) {
+	dst := filepath.Join(e.dir, record.DirEvalRoots, record.ConfigOldSkill)
+	if st, err := os.Stat(e.opts.Baseline); err == nil && st.IsDir() {
+		n, d, err := copySkill(ctx, e.opts.Baseline, dst)
+		if err != nil {
+			return "", "", fmt.Errorf("--baseline: %w", err)
+		}
+		return n, d, nil
+	}
+	st, err := store.Open(firstNonEmpty(e.opts.Store, store.DefaultStoreDir), e.opts.Common.RunKey)
+	if err != nil {
+		return "", "", outcome.Usage("eval_baseline_invalid", "--baseline %s is not a directory, and the skill store cannot be opened: %v", e.opts.Baseline, err)
+	}
+	v, tree, err := st.VersionTree(name, e.opts.Baseline)
+	if err != nil {
+		return "", "", outcome.Usage("eval_baseline_invalid", "--baseline %s is not a directory, nor a version of %s in the store: %v", e.opts.Baseline, name, outcome.As(err).Msg)
+	}
+	sk, err := copySkillVersion(ctx, tree, dst)
+	if err != nil {
+		return "", "", fmt.Errorf("--baseline: %w", err)
+	}
+	if sk.Version() != v {
+		return "", "", outcome.Policy("eval_baseline_tampered", "the store's tree of %s %s is not that version (it reads as %s): the store was changed", name, v, sk.Version())
+	}
+	return sk.Name, sk.TreeDigest, nil
 }
 
 func mustDigestFile(p string) artifacts.Digest {

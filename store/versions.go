@@ -492,3 +492,21 @@ func short(d artifacts.Digest) string {
 // VersionOf is the digest that names a version of a skill: SKILL.md and
 // every resource.
 func VersionOf(sk *skills.Skill) artifacts.Digest { return sk.Version() }
+
+// VersionTree finds a kept version of a skill (a full digest or a unique
+// prefix of its hex) and the directory its tree is in, which scans as a
+// root holding exactly that skill. The caller checks the tree it reads
+// against the version: the store's files are not trusted for having been
+// written by harness.
+func (s *Store) VersionTree(name, version string) (artifacts.Digest, string, error) {
+	h, err := s.History(name)
+	if err != nil {
+		return "", "", err
+	}
+	i, err := find(h, version, nil, "")
+	if err != nil {
+		return "", "", err
+	}
+	v := h.Versions[i].Version
+	return v, filepath.Join(s.versionDir(name, v), name), nil
+}

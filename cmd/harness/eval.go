@@ -38,7 +38,7 @@ func evalCommand() *cli.Command {
 		Flags: slices.Concat([]cli.Flag{
 			&cli.StringSliceFlag{Name: "model", Usage: "the `MODEL` every configuration runs on; repeat it to compare models", Sources: cli.EnvVars("HARNESS_MODEL")},
 			&cli.IntFlag{Name: "epochs", Usage: "runs of each eval per configuration and model (`N`)", Value: eval.DefaultEpochs},
-			&cli.StringFlag{Name: "baseline", Usage: "an older version of the skill (`DIR`) run as old_skill beside the others"},
+			&cli.StringFlag{Name: "baseline", Usage: "an older version of the skill run as old_skill beside the others: a `DIR`, or a VERSION kept in --store (a digest or a unique prefix; harness skills versions lists them)"},
 			&cli.BoolFlag{Name: "no-without-skill", Usage: "leave out without_skill (compare with --baseline only)"},
 			&cli.StringFlag{Name: "skill-dir", Usage: "the skill (`DIR`) an eval file kept outside its evals/ directory measures"},
 			&cli.StringFlag{Name: "triggers", Usage: "trigger queries (`FILE`, skill-creator's format) other than evals/triggers.json"},
@@ -84,7 +84,7 @@ func evalCommand() *cli.Command {
 			out := newPipelineOutput(cmd)
 			o := eval.Options{
 				Suite:    eval.LoadOptions{Path: cmd.Args().First(), SkillDir: cmd.String("skill-dir"), Triggers: cmd.String("triggers")},
-				Baseline: cmd.String("baseline"), Models: cmd.StringSlice("model"), Epochs: int(cmd.Int("epochs")), NoWithout: cmd.Bool("no-without-skill"),
+				Baseline: cmd.String("baseline"), Store: layer.Settings.Store, Models: cmd.StringSlice("model"), Epochs: int(cmd.Int("epochs")), NoWithout: cmd.Bool("no-without-skill"),
 				ArtifactsDir: cmd.String("artifacts-dir"), ID: cmd.String("id"), Jobs: int(cmd.Int("jobs")), Shard: cmd.String("shard"),
 				Settings: layer, BaseURL: cmd.String("base-url"), Record: absOrEmpty(cmd.String("record")), Replay: absOrEmpty(cmd.String("replay")),
 				AllowTools: cmd.StringSlice("allow-tool"), AllowCommands: cmd.StringSlice("allow-command"), Gate: gate, Common: out.common(),
