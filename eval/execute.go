@@ -307,14 +307,7 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 		return nil, err
 	}
 	_ = batch
-	switch {
-	case res.ExitCode == 0:
-		return &res, nil
-	case res.Status == StatusFailed:
-		return &res, &outcome.Error{Code: "eval_gate_missed", Msg: strings.Join(res.Gate.Missed, "; "), Exit: 1}
-	default:
-		return &res, &outcome.Error{Code: "eval_incomplete", Msg: res.Message, Exit: res.ExitCode}
-	}
+	return &res, gateError(&res)
 }
 
 // readDigested reads a file beneath dir and holds it to the digest the

@@ -115,6 +115,14 @@ func newEvalDir(o Options) (string, error) {
 	if id == "" {
 		id = rundir.NewRunID(time.Now())
 	}
+	if o.Shard != "" && o.ID != "" {
+		// Shards of one eval share its id; each has its own directory.
+		sh, err := pipeline.ParseShard(o.Shard)
+		if err != nil {
+			return "", err
+		}
+		id = fmt.Sprintf("%s-shard-%d", id, sh.Index)
+	}
 	if err := rundir.CheckRunID(id); err != nil {
 		return "", outcome.Usage("eval_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
 	}

@@ -34,7 +34,7 @@ func evalCommand() *cli.Command {
 			"Writes .harness/evals/<id>/: eval-result.json, benchmark.json (skill-creator's schema), benchmark.md,\n" +
 			"junit.xml, grading/<cell>.json and the batch of runs. Exit code: 0 when the gate is met (or none was\n" +
 			"asked), 1 when it is missed, 4 when cells or the grader could not finish (resume the eval), 2 usage, 5 tamper.",
-		Commands: []*cli.Command{evalResumeCommand()},
+		Commands: []*cli.Command{evalResumeCommand(), evalMergeCommand()},
 		Flags: slices.Concat([]cli.Flag{
 			&cli.StringSliceFlag{Name: "model", Usage: "the `MODEL` every configuration runs on; repeat it to compare models", Sources: cli.EnvVars("HARNESS_MODEL")},
 			&cli.IntFlag{Name: "epochs", Usage: "runs of each eval per configuration and model (`N`)", Value: eval.DefaultEpochs},
@@ -134,6 +134,37 @@ func evalResumeCommand() *cli.Command {
 					}
 					return &graderModels{name: m.GraderModel, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), cmd.String("base-url")), apiKey: graderKey()}
 				}})
+			return evalReport(cmd, res, err)
+		},
+	}
+}
+
+func evalMergeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "merge",
+		Usage:     "merge the directories of an eval's shards into one result, as one machine would have",
+		UsageText: "harness eval merge DIR... --out DIR [--min-pass-rate X] [--min-delta X] [--no-regression-from DIR]",
+		Description: "Every DIR must be a finished shard (--shard I/N) of the same eval; together they must\n" +
+			"grade every cell once. Each is verified first (exit 5 when one does not). --out receives\n" +
+			"eval-result.json, benchmark.json, benchmark.md and junit.xml; the gate is applied to the whole.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "`DIR` for the merged result (created)", Required: true},
+			&cli.StringFlag{Name: "min-pass-rate", Usage: "gate: with_skill's mean pass rate on every model at least `X` (0-1)"},
+			&cli.StringFlag{Name: "min-delta", Usage: "gate: with_skill's mean pass rate minus without_skill's at least `X`"},
+			&cli.StringFlag{Name: "no-regression-from", Usage: "gate: no model or eval below an earlier eval (`DIR`, verified) of the same evals"},
+			&cli.StringFlag{Name: "junit", Usage: "also write the JUnit XML to `FILE`"},
+			&cli.StringFlag{Name: "summary", Usage: "also write benchmark.md to `FILE` (a CI job summary)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the merged result as JSON"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() == 0 {
+				return usagef("harness eval merge needs the shard directories")
+			}
+			gate, err := gateOptions(cmd)
+			if err != nil {
+				return err
+			}
+			res, err := eval.Merge(eval.MergeOptions{Dirs: cmd.Args().Slice(), Out: cmd.String("out"), Key: runKey(), Gate: gate})
 			return evalReport(cmd, res, err)
 		},
 	}
