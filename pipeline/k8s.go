@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,11 @@ type K8sOptions struct {
 	// Args are more flags of every pod's `harness batch run` (the run
 	// settings the operator gave, as given).
 	Args []string
+	// Command is what each pod runs before FILE ("" = harness batch run;
+	// `harness eval` runs an eval's cells the same way), and Merge the
+	// command that merges the shards afterwards.
+	Command []string
+	Merge   string
 	// Pod sizes each pod and bounds the whole Job.
 	kube.Pod
 	// SandboxProfile is the pod's seccomp profile: RuntimeDefault (the
@@ -80,11 +86,14 @@ func K8sManifest(o K8sOptions) ([]byte, error) {
 	if o.WorkDir == "" {
 		o.WorkDir = "/work"
 	}
-	args := []string{"harness", "batch", "run", o.File, "--shards", strconv.Itoa(o.Shards), "--id", o.ID,
-		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1)), "--or-resume"}
+	if o.Command == nil {
+		o.Command, o.Merge = []string{"harness", "batch", "run"}, "harness batch merge"
+	}
+	args := append(slices.Clone(o.Command), o.File, "--shards", strconv.Itoa(o.Shards), "--id", o.ID,
+		"--artifacts-dir", "/runs", "--jobs", strconv.Itoa(max(o.Jobs, 1)), "--or-resume")
 	args = append(args, o.Args...)
 	var b bytes.Buffer
-	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": kube.Argv(args), "uid": kube.ImageUID,
+	err := k8sTemplate().Execute(&b, map[string]any{"o": o, "args": kube.Argv(args), "uid": kube.ImageUID, "command": strings.Join(o.Command, " "),
 		"deadline": int64(o.Deadline.Seconds()), "ttl": int64(o.TTL.Seconds())})
 	return b.Bytes(), err
 }
@@ -106,10 +115,10 @@ func quote(s string) string { return strconv.Quote(s) }
 
 // Parsed on first use, like k8sName: only `batch k8s` needs it.
 var k8sTemplate = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("job").Funcs(template.FuncMap{"q": quote, "lit": kube.Literal, "join": strings.Join}).Parse(`# An Indexed Job that runs harness batch shards: pod I runs
-# "harness batch run ... --shards {{.o.Shards}}", which reads JOB_COMPLETION_INDEX
-# and runs the tasks of shard I/{{.o.Shards}} into /runs/{{.o.ID}}-shard-I.
-# Afterwards: harness batch merge /runs/{{.o.ID}}-shard-* --out /runs/{{.o.ID}}
+	return template.Must(template.New("job").Funcs(template.FuncMap{"q": quote, "lit": kube.Literal, "join": strings.Join}).Parse(`# An Indexed Job that runs harness shards: pod I runs
+# "{{.command}} ... --shards {{.o.Shards}}", which reads JOB_COMPLETION_INDEX
+# and runs shard I/{{.o.Shards}} into /runs/{{.o.ID}}-shard-I.
+# Afterwards: {{.o.Merge}} /runs/{{.o.ID}}-shard-* --out /runs/{{.o.ID}}
 apiVersion: batch/v1
 kind: Job
 metadata:
