@@ -42,12 +42,16 @@ type batchTask struct {
 func (e *evalRun) writeBatch() error {
 	var tasks []batchTask
 	for _, c := range e.manifest.Cells {
-		t := batchTask{ID: c.ID, Model: c.Model, Workspace: filepath.Join(record.DirEvalCells, c.ID),
-			AllowTools: e.opts.AllowTools, AllowCommands: e.opts.AllowCommands,
+		t := batchTask{ID: c.ID, Model: c.Model, Workspace: filepath.Join(record.DirEvalCells, c.ID), AllowTools: e.opts.AllowTools,
 			// The eval's words are the prompt as they are: a template
 			// that only hands over a var, so nothing in them is read as
 			// one.
 			Prompt: "{{ .vars.prompt }}"}
+		// The patterns are the cells' only when the model may run commands;
+		// command checks use them either way.
+		if slices.Contains(e.opts.AllowTools, "run_command") {
+			t.AllowCommands = e.opts.AllowCommands
+		}
 		switch c.Configuration {
 		case record.ConfigTrigger:
 			i := 0
@@ -144,7 +148,9 @@ func copyRoot(root *os.Root, dst string) error {
 			if err != nil {
 				return err
 			}
-			if filepath.IsAbs(link) || !filepath.IsLocal(filepath.Join(filepath.Dir(p), link)) {
+			// Textually local is not enough: through another link in the
+			// tree, ".." can lead anywhere. Only plain relative targets.
+			if filepath.IsAbs(link) || slices.Contains(strings.Split(filepath.ToSlash(link), "/"), "..") || !filepath.IsLocal(filepath.Join(filepath.Dir(p), link)) {
 				return fmt.Errorf("%s is a link out of the skill (%s)", p, link)
 			}
 			return os.Symlink(link, target)
@@ -198,7 +204,17 @@ func copyFile(root *os.Root, name, target string, limit int64) (int64, error) {
 // copyInputs copies an eval's files (or directories) from beneath base
 // into a cell's workspace under the same relative paths: opened beneath
 // base, so no name or link leads out of it.
-func copyInputs(base string, files []string, ws string) error {
+func copyInputs(base string, files []string, ws, evalDir string) error {
+	// An input that holds the eval directory would copy the cells into
+	// themselves, and earlier evals and their runs into the model's view.
+	if r, err := filepath.Rel(base, evalDir); err == nil && filepath.IsLocal(r) {
+		for _, f := range files {
+			c := filepath.Clean(f)
+			if c == "." || r == c || strings.HasPrefix(r, c+string(filepath.Separator)) {
+				return fmt.Errorf("files: %s holds the eval's own directory (%s): name the inputs inside it instead", f, r)
+			}
+		}
+	}
 	root, err := os.OpenRoot(base)
 	if err != nil {
 		return err

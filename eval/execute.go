@@ -31,13 +31,31 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 	shard := e.manifest.Shard
 	var runErr error
 	var res *record.PipelineResult
+	watch := &workspaceWatch{e: e, seen: map[string]artifacts.Digest{}}
+	common := e.opts.Common
+	tee := common.OnEvent
+	common.OnEvent = func(line []byte) {
+		watch.onBatchLine(line)
+		if tee != nil {
+			tee(line)
+		}
+	}
 	if resume {
-		res, runErr = pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: e.batchDir(), BaseURL: e.opts.BaseURL, Settings: e.opts.Settings, Common: e.opts.Common})
+		res, runErr = pipeline.Resume(ctx, pipeline.ResumeOptions{Dir: e.batchDir(), BaseURL: e.opts.BaseURL, Settings: e.opts.Settings, Common: common})
 	} else {
 		res, runErr = pipeline.RunBatch(ctx, pipeline.BatchOptions{Options: pipeline.Options{
 			File: filepath.Join(e.dir, record.FileEvalBatch), ID: record.DirEvalBatch, ArtifactsDir: e.dir, Jobs: e.opts.Jobs,
-			BaseURL: e.opts.BaseURL, Settings: e.opts.Settings, Record: e.opts.Record, Replay: e.opts.Replay, Common: e.opts.Common,
+			BaseURL: e.opts.BaseURL, Settings: e.opts.Settings, Record: e.opts.Record, Replay: e.opts.Replay, Common: common,
 		}, Shard: shard})
+	}
+	if watch.err != nil {
+		return nil, watch.err
+	}
+	if e.ended == nil {
+		e.ended = map[string]artifacts.Digest{}
+	}
+	for c, d := range watch.seen {
+		e.ended[c] = d
 	}
 	if res == nil {
 		return nil, runErr
@@ -76,6 +94,18 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 			continue
 		case u.Run == nil || u.Run.Finished == nil || u.Run.Finished.Result == nil || !slices.Contains(gradable, u.Run.Finished.Status):
 			counts["not_run"]++
+			continue
+		}
+		// The workspace its checks and the grader read is the one its
+		// run left: held to the digest journaled as the run ended.
+		want, vouched := e.ended[c.ID]
+		if !vouched || want == "" {
+			counts["unvouched"]++
+			tampered = append(tampered, fmt.Sprintf("%s: its workspace was not recorded as its run ended, so what it holds now cannot be trusted", c.ID))
+			continue
+		}
+		if now, err := treeDigest(filepath.Join(e.dir, record.DirEvalCells, c.ID)); err != nil || now != want {
+			tampered = append(tampered, fmt.Sprintf("%s: its workspace changed after its run ended", c.ID))
 			continue
 		}
 		g, gerr := e.grade(ctx, c, u)
@@ -287,7 +317,7 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 		res.ResumeCommand = "harness eval resume " + e.dir
 		switch {
 		case graderErr != nil:
-			res.Message = graderErr.Error()
+			res.Message = fmt.Sprintf("%d cells are not graded: %v (`%s`)", counts["grader_failed"], graderErr, res.ResumeCommand)
 		case runErr != nil:
 			res.Message = fmt.Sprintf("%d cells did not run to their end (%v): resume with `%s`", counts["not_run"], runErr, res.ResumeCommand)
 			res.ExitCode = outcome.ExitCode(runErr)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -348,7 +350,9 @@ func (c *Check) prepare(dir string) error {
 		if err := inputPath(s); err != nil {
 			return fmt.Errorf("schema: %v (it is relative to the eval file)", err)
 		}
-		data, err := artifacts.ReadRegular(filepath.Join(dir, s), maxEvalFile)
+		// Read beneath the eval file's directory: a link there must not
+		// bring a file from elsewhere into the gradings.
+		data, err := readBeneathBounded(dir, s, maxEvalFile)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("schema %s: no such file next to the eval file", s)
@@ -391,4 +395,34 @@ func firstNonEmpty(xs ...string) string {
 		}
 	}
 	return ""
+}
+
+// readBeneathBounded reads a regular file beneath dir without following a
+// link out of it or blocking on a FIFO, at most max bytes.
+func readBeneathBounded(dir, name string, max int64) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("%s is over %d bytes", name, max)
+	}
+	return data, err
 }

@@ -57,10 +57,12 @@ type Options struct {
 	AllowCommands []string
 	CommandGrant  string
 	Commands      *CommandEnv
-	// Grader grades expectations in words (nil: they stay ungraded).
-	Grader GraderFactory
-	Gate   GateOptions
-	Common pipeline.Common
+	// Grader grades expectations in words (nil: they stay ungraded);
+	// GraderBaseURL is its endpoint, recorded for a resume.
+	Grader        GraderFactory
+	GraderBaseURL string
+	Gate          GateOptions
+	Common        pipeline.Common
 }
 
 // GraderFactory gives the grader a cell uses: its model wrapped for
@@ -156,6 +158,8 @@ type evalRun struct {
 	// grading file.
 	graded    map[string]artifacts.Digest
 	gradedRun map[string][2]string
+	// ended is each cell's workspace digest as its run ended.
+	ended map[string]artifacts.Digest
 }
 
 // prepare writes what the eval is (eval.json), the skill roots of each
@@ -199,10 +203,18 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 	m.Configurations = configs
 	if g := e.opts.Grader; g != nil {
 		m.GraderModel, m.GraderPromptDigest = g.Name(), GraderPromptDigest()
+		m.GraderBaseURL = artifacts.WithoutUserinfo(e.opts.GraderBaseURL)
 	}
 	m.Cells = plan(s, configs, models, e.opts.Epochs)
 	if len(m.Cells) == 0 {
 		return outcome.Usage("eval_file_invalid", "%s has no evals and no trigger queries", s.SkillDir)
+	}
+	for _, c := range m.Cells {
+		// Checked before any cell runs: a cell id the batch refuses would
+		// stop the eval after the others were paid for.
+		if err := rundir.CheckRunID(c.ID); err != nil {
+			return outcome.Usage("eval_file_invalid", "eval %s makes the cell id %q, which cannot name a run: give the eval an id of letters, digits, '_' and '-'", c.EvalID, c.ID)
+		}
 	}
 	for _, c := range m.Cells {
 		ws := filepath.Join(e.dir, record.DirEvalCells, c.ID)
@@ -210,7 +222,7 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 			return err
 		}
 		if ev := s.eval(c.EvalID); ev != nil && c.Configuration != record.ConfigTrigger {
-			if err := copyInputs(s.Base(), ev.Files, ws); err != nil {
+			if err := copyInputs(s.Base(), ev.Files, ws, e.dir); err != nil {
 				return outcome.Usage("eval_file_invalid", "eval %s: %v", ev.ID, err)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -36,6 +38,8 @@ type Verification struct {
 	Finished bool
 	Result   *record.EvalResult
 	Batch    *pipeline.Verification
+	// ended are the cells' workspace digests as their runs ended.
+	ended map[string]artifacts.Digest
 	// gradedRun is the run id and journal head each last grading was of.
 	gradedRun map[string][2]string
 	// next and head continue the journal (resume).
@@ -50,7 +54,7 @@ func Verify(dir string, key []byte) (*Verification, error) {
 	if err != nil {
 		return nil, outcome.Usage("eval_dir_invalid", "%s: %v", dir, err)
 	}
-	v := &Verification{Dir: abs, Graded: map[string]artifacts.Digest{}, gradedRun: map[string][2]string{}}
+	v := &Verification{Dir: abs, Graded: map[string]artifacts.Digest{}, gradedRun: map[string][2]string{}, ended: map[string]artifacts.Digest{}}
 	mdata, err := artifacts.ReadBeneath(abs, record.FileEval)
 	if err != nil {
 		return nil, outcome.Usage("eval_dir_invalid", "%s is not an eval directory (%s: %v)", dir, record.FileEval, err)
@@ -103,7 +107,13 @@ func Verify(dir string, key []byte) (*Verification, error) {
 		} else {
 			v.Batch = bv
 			if !bv.OK {
-				fail("the cells' batch does not verify: %v", bv.Problems)
+				why := slices.Clone(bv.Problems)
+				for _, u := range bv.Units {
+					if !u.OK && u.Problem != "" {
+						why = append(why, u.Name+": "+u.Problem)
+					}
+				}
+				fail("the cells' batch does not verify: %s", strings.Join(why, "; "))
 			}
 			for _, u := range bv.Units {
 				units[u.Name] = u
@@ -131,6 +141,13 @@ func Verify(dir string, key []byte) (*Verification, error) {
 			}
 			v.Graded[g.Cell], v.gradedRun[g.Cell] = g.Digest, [2]string{g.RunID, string(g.JournalHead)}
 			v.Finished = false
+		case record.EventCellEnded:
+			var ce cellEnded
+			if json.Unmarshal(ev.Data, &ce) != nil || !cellIDPattern(ce.Cell) {
+				fail("eval journal line %d: a cell.ended that does not parse", i+2)
+				continue
+			}
+			v.ended[ce.Cell] = ce.Workspace
 		case record.EventEvalResumed:
 			v.Finished = false
 		case record.EventEvalFinished:
@@ -165,6 +182,9 @@ func Verify(dir string, key []byte) (*Verification, error) {
 			fail("%s does not decode", record.FileEvalResult)
 		default:
 			v.Result = &r
+			if why := v.resultAgrees(abs, r); why != "" {
+				fail("%s does not agree with the gradings: %s", record.FileEvalResult, why)
+			}
 		}
 	}
 	v.OK = len(v.Problems) == 0
@@ -233,7 +253,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.EvalResult, error) {
 	if suite.Digest != m.EvalDigest || suite.TriggersDigest != m.TriggersDigest {
 		return nil, outcome.Usage("eval_drift", "the eval file changed since %s started: start a new eval", o.Dir)
 	}
-	e := &evalRun{dir: v.Dir, suite: suite, manifest: m, graded: v.Graded, gradedRun: v.gradedRun, now: o.Common.Now,
+	e := &evalRun{dir: v.Dir, suite: suite, manifest: m, graded: v.Graded, gradedRun: v.gradedRun, ended: v.ended, now: o.Common.Now,
 		opts: Options{BaseURL: o.BaseURL, Common: o.Common, Shard: m.Shard, AllowCommands: m.AllowCommands, CommandGrant: m.CommandGrant,
 			Gate: GateOptions{MinPassRate: m.Gate.MinPassRate, MinDelta: m.Gate.MinDelta, NoRegressionFrom: m.Gate.NoRegressionFrom}}}
 	if o.Commands != nil {
@@ -265,4 +285,34 @@ func orSkill(m record.EvalManifest) string {
 		return m.EvalFile
 	}
 	return m.SkillDir
+}
+
+// resultAgrees recomputes the numbers from the gradings the journal vouches
+// for and holds the result file to them: a result written to say more than
+// its gradings do is refused even where the journal is not sealed.
+func (v *Verification) resultAgrees(dir string, r record.EvalResult) string {
+	var gradings []record.EvalGrading
+	for _, c := range v.Manifest.Cells {
+		d, ok := v.Graded[c.ID]
+		if !ok {
+			continue
+		}
+		var g record.EvalGrading
+		if err := readDigested(dir, filepath.Join(record.DirEvalGrading, c.ID+".json"), d, record.TypeEvalGrading, &g); err != nil {
+			return err.Error()
+		}
+		gradings = append(gradings, g)
+	}
+	want := Summarize(v.Manifest, gradings)
+	for _, p := range []struct {
+		name     string
+		got, exp any
+	}{{"summaries", r.Summaries, want.Summaries}, {"deltas", r.Deltas, want.Deltas}, {"per eval", r.PerEval, want.PerEval}, {"triggers", r.Triggers, want.Triggers}} {
+		a, _ := json.Marshal(p.got)
+		b, _ := json.Marshal(p.exp)
+		if !bytes.Equal(a, b) {
+			return "its " + p.name + " are not what the gradings give"
+		}
+	}
+	return ""
 }

@@ -35,9 +35,11 @@ const (
 
 // Eval journal events.
 const (
-	EventEvalStarted  = "eval.started"
-	EventEvalResumed  = "eval.resumed"
-	EventCellGraded   = "cell.graded"
+	EventEvalStarted = "eval.started"
+	EventEvalResumed = "eval.resumed"
+	EventCellGraded  = "cell.graded"
+	// EventCellEnded records a cell's workspace digest as its run ended.
+	EventCellEnded    = "cell.ended"
 	EventEvalFinished = "eval.finished"
 )
 
@@ -83,7 +85,10 @@ type EvalManifest struct {
 	Epochs         int              `json:"epochs"`
 	// Grader is the grader model ("" = expectations in words stay
 	// ungraded) and GraderPromptDigest the digest of its prompt.
-	GraderModel        string           `json:"graderModel,omitempty"`
+	GraderModel string `json:"graderModel,omitempty"`
+	// GraderBaseURL is the grader's endpoint, without credentials: where
+	// a resume asks it unless told otherwise.
+	GraderBaseURL      string           `json:"graderBaseUrl,omitempty"`
 	GraderPromptDigest artifacts.Digest `json:"graderPromptDigest,omitempty"`
 	Shard              string           `json:"shard,omitempty"`
 	// Gate is what the numbers must meet; AllowCommands and CommandGrant

@@ -98,8 +98,8 @@ func evalCommand() *cli.Command {
 				}
 			}
 			if m := cmd.String("grader-model"); m != "" {
-				o.Grader = &graderModels{name: m, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), cmd.String("base-url")),
-					apiKey: graderKey(), record: o.Record, replay: o.Replay}
+				o.GraderBaseURL = firstNonEmptyFlag(cmd.String("grader-base-url"), cmd.String("base-url"))
+				o.Grader = &graderModels{name: m, baseURL: o.GraderBaseURL, apiKey: graderKey(), record: o.Record, replay: o.Replay}
 			}
 			res, err := eval.Run(ctx, o)
 			return evalReport(cmd, res, err)
@@ -132,7 +132,7 @@ func evalResumeCommand() *cli.Command {
 					if m.GraderModel == "" {
 						return nil
 					}
-					return &graderModels{name: m.GraderModel, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), cmd.String("base-url")), apiKey: graderKey()}
+					return &graderModels{name: m.GraderModel, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), cmd.String("base-url"), m.GraderBaseURL), apiKey: graderKey()}
 				}})
 			return evalReport(cmd, res, err)
 		},
