@@ -249,6 +249,10 @@ func fileCheck(c Check, ws string) (bool, string) {
 }
 
 func readBeneath(dir, name string) ([]byte, error) {
+	return readBeneathAtMost(dir, name, maxCheckedFile)
+}
+
+func readBeneathAtMost(dir, name string, max int64) ([]byte, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -266,8 +270,8 @@ func readBeneath(dir, name string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("not a regular file")
 	}
-	if fi.Size() > maxCheckedFile {
-		return nil, fmt.Errorf("%d bytes, over the %d MiB a check reads", fi.Size(), maxCheckedFile>>20)
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%d bytes, over the %d MiB a check reads", fi.Size(), max>>20)
 	}
 	var b bytes.Buffer
 	_, err = b.ReadFrom(f)

@@ -179,6 +179,9 @@ func (s *Suite) readEvals() error {
 	}
 	s.SkillName = f.SkillName
 	seen := map[string]bool{}
+	// Cells are named by a lower-cased form of the id (cellPart): two
+	// ids of one form would share a workspace and a run.
+	parts := map[string]string{}
 	var probs []string
 	for i, e := range f.Evals {
 		id := strings.Trim(string(e.ID), `"`)
@@ -188,8 +191,11 @@ func (s *Suite) readEvals() error {
 		}
 		if seen[id] {
 			probs = append(probs, fmt.Sprintf("evals[%d].id %s: another eval has this id", i, id))
+		} else if other, ok := parts[cellPart(id)]; ok {
+			probs = append(probs, fmt.Sprintf("evals[%d].id %s: gives the same cell id as id %s: rename one", i, id, other))
 		}
 		seen[id] = true
+		parts[cellPart(id)] = id
 		ev := Eval{ID: id, Name: e.Name, Prompt: e.Prompt, ExpectedOutput: e.ExpectedOutput, Files: e.Files, Expectations: e.Expectations, Checks: e.Checks}
 		for _, p := range ev.Files {
 			if err := inputPath(p); err != nil {
@@ -339,6 +345,16 @@ func (c *Check) prepare(dir string) error {
 			}
 		}
 	}
+	// The schema admits a check's own keys beside another kind's (a
+	// file beside answer-contains): one that would be silently left
+	// out is refused instead.
+	fileTest := c.Exists != nil || c.Contains != nil || c.Matches != nil || c.Schema != ""
+	switch kind := c.Kind(); {
+	case c.File != "" && !strings.HasPrefix(kind, "file-"):
+		return fmt.Errorf("file goes with exists, contains, matches or schema, not with %s: make them two checks", kind)
+	case c.File == "" && fileTest:
+		return fmt.Errorf("exists, contains, matches and schema test a workspace file: name it with file, or make them two checks")
+	}
 	if c.File != "" {
 		if err := inputPath(c.File); err != nil {
 			return fmt.Errorf("file: %v", err)
@@ -348,7 +364,7 @@ func (c *Check) prepare(dir string) error {
 		if err := inputPath(s); err != nil {
 			return fmt.Errorf("schema: %v (it is relative to the eval file)", err)
 		}
-		data, err := artifacts.ReadRegular(filepath.Join(dir, s), maxEvalFile)
+		data, err := readBeneathAtMost(dir, s, maxEvalFile)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("schema %s: no such file next to the eval file", s)
