@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/outcome"
@@ -256,4 +258,30 @@ func TestLoadCellIDCollision(t *testing.T) {
 	twin := cellPart("Alpha")
 	_, err := loadYAML(t, "evals:\n  - {id: Alpha, prompt: a, expectations: [x]}\n  - {id: "+twin+", prompt: b, expectations: [y]}\n", nil)
 	wantUsage(t, err, "eval_file_invalid", "same cell id")
+}
+
+// TestLoadFIFO: an eval file, triggers file or check schema that is a
+// FIFO is refused at once, not waited on.
+func TestLoadFIFO(t *testing.T) {
+	for _, tc := range []struct{ fifo, yaml string }{
+		{fifo: "evals/" + EvalsYAML},
+		{fifo: "evals/" + TriggersJSON, yaml: okEval},
+		{fifo: "evals/s.json", yaml: "evals:\n  - id: 1\n    prompt: hi\n    checks:\n      - answer-schema: s.json\n"},
+	} {
+		t.Run(tc.fifo, func(t *testing.T) {
+			files := map[string]string{}
+			if tc.yaml != "" {
+				files["evals/"+EvalsYAML] = tc.yaml
+			}
+			dir := skillWith(t, files)
+			fifo := filepath.Join(dir, tc.fifo)
+			testenv.Must(t, os.MkdirAll(filepath.Dir(fifo), 0o755))
+			testenv.Must(t, syscall.Mkfifo(fifo, 0o644))
+			err := within(t, 5*time.Second, fifo, func() error {
+				_, err := Load(LoadOptions{Path: dir})
+				return err
+			})
+			wantUsage(t, err, "eval_file_invalid", "not a regular file")
+		})
+	}
 }
