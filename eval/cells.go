@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
@@ -148,10 +149,14 @@ func copyRoot(root *os.Root, dst string) error {
 			if err != nil {
 				return err
 			}
-			// Textually local is not enough: through another link in the
-			// tree, ".." can lead anywhere. Only plain relative targets.
-			if filepath.IsAbs(link) || slices.Contains(strings.Split(filepath.ToSlash(link), "/"), "..") || !filepath.IsLocal(filepath.Join(filepath.Dir(p), link)) {
+			if filepath.IsAbs(link) || !filepath.IsLocal(filepath.Join(filepath.Dir(p), link)) {
 				return fmt.Errorf("%s is a link out of the skill (%s)", p, link)
+			}
+			// As written it stays inside, but a link on its way (self ->
+			// ".") may climb further than its text says: followed
+			// beneath the root, it must arrive at something there.
+			if _, err := root.Stat(p); err != nil {
+				return fmt.Errorf("%s is a link out of the skill or to nothing in it (%s): %v", p, link, err)
 			}
 			return os.Symlink(link, target)
 		case !d.Type().IsRegular():
@@ -169,7 +174,9 @@ func copyRoot(root *os.Root, dst string) error {
 
 // copyFile copies name beneath root to target, at most limit bytes.
 func copyFile(root *os.Root, name, target string, limit int64) (int64, error) {
-	in, err := root.Open(name)
+	// O_NONBLOCK: a FIFO opens at once (rather than waiting for a
+	// writer) and is then refused on its descriptor.
+	in, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return 0, err
 	}

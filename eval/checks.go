@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -222,18 +223,23 @@ func schemaValid(schema, data []byte, what string) (bool, string) {
 // fileCheck reads a workspace file beneath the cell's workspace without
 // following a link out of it: the model wrote that directory.
 func fileCheck(c Check, ws string) (bool, string) {
-	data, err := readBeneath(ws, c.File)
-	exists := err == nil
-	switch c.Kind() {
-	case "file-exists":
+	if c.Kind() == "file-exists" {
+		// Whether it is there, not what it holds: a file too big to
+		// read still exists.
+		f, fi, err := openBeneath(ws, c.File)
+		if err == nil {
+			f.Close()
+			if !fi.Mode().IsRegular() {
+				err = artifacts.ErrNotRegular
+			}
+		}
+		exists := err == nil
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return false, fmt.Sprintf("%s cannot be read: %v", c.File, err)
 		}
-		if exists == *c.Exists {
-			return true, fmt.Sprintf("%s exists: %v", c.File, exists)
-		}
-		return false, fmt.Sprintf("%s exists: %v", c.File, exists)
+		return exists == *c.Exists, fmt.Sprintf("%s exists: %v", c.File, exists)
 	}
+	data, err := readBeneath(ws, c.File)
 	if err != nil {
 		return false, fmt.Sprintf("%s cannot be read: %v", c.File, err)
 	}
@@ -248,30 +254,47 @@ func fileCheck(c Check, ws string) (bool, string) {
 	return schemaValid(c.schemaBytes, data, c.File)
 }
 
-func readBeneath(dir, name string) ([]byte, error) {
+// openBeneath opens name beneath dir, following links only while they
+// stay beneath it. O_NONBLOCK lets the open return at once whatever the
+// file is (a FIFO would wait for a writer); the descriptor then says
+// what it opened.
+func openBeneath(dir, name string) (*os.File, fs.FileInfo, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer root.Close()
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+func readBeneath(dir, name string) ([]byte, error) {
+	return readBeneathAtMost(dir, name, maxCheckedFile)
+}
+
+// readBeneathAtMost reads a regular file beneath dir of at most max
+// bytes, counted on the descriptor and again while reading.
+func readBeneathAtMost(dir, name string, max int64) ([]byte, error) {
+	f, fi, err := openBeneath(dir, name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
+		return nil, artifacts.ErrNotRegular
 	}
-	if fi.Size() > maxCheckedFile {
-		return nil, fmt.Errorf("%d bytes, over the %d MiB a check reads", fi.Size(), maxCheckedFile>>20)
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%d bytes, over the %d MiB a check reads", fi.Size(), max>>20)
 	}
-	var b bytes.Buffer
-	_, err = b.ReadFrom(f)
-	return b.Bytes(), err
+	return artifacts.ReadAtMost(f, max)
 }
 
 // commandCheck runs the check's argv through run_command itself, with the

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -181,6 +179,9 @@ func (s *Suite) readEvals() error {
 	}
 	s.SkillName = f.SkillName
 	seen := map[string]bool{}
+	// Cells are named by a lower-cased form of the id (cellPart): two
+	// ids of one form would share a workspace and a run.
+	parts := map[string]string{}
 	var probs []string
 	for i, e := range f.Evals {
 		id := strings.Trim(string(e.ID), `"`)
@@ -190,8 +191,11 @@ func (s *Suite) readEvals() error {
 		}
 		if seen[id] {
 			probs = append(probs, fmt.Sprintf("evals[%d].id %s: another eval has this id", i, id))
+		} else if other, ok := parts[cellPart(id)]; ok {
+			probs = append(probs, fmt.Sprintf("evals[%d].id %s: gives the same cell id as id %s: rename one", i, id, other))
 		}
 		seen[id] = true
+		parts[cellPart(id)] = id
 		ev := Eval{ID: id, Name: e.Name, Prompt: e.Prompt, ExpectedOutput: e.ExpectedOutput, Files: e.Files, Expectations: e.Expectations, Checks: e.Checks}
 		for _, p := range ev.Files {
 			if err := inputPath(p); err != nil {
@@ -341,6 +345,16 @@ func (c *Check) prepare(dir string) error {
 			}
 		}
 	}
+	// The schema admits a check's own keys beside another kind's (a
+	// file beside answer-contains): one that would be silently left
+	// out is refused instead.
+	fileTest := c.Exists != nil || c.Contains != nil || c.Matches != nil || c.Schema != ""
+	switch kind := c.Kind(); {
+	case c.File != "" && !strings.HasPrefix(kind, "file-"):
+		return fmt.Errorf("file goes with exists, contains, matches or schema, not with %s: make them two checks", kind)
+	case c.File == "" && fileTest:
+		return fmt.Errorf("exists, contains, matches and schema test a workspace file: name it with file, or make them two checks")
+	}
 	if c.File != "" {
 		if err := inputPath(c.File); err != nil {
 			return fmt.Errorf("file: %v", err)
@@ -350,9 +364,7 @@ func (c *Check) prepare(dir string) error {
 		if err := inputPath(s); err != nil {
 			return fmt.Errorf("schema: %v (it is relative to the eval file)", err)
 		}
-		// Read beneath the eval file's directory: a link there must not
-		// bring a file from elsewhere into the gradings.
-		data, err := readBeneathBounded(dir, s, maxEvalFile)
+		data, err := readBeneathAtMost(dir, s, maxEvalFile)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("schema %s: no such file next to the eval file", s)
@@ -395,34 +407,4 @@ func firstNonEmpty(xs ...string) string {
 		}
 	}
 	return ""
-}
-
-// readBeneathBounded reads a regular file beneath dir without following a
-// link out of it or blocking on a FIFO, at most max bytes.
-func readBeneathBounded(dir, name string, max int64) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(data)) > max {
-		err = fmt.Errorf("%s is over %d bytes", name, max)
-	}
-	return data, err
 }
