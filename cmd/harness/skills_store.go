@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/store"
@@ -65,18 +66,30 @@ func skillsVersionsCommand() *cli.Command {
 				return writeJSONTo(w, h)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tSTATE\tRISK\tCREATED\tMADE BY\tPARENT")
+			fmt.Fprintln(tw, "VERSION\tSTATE\tRISK\tPASS RATE\tCREATED\tMADE BY\tPARENT")
 			for _, v := range h.Versions {
 				mark := ""
 				if v.Version == h.Current && v.State == record.VersionLive {
 					mark = " (current)"
 				}
-				fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\n", shortDigest(v.Version), v.State, mark, v.Risk,
+				fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\n", shortDigest(v.Version), v.State, mark, v.Risk, passRateText(v.Eval),
 					v.CreatedAt.Format("2006-01-02 15:04:05"), actorText(v.MadeBy), shortDigest(v.Parent))
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// passRateText is a version's eval against the forge's gate: the mean
+// pass rate of with_skill over n cells and the bound, "-" without one.
+func passRateText(e *record.SkillEval) string {
+	switch {
+	case e == nil:
+		return "-"
+	case e.PassRate == nil:
+		return fmt.Sprintf("none (min %g)", e.MinPassRate)
+	}
+	return fmt.Sprintf("%.2f n=%d (min %g)", *e.PassRate, e.N, e.MinPassRate)
 }
 
 func actorText(a record.Actor) string {
@@ -173,11 +186,22 @@ func skillsPendingCommand() *cli.Command {
 				return writeJSONTo(w, ps)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVERSION\tRISK\tCREATED\tMADE BY")
+			fmt.Fprintln(tw, "NAME\tVERSION\tRISK\tPASS RATE\tCREATED\tMADE BY")
 			for _, p := range ps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Version), p.Risk, p.CreatedAt.Format("2006-01-02 15:04:05"), actorText(p.MadeBy))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Version), p.Risk, passRateText(p.Eval), p.CreatedAt.Format("2006-01-02 15:04:05"), actorText(p.MadeBy))
 			}
 			tw.Flush()
+			// Why a version whose evals held it back waits, and where
+			// the eval is, for the person about to decide.
+			for _, p := range ps {
+				if e := p.Eval; e != nil && !e.Met {
+					fmt.Fprintf(w, "%s@%s: %s", p.Name, shortDigest(p.Version), termsafe.Escape(e.Reason))
+					if e.Dir != "" {
+						fmt.Fprintf(w, " (eval: %s)", e.Dir)
+					}
+					fmt.Fprintln(w)
+				}
+			}
 			fmt.Fprintf(cmd.Root().ErrWriter, "%d pending\n", len(ps))
 			return nil
 		},
