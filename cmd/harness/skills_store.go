@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -66,13 +67,14 @@ func skillsVersionsCommand() *cli.Command {
 				return writeJSONTo(w, h)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tSTATE\tRISK\tPASS RATE\tCREATED\tMADE BY\tPARENT")
+			evals := slices.ContainsFunc(h.Versions, func(v record.SkillVersion) bool { return v.Eval != nil })
+			fmt.Fprintln(tw, "VERSION\tSTATE\tRISK\t"+passRateHead(evals)+"CREATED\tMADE BY\tPARENT")
 			for _, v := range h.Versions {
 				mark := ""
 				if v.Version == h.Current && v.State == record.VersionLive {
 					mark = " (current)"
 				}
-				fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\n", shortDigest(v.Version), v.State, mark, v.Risk, passRateText(v.Eval),
+				fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s%s\t%s\t%s\n", shortDigest(v.Version), v.State, mark, v.Risk, passRateCell(evals, v.Eval),
 					v.CreatedAt.Format("2006-01-02 15:04:05"), actorText(v.MadeBy), shortDigest(v.Parent))
 			}
 			return tw.Flush()
@@ -80,16 +82,26 @@ func skillsVersionsCommand() *cli.Command {
 	}
 }
 
-// passRateText is a version's eval against the forge's gate: the mean
-// pass rate of with_skill over n cells and the bound, "-" without one.
-func passRateText(e *record.SkillEval) string {
-	switch {
-	case e == nil:
-		return "-"
-	case e.PassRate == nil:
-		return fmt.Sprintf("none (min %g)", e.MinPassRate)
+// A PASS RATE column is shown only when a version listed has one (a
+// SkillForge draft held to --forge-min-pass-rate): a version's eval is
+// with_skill's mean pass rate over n cells and the bound, "-" without one.
+func passRateHead(shown bool) string {
+	if !shown {
+		return ""
 	}
-	return fmt.Sprintf("%.2f n=%d (min %g)", *e.PassRate, e.N, e.MinPassRate)
+	return "PASS RATE\t"
+}
+
+func passRateCell(shown bool, e *record.SkillEval) string {
+	switch {
+	case !shown:
+		return ""
+	case e == nil:
+		return "-\t"
+	case e.PassRate == nil:
+		return fmt.Sprintf("none (min %g)\t", e.MinPassRate)
+	}
+	return fmt.Sprintf("%.2f n=%d (min %g)\t", *e.PassRate, e.N, e.MinPassRate)
 }
 
 func actorText(a record.Actor) string {
@@ -186,9 +198,10 @@ func skillsPendingCommand() *cli.Command {
 				return writeJSONTo(w, ps)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVERSION\tRISK\tPASS RATE\tCREATED\tMADE BY")
+			evals := slices.ContainsFunc(ps, func(p store.PendingVersion) bool { return p.Eval != nil })
+			fmt.Fprintln(tw, "NAME\tVERSION\tRISK\t"+passRateHead(evals)+"CREATED\tMADE BY")
 			for _, p := range ps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Version), p.Risk, passRateText(p.Eval), p.CreatedAt.Format("2006-01-02 15:04:05"), actorText(p.MadeBy))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\n", p.Name, shortDigest(p.Version), p.Risk, passRateCell(evals, p.Eval), p.CreatedAt.Format("2006-01-02 15:04:05"), actorText(p.MadeBy))
 			}
 			tw.Flush()
 			// Why a version whose evals held it back waits, and where
