@@ -14,22 +14,33 @@ import (
 	"github.com/harness-dev/harness/runopts"
 )
 
+// A draft's evals are written by the model whose work they judge, and
+// every cell is model calls the run's --max-tokens does not count: they
+// are bounded here instead. 32 cells are 16 evals with and without the
+// skill; a cell of a plain prompt needs a turn or two.
+const (
+	draftEvalMaxCells = 32
+	draftEvalMaxTurns = 10
+)
+
 // draftEvaluator runs a SkillForge draft's evals for --forge-min-pass-rate
 // as `harness eval DRAFT --epochs 1 --min-pass-rate X` would, on the run's
 // model, endpoint, key and sandbox: with_skill and without_skill, one
 // epoch, the cells with read tools only, no grader (expectations in words
 // stay ungraded, so count as not passed: a draft meant to pass the gate
-// says what it checks as checks). A run that records or replays a
+// says what it checks as checks), at most draftEvalMaxCells cells of
+// draftEvalMaxTurns turns each. A run that records or replays a
 // cassette records the cells into, or replays them from, the directory
 // FILE.forge-evals/<skill>-attempt-N/ beside it.
 func draftEvaluator(ctx context.Context, req runopts.DraftEval) (*record.EvalResult, error) {
-	bound := req.MinPassRate
+	bound, turns := req.MinPassRate, draftEvalMaxTurns
 	o := eval.Options{
+		MaxCells:     draftEvalMaxCells,
 		Suite:        eval.LoadOptions{Path: req.SkillDir},
 		Epochs:       1,
 		ArtifactsDir: filepath.Dir(req.Dir),
 		ID:           filepath.Base(req.Dir),
-		Settings:     pipeline.Layer{Settings: record.Settings{Model: req.Model, WireAPI: req.WireAPI, Sandbox: req.Sandbox}},
+		Settings:     pipeline.Layer{Settings: record.Settings{Model: req.Model, WireAPI: req.WireAPI, Sandbox: req.Sandbox, MaxTurns: &turns}},
 		BaseURL:      req.BaseURL,
 		Gate:         eval.GateOptions{MinPassRate: &bound},
 		Common:       pipeline.Common{APIKey: req.APIKey, RunKey: req.RunKey, Version: version},
