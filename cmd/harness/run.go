@@ -235,6 +235,10 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 	if err != nil {
 		return nil, err
 	}
+	if ro.boolean("reflect") && !runopts.ForgeAllowed(ro.strs("allow-tool")) {
+		// The gate is the reflection's, which reflectAfter hands it to.
+		forgeMin = nil
+	}
 	var schema []byte
 	if f := ro.str("output-schema"); f != "" {
 		if schema, err = readFlagFile("output-schema", f, maxOperatorFile); err != nil {
