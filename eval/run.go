@@ -62,7 +62,11 @@ type Options struct {
 	Grader        GraderFactory
 	GraderBaseURL string
 	Gate          GateOptions
-	Common        pipeline.Common
+	// MaxCells, when set, refuses an eval of more cells than this before
+	// anything runs: what bounds the model calls of evals a model wrote
+	// itself (a SkillForge draft's).
+	MaxCells int
+	Common   pipeline.Common
 }
 
 // GraderFactory gives the grader a cell uses: its model wrapped for
@@ -97,6 +101,9 @@ func Run(ctx context.Context, o Options) (*record.EvalResult, error) {
 	if len(slices.Compact(slices.Sorted(slices.Values(models)))) != len(models) {
 		return nil, outcome.Usage("eval_models_invalid", "--model names a model twice")
 	}
+	if n := cellCount(suite, o, len(models)); o.MaxCells > 0 && n > o.MaxCells {
+		return nil, outcome.Usage("eval_too_large", "%s makes %d cells (each eval with and without the skill, each trigger query, on every model and epoch): at most %d here", firstNonEmpty(suite.File, suite.SkillDir), n, o.MaxCells)
+	}
 	dir, err := newEvalDir(o)
 	if err != nil {
 		return nil, err
@@ -110,6 +117,18 @@ func Run(ctx context.Context, o Options) (*record.EvalResult, error) {
 	}
 	defer e.journal.Close()
 	return e.execute(ctx, false)
+}
+
+// cellCount is how many cells plan will make of suite.
+func cellCount(s *Suite, o Options, models int) int {
+	configs := 1
+	if !o.NoWithout {
+		configs++
+	}
+	if o.Baseline != "" {
+		configs++
+	}
+	return (len(s.Evals)*configs + len(s.Triggers)) * models * o.Epochs
 }
 
 func newEvalDir(o Options) (string, error) {

@@ -46,6 +46,12 @@ type Config struct {
 	// what it proposes names it.
 	LearnedFrom string
 	Now         func() time.Time
+	// MinPassRate, when set, holds a draft that ships evals to them:
+	// promoted only when with_skill's mean pass rate on the run's model,
+	// run by EvalDraft, is at least this (and its tier allows); pending
+	// with the numbers otherwise. Nil: drafts go by their tier alone.
+	MinPassRate *float64
+	EvalDraft   EvalDraft
 	// OnStored is told of every draft the store took (promoted or
 	// pending) before the model is: the run journals it.
 	OnStored func(record.SkillCreated) error
@@ -193,8 +199,14 @@ func (f *Forge) create(ctx context.Context, call Call, d Draft, a *record.ForgeA
 	}
 	risk, _ := skills.ParseRisk(a.Risk)
 	pending := !f.cfg.Approve.Auto(risk)
+	if f.cfg.MinPassRate != nil && d.shipsEvals() {
+		// The evals run after the tests: a draft whose own scripts fail
+		// is not worth a model's time.
+		a.Eval = f.evalGate(ctx, skillDir, attemptDir, fmt.Sprintf("%s-attempt-%d", d.Name, a.Attempt))
+		pending = pending || !a.Eval.Met
+	}
 	v, err := f.cfg.Store.Put(ctx, store.PutRequest{Name: d.Name, Dir: skillDir, Root: f.cfg.Root, Actor: actor, Risk: risk,
-		Findings: a.Findings, Source: call.Tool, Pending: pending, Event: record.SkillPromoted})
+		Findings: a.Findings, Source: call.Tool, Pending: pending, Event: record.SkillPromoted, Eval: a.Eval})
 	if err != nil {
 		return err
 	}

@@ -186,6 +186,9 @@ type ForgeInputs struct {
 	Root           string `json:"root"`
 	Store          string `json:"store"`
 	ReloadCreated  bool   `json:"reloadCreated,omitempty"`
+	// MinPassRate is --forge-min-pass-rate: a draft that ships evals is
+	// promoted only when with_skill's mean pass rate is at least this.
+	MinPassRate *float64 `json:"minPassRate,omitempty"`
 }
 
 // DiscoveryInputs are the skill indexes (NAME=URL), the trusted sources

@@ -86,6 +86,10 @@ type SkillVersion struct {
 	DecidedAt *time.Time `json:"decidedAt,omitempty"`
 	DecidedBy *Actor     `json:"decidedBy,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
+	// Eval is what the draft's own evals came to, when SkillForge ran
+	// them against a --forge-min-pass-rate gate: the numbers a person
+	// deciding on a pending version reads.
+	Eval *SkillEval `json:"eval,omitempty"`
 	// Lock is the entry the root's skills.lock.json holds while this
 	// version is live: kept with a pending version so that approving it
 	// pins it, and with every other so that a rollback pins what it makes
@@ -148,6 +152,34 @@ type ForgeAttempt struct {
 	Diagnostics []string          `json:"diagnostics"`
 	Tests       []ForgeTestResult `json:"tests"`
 	Composes    []string          `json:"composes,omitempty"`
+	// Eval is the draft's evals against the run's --forge-min-pass-rate:
+	// set only when the draft ships evals and the run has that gate.
+	Eval *SkillEval `json:"eval,omitempty"`
+}
+
+// SkillEval is what a draft's own evals (evals/evals.json or
+// evals/evals.yaml) came to on the run's model, held to the run's
+// --forge-min-pass-rate. Met is the forge's decision; a version whose
+// evals did not meet it, or could not run, waits for a person.
+type SkillEval struct {
+	// MinPassRate is the gate: with_skill's mean pass rate at least this.
+	MinPassRate float64 `json:"minPassRate"`
+	// PassRate is with_skill's mean pass rate over N graded cells (nil
+	// when none was graded); WithoutSkill is without_skill's, for
+	// comparison.
+	PassRate     *float64 `json:"passRate,omitempty"`
+	N            int      `json:"n"`
+	WithoutSkill *float64 `json:"withoutSkillPassRate,omitempty"`
+	Met          bool     `json:"met"`
+	// Status is the eval's own (passed, failed, incomplete); "" when it
+	// did not run.
+	Status string `json:"status,omitempty"`
+	// Dir is the eval directory (absolute): eval-result.json, the
+	// gradings and every cell's run, for `harness report` or a resume.
+	Dir string `json:"dir,omitempty"`
+	// Reason says, when the gate was not met, why: the numbers, or what
+	// kept the evals from running.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ForgeTestResult is one test of a draft, run in the sandbox.

@@ -116,14 +116,15 @@ func optionsOf(in record.Inputs, sources record.Sources) (Options, lineage) {
 		ArtifactsDir: in.ArtifactsDir,
 		Record:       in.Record, Replay: in.Replay,
 		Sources: sources.Values, ConfigFile: sources.ConfigFile,
-		ApproveCreated: forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.ApproveCreated }),
-		LearnedFrom:    in.LearnedFrom,
-		SkillSources:   discoveryField(in.Discovery, func(d *record.DiscoveryInputs) []string { return d.Sources }),
-		TrustedSources: discoveryField(in.Discovery, func(d *record.DiscoveryInputs) []string { return d.TrustedSources }),
-		ForgeRoot:      forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Root }),
-		SkillsStore:    forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Store }),
-		ReloadCreated:  in.Forge != nil && in.Forge.ReloadCreated,
-		Profiles:       in.Profiles,
+		ApproveCreated:   forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.ApproveCreated }),
+		LearnedFrom:      in.LearnedFrom,
+		SkillSources:     discoveryField(in.Discovery, func(d *record.DiscoveryInputs) []string { return d.Sources }),
+		TrustedSources:   discoveryField(in.Discovery, func(d *record.DiscoveryInputs) []string { return d.TrustedSources }),
+		ForgeRoot:        forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Root }),
+		SkillsStore:      forgeField(in.Forge, func(f *record.ForgeInputs) string { return f.Store }),
+		ReloadCreated:    in.Forge != nil && in.Forge.ReloadCreated,
+		ForgeMinPassRate: forgeMinPassRate(in.Forge),
+		Profiles:         in.Profiles,
 	}
 	if in.Sandbox != nil {
 		o.Sandbox = in.Sandbox.Requested
@@ -158,6 +159,13 @@ func forgeField(f *record.ForgeInputs, get func(*record.ForgeInputs) string) str
 		return ""
 	}
 	return get(f)
+}
+
+func forgeMinPassRate(f *record.ForgeInputs) *float64 {
+	if f == nil {
+		return nil
+	}
+	return f.MinPassRate
 }
 
 func discoveryField(d *record.DiscoveryInputs, get func(*record.DiscoveryInputs) []string) []string {

@@ -34,6 +34,7 @@ var notRecorded = map[string]string{
 	"IndexCache":     "a cache of fetched skill indexes: a resume uses its own",
 	"SnapshotCache":  "a cache of digests by stat fingerprint: a resume uses its own",
 	"CommandCache":   "a cache of toolchain builds: a resume uses its own",
+	"EvalDraft":      "a hook the caller gives (it runs a draft's evals); the gate it serves, ForgeMinPassRate, is recorded",
 	"Outputs":        "where the result is delivered, not what the run is: recorded beside the inputs (run.created outputs), and a resume may override it",
 }
 

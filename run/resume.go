@@ -51,6 +51,9 @@ type ResumeOptions struct {
 	Protect []string
 	// IndexCache is where discover_skills keeps fetched skill indexes.
 	IndexCache string
+	// EvalDraft runs a SkillForge draft's evals, as in Options: the gate
+	// is the run's recorded one, the hook the caller's.
+	EvalDraft runopts.DraftEvaluator
 	// RunKey is HARNESS_RUN_KEY: a sealed run resumes only with it.
 	RunKey []byte
 	// BaseURL moves the run to another endpoint: transport, not identity.
@@ -178,6 +181,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	r.opts, r.lin = optionsOf(st.Created.Inputs, st.Created.Sources)
 	r.opts.Protect = append(r.opts.Protect, runopts.AbsAll(ro.Protect)...)
 	r.opts.IndexCache = ro.IndexCache
+	r.opts.EvalDraft = ro.EvalDraft
 	if o := st.Created.Outputs; o != nil {
 		r.opts.Outputs = *o
 	}

@@ -81,6 +81,7 @@ func (r *runner) tools(ctx context.Context) ([]loop.Tool, func(), error) {
 		f, err := forge.New(forge.Config{Store: st, Root: r.opts.ForgeRoot, RunDir: r.res.runDir, Redact: r.redact, Approve: ap, Workspace: ws,
 			Sandbox:  forge.Sandbox{Backend: backend, Probe: probe, Helper: helper, MemoryLimit: r.opts.ScriptMemoryLimit, RunID: r.res.runID},
 			Registry: r.registry, Now: r.now, LearnedFrom: r.opts.LearnedFrom,
+			MinPassRate: r.opts.ForgeMinPassRate, EvalDraft: r.draftEvaluator(),
 			OnStored: func(c record.SkillCreated) error {
 				if _, err := r.journal.Append(record.EventSkillCreated, c); err != nil {
 					return err
@@ -229,4 +230,19 @@ func (r *runner) discovery(ctx context.Context) (*tools.Discovery, error) {
 		return c, nil
 	}
 	return d, nil
+}
+
+// draftEvaluator is how the forge runs a draft's evals: the caller's
+// hook, on this run's model, endpoint, key and sandbox (nil without a
+// hook: such a draft then waits for a person).
+func (r *runner) draftEvaluator() forge.EvalDraft {
+	hook := r.opts.EvalDraft
+	if hook == nil {
+		return nil
+	}
+	return func(ctx context.Context, skillDir, evalDir, label string) (*record.EvalResult, error) {
+		return hook(ctx, runopts.DraftEval{SkillDir: skillDir, Dir: evalDir, MinPassRate: *r.opts.ForgeMinPassRate,
+			Model: r.opts.Model, BaseURL: r.opts.BaseURL, WireAPI: r.opts.WireAPI, APIKey: r.opts.APIKey, Sandbox: r.opts.Sandbox,
+			Record: r.opts.Record, Replay: r.opts.Replay, Cassette: label, RunKey: r.opts.RunKey})
+	}
 }

@@ -260,6 +260,12 @@ func dedupe(xs []string) []string {
 // checkForge settles the SkillForge options when its tools are allowed:
 // the approval tier, and absolute paths for the forge root and store.
 func checkForge(o *Options) error {
+	if r := o.ForgeMinPassRate; r != nil && (*r < 0 || *r > 1 || *r != *r) {
+		return outcome.Usage("forge_min_pass_rate_invalid", "--forge-min-pass-rate %g: give a number from 0 to 1", *r)
+	}
+	if o.ForgeMinPassRate != nil && !ForgeAllowed(o.AllowTools) {
+		return outcome.Usage("forge_min_pass_rate_unused", "--forge-min-pass-rate needs --allow-tool create_skill or compose_skills: it gates the drafts they write")
+	}
 	if !StoresSkills(o.AllowTools) {
 		if o.ReloadCreated {
 			return outcome.Usage("reload_created_unused", "--reload-created needs --allow-tool create_skill, compose_skills or install_skill")

@@ -35,6 +35,11 @@ func TestCheckRefuses(t *testing.T) {
 		{"cfc_mode_invalid", func(o *Options) { o.CFCMode = "lenient" }},
 		{"prompt_role_invalid", func(o *Options) { o.PromptRole = "boss" }},
 		{"reload_created_unused", func(o *Options) { o.ReloadCreated = true }},
+		{"forge_min_pass_rate_unused", func(o *Options) { v := 0.8; o.ForgeMinPassRate = &v }},
+		{"forge_min_pass_rate_invalid", func(o *Options) {
+			v := 1.5
+			o.AllowTools, o.SkillsRoots, o.ForgeMinPassRate = []string{"create_skill"}, []string{"/ws/skills"}, &v
+		}},
 		{"profiles_missing", func(o *Options) { o.AllowTools = []string{"delegate_task"} }},
 		{"temperature_invalid", func(o *Options) { v := 3.0; o.Temperature = &v }},
 		{"extra_body_invalid", func(o *Options) { o.ExtraBody = []byte(`[1]`) }},
@@ -120,5 +125,22 @@ func TestPolicyDigestCountsTheMCPFileByContent(t *testing.T) {
 	a := digest(`{"mcpServers": {"a": {"command": "a"}}}`)
 	if b := digest(`{"mcpServers": {"b": {"command": "b"}}}`); a == b {
 		t.Error("an edited --mcp-config file kept the policy digest")
+	}
+}
+
+// TestPolicyDigestCountsTheForgeGate: a gate that can hold a draft back
+// from going live is policy, and so is its bound.
+func TestPolicyDigestCountsTheForgeGate(t *testing.T) {
+	digest := func(gate *float64) string {
+		o := valid()
+		o.AllowTools, o.SkillsRoots, o.ForgeMinPassRate = []string{"create_skill"}, []string{"/ws/skills"}, gate
+		if err := Check(&o, false); err != nil {
+			t.Fatal(err)
+		}
+		return string(o.PolicyDigest(nil))
+	}
+	low, high := 0.5, 0.8
+	if digest(&low) == digest(&high) || digest(nil) == digest(&low) {
+		t.Error("--forge-min-pass-rate is not in the policy digest")
 	}
 }

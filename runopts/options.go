@@ -100,6 +100,17 @@ type Options struct {
 	ApproveCreated string
 	ForgeRoot      string
 	SkillsStore    string
+	// ForgeMinPassRate (--forge-min-pass-rate, 0 to 1; nil = no gate)
+	// holds a draft that ships evals (evals/evals.json or
+	// evals/evals.yaml) to them: it is promoted only when with_skill's
+	// mean pass rate on the run's model is at least this, and waits for
+	// a person otherwise. A draft without evals goes by its tier alone.
+	ForgeMinPassRate *float64
+	// EvalDraft runs a draft's evals for that gate (nil: they cannot run,
+	// and such a draft waits for a person). The caller provides it
+	// because the evals run as a batch of runs, which this package and
+	// run lie below; what it decides with is the recorded gate.
+	EvalDraft DraftEvaluator
 	// Discovery configures discover_skills and install_skill: the skill
 	// indexes they search (NAME=URL), the sources an install may come
 	// from (URL prefixes, directories), the approval tier up to which an

@@ -77,6 +77,10 @@ func (o *Options) PolicyDigest(profiles []byte) artifacts.Digest {
 	if StoresSkills(o.AllowTools) {
 		// Where created or installed skills go and who must approve them.
 		h.WriteField(fmt.Sprint("forge:", o.ApproveCreated, "\x00", o.ForgeRoot, "\x00", o.SkillsStore, "\x00", o.ReloadCreated))
+		if o.ForgeMinPassRate != nil {
+			// Whether a draft's own evals can hold it back from going live.
+			h.WriteField(fmt.Sprint("forge-min-pass-rate:", *o.ForgeMinPassRate))
+		}
 	}
 	if DiscoveryAllowed(o.AllowTools) {
 		// Which indexes the model searches and installs from, and how far
@@ -124,7 +128,7 @@ func (o *Options) Forge() *record.ForgeInputs {
 	if !StoresSkills(o.AllowTools) {
 		return nil
 	}
-	return &record.ForgeInputs{ApproveCreated: o.ApproveCreated, Root: o.ForgeRoot, Store: o.SkillsStore, ReloadCreated: o.ReloadCreated}
+	return &record.ForgeInputs{ApproveCreated: o.ApproveCreated, Root: o.ForgeRoot, Store: o.SkillsStore, ReloadCreated: o.ReloadCreated, MinPassRate: o.ForgeMinPassRate}
 }
 
 // Discovery records the discovery tools' settings when one is allowed.

@@ -140,6 +140,9 @@ type PutRequest struct {
 	Pending bool
 	// Event is the audit step: installed or promoted (pending is its own).
 	Event string
+	// Eval is what the version's own evals came to against a gate (a
+	// SkillForge draft's), kept with it for whoever decides on it.
+	Eval *record.SkillEval
 	// Lock is the root's skills.lock.json entry for this version: kept
 	// with it, and written when it goes live (now, or when approved or
 	// rolled back to). Nil for a version no entry describes.
@@ -164,7 +167,7 @@ func (s *Store) Put(ctx context.Context, r PutRequest) (record.SkillVersion, err
 	}
 	h.Root = root
 	v := record.SkillVersion{Version: digest, Parent: h.Current, State: record.VersionLive, MadeBy: r.Actor, CreatedAt: s.now(),
-		Source: r.Source, Risk: r.Risk.String(), Findings: r.Findings, Lock: r.Lock}
+		Source: r.Source, Risk: r.Risk.String(), Findings: r.Findings, Lock: r.Lock, Eval: r.Eval}
 	if v.Findings == nil {
 		v.Findings = []record.Finding{}
 	}
@@ -186,7 +189,11 @@ func (s *Store) Put(ctx context.Context, r PutRequest) (record.SkillVersion, err
 			return v, err
 		}
 	}
-	return v, s.appendAudit(event, record.SkillAuditEvent{Skill: r.Name, Version: digest, Parent: v.Parent, Actor: r.Actor, Risk: v.Risk, Detail: r.Source})
+	ev := record.SkillAuditEvent{Skill: r.Name, Version: digest, Parent: v.Parent, Actor: r.Actor, Risk: v.Risk, Detail: r.Source}
+	if r.Eval != nil && !r.Eval.Met {
+		ev.Reason = r.Eval.Reason
+	}
+	return v, s.appendAudit(event, ev)
 }
 
 // keep copies a skill directory into the store under its tree digest and
@@ -400,7 +407,7 @@ func (s *Store) Rollback(ctx context.Context, name, version string, actor record
 	}
 	from := h.Current
 	back := record.SkillVersion{Version: target.Version, Parent: from, State: record.VersionLive, MadeBy: actor, CreatedAt: s.now(),
-		Source: "rollback", Risk: target.Risk, Findings: target.Findings, Lock: pinnedNow(target.Lock, s.now())}
+		Source: "rollback", Risk: target.Risk, Findings: target.Findings, Eval: target.Eval, Lock: pinnedNow(target.Lock, s.now())}
 	s.supersede(h, target.Version)
 	h.Versions = append(h.Versions, back)
 	if err := s.writeHistory(h); err != nil {

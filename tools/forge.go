@@ -136,6 +136,14 @@ func forgeResult(a record.ForgeAttempt, err error) (loop.ToolResult, error) {
 	}
 	out := map[string]any{"skill": a.Skill, "outcome": a.Outcome, "message": msg, "attempt": a.Attempt, "attemptsLeft": left,
 		"diagnostics": a.Diagnostics, "risk": a.Risk, "version": a.Version, "tests": tests}
+	if e := a.Eval; e != nil {
+		// The numbers, not where they are kept: the eval directory names
+		// the run, and a replay under another id must ask the same.
+		out["eval"] = map[string]any{"minPassRate": e.MinPassRate, "passRate": e.PassRate, "n": e.N, "met": e.Met, "reason": e.Reason}
+		if !e.Met && a.Outcome == record.ForgePending {
+			out["message"] = "passed its tests, but " + e.Reason
+		}
+	}
 	b, _ := json.Marshal(out)
 	status := loop.StatusOK
 	if a.Outcome != record.ForgePromoted && a.Outcome != record.ForgePending {

@@ -103,7 +103,7 @@ func reflectAfter(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, re
 			args = append(args, "--"+f, strings.TrimSuffix(v, ".jsonl")+".reflect.jsonl")
 		}
 	}
-	for _, f := range []string{"store", "forge-root", "sandbox", "script-memory-limit"} {
+	for _, f := range []string{"store", "forge-root", "forge-min-pass-rate", "sandbox", "script-memory-limit"} {
 		if v := ro.str(f); v != "" {
 			args = append(args, "--"+f, v)
 		}

@@ -192,6 +192,7 @@ func resume(ctx context.Context, cmd *cli.Command, outs record.Outputs, followUp
 		Stderr:           ev.stderr(),
 		SnapshotCache:    snapshotCacheDir(cmd.String("snapshot-cache"), cmd.Bool("no-snapshot-cache")),
 		IndexCache:       indexCache(""),
+		EvalDraft:        draftEvaluator,
 		Version:          version,
 		Approve:          cmd.StringSlice("approve"),
 		Deny:             cmd.StringSlice("deny"),

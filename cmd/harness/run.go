@@ -45,6 +45,7 @@ var runOptions = []option{
 	{name: "allow-drift", kind: kindBool, usage: "use skill files that changed since the run-start snapshot (marked as drifted) instead of refusing them"},
 	{name: "allow-tool", kind: kindStrings, usage: "enable write or side-effect tool `NAME` (read tools are always on): write_file, run_skill_script, delegate_task, create_skill, compose_skills, or an MCP server's KEY__TOOL or KEY__* (KEY is the skill's name, or the server's name in --mcp-config); a server starts only when one of its tools is allowed"},
 	{name: "approve-created", usage: "with create_skill/compose_skills: the highest risk `TIER` promoted at once when a draft passes (minimal, low, moderate, or none: every draft waits for harness skills approve)", def: "low"},
+	{name: "forge-min-pass-rate", usage: "with create_skill/compose_skills: a draft that ships evals (evals/evals.json or evals/evals.yaml) has them run on this run's model (with and without it, one epoch, no grader) and is promoted only when with_skill's mean pass rate is at least `X` (0 to 1); below it, or when they cannot run, it waits for harness skills approve with the numbers", def: "", defText: "no gate"},
 	{name: "reload-created", kind: kindBool, usage: "make a skill this run promotes loadable later in the same run (recorded as a registry delta; resume applies it)", unitUsage: "make a skill a UNIT's run promotes loadable later in the same run (recorded as a registry delta; resume applies it)"},
 	{name: "reflect", kind: kindBool, usage: "once the run succeeded, reflect on it as harness reflect does: a model may propose a skill from what the run did, through SkillForge (--approve-created decides how far it goes; a --record or --replay FILE becomes FILE.reflect.jsonl for the reflection)"},
 	{name: "skill-source", kind: kindStrings, usage: "a skill index discover_skills searches and install_skill installs from, as `NAME=URL` (a URL or a file; skills.sources in the config file adds more)"},
@@ -111,7 +112,7 @@ var runCategories = []struct {
 	{"Tools and what they may do", []string{"allow-tool", "allow-skill-script", "allow-command", "command-grant", "command-cache", "confirm-tool", "protect", "allow-protected-write", "allow-network", "pass-env", "mcp-config", "mcp-tool-effect", "profiles", "honor-allowed-tools"}},
 	{"Sandbox", []string{"sandbox", "script-memory-limit", "wasm-memory-limit"}},
 	{"Contextual flow control", []string{"cfc-mode", "prompt-role", "fail-on-denial", "cfc-allow-unmediated"}},
-	{"Skills a run creates or installs", []string{"approve-created", "reload-created", "reflect", "forge-root", "skill-source", "trusted-source", "approve-installed"}},
+	{"Skills a run creates or installs", []string{"approve-created", "forge-min-pass-rate", "reload-created", "reflect", "forge-root", "skill-source", "trusted-source", "approve-installed"}},
 	{"Limits", []string{"max-turns", "max-tool-calls-per-turn", "max-tokens", "timeout"}},
 	{"Output and run directory", []string{"json", "quiet", "result-file", "output-last-message", "artifacts-dir", "run-id", "record", "replay"}},
 }
@@ -230,6 +231,14 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 		}
 		seed = &n
 	}
+	forgeMin, err := parseFloat("--forge-min-pass-rate", ro.str("forge-min-pass-rate"))
+	if err != nil {
+		return nil, err
+	}
+	if ro.boolean("reflect") && !runopts.ForgeAllowed(ro.strs("allow-tool")) {
+		// The gate is the reflection's, which reflectAfter hands it to.
+		forgeMin = nil
+	}
 	var schema []byte
 	if f := ro.str("output-schema"); f != "" {
 		if schema, err = readFlagFile("output-schema", f, maxOperatorFile); err != nil {
@@ -294,6 +303,8 @@ func startRun(ctx context.Context, cmd *cli.Command, ro *resolvedOptions, outs r
 		AllowTools:          ro.strs("allow-tool"),
 		ApproveCreated:      ro.str("approve-created"),
 		ForgeRoot:           ro.str("forge-root"),
+		ForgeMinPassRate:    forgeMin,
+		EvalDraft:           draftEvaluator,
 		LearnedFrom:         ro.str("learned-from"),
 		SkillSources:        skillSources,
 		TrustedSources:      trusted,

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/internal/termsafe"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/store"
@@ -65,18 +67,41 @@ func skillsVersionsCommand() *cli.Command {
 				return writeJSONTo(w, h)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tSTATE\tRISK\tCREATED\tMADE BY\tPARENT")
+			evals := slices.ContainsFunc(h.Versions, func(v record.SkillVersion) bool { return v.Eval != nil })
+			fmt.Fprintln(tw, "VERSION\tSTATE\tRISK\t"+passRateHead(evals)+"CREATED\tMADE BY\tPARENT")
 			for _, v := range h.Versions {
 				mark := ""
 				if v.Version == h.Current && v.State == record.VersionLive {
 					mark = " (current)"
 				}
-				fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\n", shortDigest(v.Version), v.State, mark, v.Risk,
+				fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s%s\t%s\t%s\n", shortDigest(v.Version), v.State, mark, v.Risk, passRateCell(evals, v.Eval),
 					v.CreatedAt.Format("2006-01-02 15:04:05"), actorText(v.MadeBy), shortDigest(v.Parent))
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// A PASS RATE column is shown only when a version listed has one (a
+// SkillForge draft held to --forge-min-pass-rate): a version's eval is
+// with_skill's mean pass rate over n cells and the bound, "-" without one.
+func passRateHead(shown bool) string {
+	if !shown {
+		return ""
+	}
+	return "PASS RATE\t"
+}
+
+func passRateCell(shown bool, e *record.SkillEval) string {
+	switch {
+	case !shown:
+		return ""
+	case e == nil:
+		return "-\t"
+	case e.PassRate == nil:
+		return fmt.Sprintf("none (min %g)\t", e.MinPassRate)
+	}
+	return fmt.Sprintf("%.2f n=%d (min %g)\t", *e.PassRate, e.N, e.MinPassRate)
 }
 
 func actorText(a record.Actor) string {
@@ -173,11 +198,23 @@ func skillsPendingCommand() *cli.Command {
 				return writeJSONTo(w, ps)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVERSION\tRISK\tCREATED\tMADE BY")
+			evals := slices.ContainsFunc(ps, func(p store.PendingVersion) bool { return p.Eval != nil })
+			fmt.Fprintln(tw, "NAME\tVERSION\tRISK\t"+passRateHead(evals)+"CREATED\tMADE BY")
 			for _, p := range ps {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Version), p.Risk, p.CreatedAt.Format("2006-01-02 15:04:05"), actorText(p.MadeBy))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\n", p.Name, shortDigest(p.Version), p.Risk, passRateCell(evals, p.Eval), p.CreatedAt.Format("2006-01-02 15:04:05"), actorText(p.MadeBy))
 			}
 			tw.Flush()
+			// Why a version whose evals held it back waits, and where
+			// the eval is, for the person about to decide.
+			for _, p := range ps {
+				if e := p.Eval; e != nil && !e.Met {
+					fmt.Fprintf(w, "%s@%s: %s", p.Name, shortDigest(p.Version), termsafe.Escape(e.Reason))
+					if e.Dir != "" {
+						fmt.Fprintf(w, " (eval: %s)", e.Dir)
+					}
+					fmt.Fprintln(w)
+				}
+			}
 			fmt.Fprintf(cmd.Root().ErrWriter, "%d pending\n", len(ps))
 			return nil
 		},
