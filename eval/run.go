@@ -313,7 +313,7 @@ func (s *Suite) eval(id string) *Eval {
 	return nil
 }
 
-var cellUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
+var cellUnsafe = regexp.MustCompile(`[^a-z0-9.-]+`)
 
 // cellPart is an id or model name as a part of a cell id (a batch task
 // id: lower-case letters, digits, '.', '_', '-'), with a digest when the

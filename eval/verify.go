@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -191,8 +192,10 @@ func Verify(dir string, key []byte) (*Verification, error) {
 	return v, nil
 }
 
+var cellIDChars = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
 func cellIDPattern(s string) bool {
-	return s != "" && len(s) <= 128 && filepath.IsLocal(s) && filepath.Base(s) == s && cellUnsafe.FindStringIndex(s) == nil
+	return len(s) <= 128 && filepath.IsLocal(s) && filepath.Base(s) == s && cellIDChars.MatchString(s)
 }
 
 func batchName(shard string) string {
