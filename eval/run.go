@@ -45,6 +45,9 @@ type Options struct {
 	ID           string
 	Jobs         int
 	Shard        string
+	// OrResume resumes the eval directory when it already exists (a
+	// retried pod of an Indexed Job) instead of refusing it; needs ID.
+	OrResume bool
 	// Settings and BaseURL are every cell's run settings, as for a batch.
 	Settings pipeline.Layer
 	BaseURL  string
@@ -104,6 +107,13 @@ func Run(ctx context.Context, o Options) (*record.EvalResult, error) {
 	if n := cellCount(suite, o, len(models)); o.MaxCells > 0 && n > o.MaxCells {
 		return nil, outcome.Usage("eval_too_large", "%s makes %d cells (each eval with and without the skill, each trigger query, on every model and epoch): at most %d here", firstNonEmpty(suite.File, suite.SkillDir), n, o.MaxCells)
 	}
+	if o.OrResume && o.ID != "" {
+		if dir, ok := existingEvalDir(o); ok {
+			return Resume(ctx, ResumeOptions{Dir: dir, BaseURL: o.BaseURL, Common: o.Common,
+				Grader:   func(record.EvalManifest) GraderFactory { return o.Grader },
+				Commands: func(record.EvalManifest) *CommandEnv { return o.Commands }})
+		}
+	}
 	dir, err := newEvalDir(o)
 	if err != nil {
 		return nil, err
@@ -129,6 +139,22 @@ func cellCount(s *Suite, o Options, models int) int {
 		configs++
 	}
 	return (len(s.Evals)*configs + len(s.Triggers)) * models * o.Epochs
+}
+
+// existingEvalDir is the directory --id (and --shard) name when it holds
+// an eval already.
+func existingEvalDir(o Options) (string, bool) {
+	id := o.ID
+	if o.Shard != "" {
+		sh, err := pipeline.ParseShard(o.Shard)
+		if err != nil {
+			return "", false
+		}
+		id = fmt.Sprintf("%s-shard-%d", id, sh.Index)
+	}
+	dir := filepath.Join(firstNonEmpty(o.ArtifactsDir, DefaultDir), id)
+	_, err := os.Stat(filepath.Join(dir, record.FileEval))
+	return dir, err == nil
 }
 
 func newEvalDir(o Options) (string, error) {

@@ -158,3 +158,20 @@ func decodeJob(t *testing.T, o K8sOptions) batchv1.Job {
 	}
 	return job
 }
+
+// The same Indexed Job runs an eval's shards: the pod's command and the
+// merge it names are the caller's.
+func TestK8sManifestOtherCommand(t *testing.T) {
+	job := decodeJob(t, K8sOptions{File: "skills/shout", Image: "img", Shards: 3, ID: "ev", Secret: "key",
+		Command: []string{"harness", "eval"}, Merge: "harness eval merge", Args: []string{"--model=m", "--epochs=2"}})
+	args := job.Spec.Template.Spec.Containers[0].Args
+	if len(args) == 0 {
+		args = job.Spec.Template.Spec.Containers[0].Command
+	}
+	got := strings.Join(args, " ")
+	for _, want := range []string{"harness eval skills/shout --shards 3 --id ev --artifacts-dir /runs", "--or-resume --model=m --epochs=2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the pod runs %q, want it to hold %q", got, want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/harness-dev/harness/eval"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
+	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/runopts"
 )
@@ -34,7 +35,7 @@ func evalCommand() *cli.Command {
 			"Writes .harness/evals/<id>/: eval-result.json, benchmark.json (skill-creator's schema), benchmark.md,\n" +
 			"junit.xml, grading/<cell>.json and the batch of runs. Exit code: 0 when the gate is met (or none was\n" +
 			"asked), 1 when it is missed, 4 when cells or the grader could not finish (resume the eval), 2 usage, 5 tamper.",
-		Commands: []*cli.Command{evalResumeCommand(), evalMergeCommand()},
+		Commands: []*cli.Command{evalResumeCommand(), evalMergeCommand(), evalK8sCommand(settings)},
 		Flags: slices.Concat([]cli.Flag{
 			&cli.StringSliceFlag{Name: "model", Usage: "the `MODEL` every configuration runs on; repeat it to compare models", Sources: cli.EnvVars("HARNESS_MODEL")},
 			&cli.IntFlag{Name: "epochs", Usage: "runs of each eval per configuration and model (`N`)", Value: eval.DefaultEpochs},
@@ -46,6 +47,8 @@ func evalCommand() *cli.Command {
 			&cli.StringFlag{Name: "id", Usage: "eval `ID`", DefaultText: "a new time-sortable id"},
 			&cli.StringFlag{Name: "artifacts-dir", Usage: "`DIR` that holds eval directories", Value: eval.DefaultDir},
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `I/N` of the cells"},
+			&cli.IntFlag{Name: "shards", Usage: "run shard JOB_COMPLETION_INDEX of `N` (Kubernetes Indexed Jobs)"},
+			&cli.BoolFlag{Name: "or-resume", Usage: "when the eval directory (--id) already exists, resume it instead of refusing: a retried pod continues its shard"},
 			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` of the cells' model", Sources: cli.EnvVars("HARNESS_BASE_URL", "OPENAI_BASE_URL")},
 			&cli.StringFlag{Name: "record", Usage: "record every cell's model exchanges (and the grader's) into `DIR`"},
 			&cli.StringFlag{Name: "replay", Usage: "replay every cell (and the grader) from `DIR`: no network, no key"},
@@ -77,6 +80,21 @@ func evalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if cmd.Bool("or-resume") && cmd.String("id") == "" {
+				return usagef("--or-resume needs --id: it names the directory to resume")
+			}
+			shard := cmd.String("shard")
+			if n := int(cmd.Int("shards")); n > 0 {
+				if shard != "" {
+					return usagef("--shard and --shards cannot be used together")
+				}
+				if shard, err = pipeline.ShardFromEnv(n); err != nil {
+					return err
+				}
+				if shard == "" {
+					return usagef("--shards N takes the shard from JOB_COMPLETION_INDEX, which is not set: pass --shard I/N instead")
+				}
+			}
 			layer, err := unitLayer(cmd, settings)
 			if err != nil {
 				return err
@@ -85,7 +103,7 @@ func evalCommand() *cli.Command {
 			o := eval.Options{
 				Suite:    eval.LoadOptions{Path: cmd.Args().First(), SkillDir: cmd.String("skill-dir"), Triggers: cmd.String("triggers")},
 				Baseline: cmd.String("baseline"), Store: layer.Settings.Store, Models: cmd.StringSlice("model"), Epochs: int(cmd.Int("epochs")), NoWithout: cmd.Bool("no-without-skill"),
-				ArtifactsDir: cmd.String("artifacts-dir"), ID: cmd.String("id"), Jobs: int(cmd.Int("jobs")), Shard: cmd.String("shard"),
+				ArtifactsDir: cmd.String("artifacts-dir"), ID: cmd.String("id"), Jobs: int(cmd.Int("jobs")), Shard: shard, OrResume: cmd.Bool("or-resume"),
 				Settings: layer, BaseURL: cmd.String("base-url"), Record: absOrEmpty(cmd.String("record")), Replay: absOrEmpty(cmd.String("replay")),
 				AllowTools: cmd.StringSlice("allow-tool"), AllowCommands: cmd.StringSlice("allow-command"), Gate: gate, Common: out.common(),
 			}
@@ -135,6 +153,78 @@ func evalResumeCommand() *cli.Command {
 					return &graderModels{name: m.GraderModel, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), cmd.String("base-url"), m.GraderBaseURL), apiKey: graderKey()}
 				}})
 			return evalReport(cmd, res, err)
+		},
+	}
+}
+
+func evalK8sCommand(settings []string) *cli.Command {
+	return &cli.Command{
+		Name:      "k8s",
+		Usage:     "print a Kubernetes Indexed Job that runs an eval's cells as N shards",
+		UsageText: "harness eval k8s SKILL_DIR --image IMG --shards N --secret NAME --model M [--runs-claim PVC] [--id ID]",
+		Description: "Each pod runs `harness eval SKILL_DIR --shards N`, which takes its shard from\n" +
+			"JOB_COMPLETION_INDEX, writes to /runs/ID-shard-I (mount a PersistentVolumeClaim there with\n" +
+			"--runs-claim) and reads the API key from the Secret, never from the manifest. Afterwards\n" +
+			"`harness eval merge /runs/ID-shard-* --out DIR` gives the numbers and applies the gate.\n" +
+			"SKILL_DIR is the skill's path inside the image, relative to --workdir.",
+		Flags: slices.Concat([]cli.Flag{
+			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the skill and its evals"},
+			&cli.IntFlag{Name: "shards", Usage: "number of shards (`N`, one pod each)"},
+			&cli.IntFlag{Name: "parallelism", Usage: "pods at once (`N`)", DefaultText: "all shards"},
+			&cli.IntFlag{Name: "jobs", Usage: "cells at once inside a pod (`N`)", Value: 1},
+			&cli.StringFlag{Name: "id", Usage: "eval `ID`, also the Job's name", Value: "harness-eval"},
+			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs for the eval directories"},
+			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
+			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
+			&cli.StringSliceFlag{Name: "model", Usage: "the `MODEL` every configuration runs on; repeat it to compare models"},
+			&cli.IntFlag{Name: "epochs", Usage: "runs of each eval per configuration and model (`N`)", Value: eval.DefaultEpochs},
+			&cli.StringFlag{Name: "baseline", Usage: "an older version of the skill (`DIR` in the image, or a VERSION in --store)"},
+			&cli.StringFlag{Name: "grader-model", Usage: "the `MODEL` that grades expectations in words"},
+			&cli.StringSliceFlag{Name: "allow-tool", Usage: "a `TOOL` every cell may use"},
+			&cli.StringSliceFlag{Name: "allow-command", Usage: "a command `PATTERN` cells and command checks may run"},
+			sandboxProfileFlag(),
+		}, clusterFlags("Job", "the skill"), podFlags("the whole Job"), unitFlags(settings, "cell")),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.NArg() != 1 {
+				return usagef("harness eval k8s needs exactly one SKILL_DIR (its path inside the image)")
+			}
+			if len(cmd.StringSlice("model")) == 0 {
+				return usagef("harness eval k8s needs --model: every pod runs the same models")
+			}
+			if n := cmd.Int("epochs"); n < 1 || n > 100 {
+				return usagef(fmt.Sprintf("--epochs %d: give 1 to 100", n))
+			}
+			args, err := unitArgsOf(cmd, settings)
+			if err != nil {
+				return err
+			}
+			for _, m := range cmd.StringSlice("model") {
+				args = append(args, "--model="+m)
+			}
+			args = append(args, fmt.Sprintf("--epochs=%d", cmd.Int("epochs")))
+			for _, f := range []string{"baseline", "grader-model"} {
+				if v := cmd.String(f); v != "" {
+					args = append(args, "--"+f+"="+v)
+				}
+			}
+			for _, f := range []string{"allow-tool", "allow-command"} {
+				for _, v := range cmd.StringSlice(f) {
+					args = append(args, "--"+f+"="+v)
+				}
+			}
+			b, err := pipeline.K8sManifest(pipeline.K8sOptions{
+				File: cmd.Args().First(), Image: cmd.String("image"), Shards: int(cmd.Int("shards")), Parallelism: int(cmd.Int("parallelism")),
+				Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"), Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"),
+				RunsClaim: cmd.String("runs-claim"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"),
+				BaseURL: cmd.String("base-url"), BackoffLimitPerIndex: int(cmd.Int("backoff-limit-per-index")), Args: args,
+				Pod: podFrom(cmd), SandboxProfile: cmd.String("sandbox-profile"),
+				Command: []string{"harness", "eval"}, Merge: "harness eval merge",
+			})
+			if err != nil {
+				return err
+			}
+			_, err = cmd.Root().Writer.Write(b)
+			return err
 		},
 	}
 }
