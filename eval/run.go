@@ -254,7 +254,12 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 	if len(m.Cells) == 0 {
 		return outcome.Usage("eval_file_invalid", "%s has no evals and no trigger queries", s.SkillDir)
 	}
+	seen := map[string]bool{}
 	for _, c := range m.Cells {
+		if seen[c.ID] {
+			return outcome.Usage("eval_cells_invalid", "two cells would share the id %q (eval ids and model names that read the same once made safe for a file name): rename one", c.ID)
+		}
+		seen[c.ID] = true
 		// Checked before any cell runs: a cell id the batch refuses would
 		// stop the eval after the others were paid for.
 		if err := rundir.CheckRunID(c.ID); err != nil {
