@@ -331,3 +331,41 @@ func TestBatchReportInBrowser(t *testing.T) {
 	}
 	p.close()
 }
+
+// TestEvalReportInBrowser opens an eval's page: with- and without-skill
+// answers, an expectation's evidence and a skill's eval name that carry
+// markup and script stay text, nothing is requested and the console
+// stays clean.
+func TestEvalReportInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	evil := `<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">`
+	testenv.WriteTree(t, dir, map[string]string{
+		"skills/shout/SKILL.md": "---\nname: shout\ndescription: Answers in capital letters. Use when asked to shout.\n---\nShout.\n",
+		"skills/shout/evals/evals.yaml": "evals:\n  - id: 1\n    eval_name: '" + strings.ReplaceAll(evil, "'", "''") + "'\n    prompt: Shout hello\n" +
+			"    expectations: [The answer shouts]\n    checks:\n      - answer-contains: HELLO\n",
+	})
+	srv := looptest.New([]looptest.Reply{
+		{Content: "HELLO " + evil},
+		{Content: "hello " + evil},
+		{Content: `{"expectations": [{"text": "The answer shouts", "passed": true, "evidence": ` + strconv.Quote("HELLO "+evil) + `}]}`},
+		{Content: `{"expectations": [{"text": "The answer shouts", "passed": false, "evidence": ` + strconv.Quote("hello "+evil) + `}]}`},
+	})
+	t.Cleanup(srv.Close)
+	t.Setenv("HARNESS_API_KEY", "sk-test")
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"harness", "eval", filepath.Join(dir, "skills/shout"), "--model", "m", "--epochs", "1", "--base-url", srv.URL,
+		"--grader-model", "judge", "--artifacts-dir", filepath.Join(dir, "evals"), "--id", "e1", "--quiet"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("eval exited %d: %s", code, stderr.String())
+	}
+	p := openReport(t, filepath.Join(dir, "evals", "e1"))
+	body := p.text()
+	for _, want := range []string{"with_skill", "without_skill", "The answer shouts", "<script>window.__pwned"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page does not show %q", want)
+		}
+	}
+	if do(p, "look for the script's effect", chromedp.Evaluate[bool](`typeof window.__pwned !== "undefined"`)) {
+		t.Error("markup from an answer or evidence ran in the eval report")
+	}
+	p.close()
+}
