@@ -85,7 +85,7 @@ func copySkill(ctx context.Context, src, dstRoot string) (string, artifacts.Dige
 	if err != nil {
 		return "", "", err
 	}
-	return sk.Name, sk.TreeDigest, nil
+	return sk.Name, sk.Version(), nil
 }
 
 // copySkillVersion is copySkill giving the skill as the copy scanned.

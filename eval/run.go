@@ -109,6 +109,9 @@ func Run(ctx context.Context, o Options) (*record.EvalResult, error) {
 	}
 	if o.OrResume && o.ID != "" {
 		if dir, ok := existingEvalDir(o); ok {
+			if err := sameEval(ctx, dir, o, suite, models); err != nil {
+				return nil, err
+			}
 			return Resume(ctx, ResumeOptions{Dir: dir, BaseURL: o.BaseURL, Common: o.Common,
 				Grader:   func(record.EvalManifest) GraderFactory { return o.Grader },
 				Commands: func(record.EvalManifest) *CommandEnv { return o.Commands }})
@@ -123,6 +126,12 @@ func Run(ctx context.Context, o Options) (*record.EvalResult, error) {
 		e.now = time.Now
 	}
 	if err := e.prepare(ctx, models); err != nil {
+		// The directory is this call's own and holds nothing yet that a
+		// reader could take for an eval: it goes, and the id is free.
+		if e.journal != nil {
+			e.journal.Close()
+		}
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	defer e.journal.Close()
@@ -139,6 +148,55 @@ func cellCount(s *Suite, o Options, models int) int {
 		configs++
 	}
 	return (len(s.Evals)*configs + len(s.Triggers)) * models * o.Epochs
+}
+
+// sameEval refuses to resume, for --or-resume, a directory that holds
+// another eval than the one asked: another skill or version of it, other
+// evals, models, epochs, configurations, grader or gate.
+func sameEval(ctx context.Context, dir string, o Options, suite *Suite, models []string) error {
+	v, err := Verify(dir, o.Common.RunKey)
+	if err != nil {
+		return err
+	}
+	m := v.Manifest
+	tmp, err := os.MkdirTemp("", "harness-eval-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	_, digest, err := copySkill(ctx, suite.SkillDir, tmp)
+	if err != nil {
+		return err
+	}
+	var why string
+	gate := record.EvalGate{MinPassRate: o.Gate.MinPassRate, MinDelta: o.Gate.MinDelta, NoRegressionFrom: o.Gate.NoRegressionFrom}
+	grader := ""
+	if o.Grader != nil {
+		grader = o.Grader.Name()
+	}
+	switch {
+	case digest != m.SkillDigest:
+		why = "the skill is not the version it evaluated"
+	case suite.Digest != m.EvalDigest || suite.TriggersDigest != m.TriggersDigest:
+		why = "its eval file differs"
+	case !slices.Equal(models, m.Models) || o.Epochs != m.Epochs:
+		why = "its models or epochs differ"
+	case grader != m.GraderModel:
+		why = "its grader differs"
+	case o.Baseline != m.Baseline || o.NoWithout != !slices.Contains(m.Configurations, record.ConfigWithoutSkill):
+		why = "its configurations differ"
+	case !sameGate(gate, m.Gate):
+		why = "its gate differs"
+	}
+	if why != "" {
+		return outcome.Usage("eval_exists", "--or-resume: %s holds another eval (%s): pass another --id, or the same flags", dir, why)
+	}
+	return nil
+}
+
+func sameGate(a, b record.EvalGate) bool {
+	eq := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return eq(a.MinPassRate, b.MinPassRate) && eq(a.MinDelta, b.MinDelta) && a.NoRegressionFrom == b.NoRegressionFrom
 }
 
 // existingEvalDir is the directory --id (and --shard) name when it holds
@@ -324,7 +382,7 @@ func (e *evalRun) baseline(ctx context.Context, name string) (string, artifacts.
 	if sk.Version() != v {
 		return "", "", outcome.Policy("eval_baseline_tampered", "the store's tree of %s %s is not that version (it reads as %s): the store was changed", name, v, sk.Version())
 	}
-	return sk.Name, sk.TreeDigest, nil
+	return sk.Name, sk.Version(), nil
 }
 
 func mustDigestFile(p string) artifacts.Digest {
