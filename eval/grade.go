@@ -169,11 +169,10 @@ func (g *Grader) Grade(ctx context.Context, in GradeInput) (items []record.Grade
 			break
 		}
 		// A later reply answers the correction, so what it decides
-		// stands over what an earlier one did; an item matched only by
-		// position never replaces one matched by its text.
+		// stands over what an earlier one did.
 		for i, d := range gr.decided {
 			switch {
-			case d != nil && (final[i] == nil || !d.positional || final[i].positional):
+			case d != nil:
 				final[i] = d
 			case d == nil && final[i] == nil:
 				whyNot[i] = gr.why[i]
@@ -197,11 +196,7 @@ func (g *Grader) Grade(ctx context.Context, in GradeInput) (items []record.Grade
 			items[i] = ungraded(text, fmt.Sprintf("ungraded: the grader's replies to %d request(s) did not decide this expectation (last: %s)", attempts, whyNot[i]))
 			continue
 		}
-		evidence := d.evidence
-		if d.positional {
-			evidence += fmt.Sprintf(" [matched by position: the grader wrote the expectation as %s]", clip(jsonString(d.wrote)))
-		}
-		evidence, _ = cutText(evidence, maxEvidenceBytes)
+		evidence, _ := cutText(d.evidence, maxEvidenceBytes)
 		status := record.GradeFailed
 		if d.passed {
 			status = record.GradePassed

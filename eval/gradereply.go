@@ -15,10 +15,6 @@ import (
 type decision struct {
 	passed   bool
 	evidence string
-	// positional marks an item matched by its place in the reply, not by
-	// its text (which the grader wrote as wrote).
-	positional bool
-	wrote      string
 }
 
 // gradingReply is a reply read against the expectations asked: decided
@@ -157,7 +153,6 @@ func match(got []replyItem, asked []string) gradingReply {
 	}
 	seen := map[string]bool{}
 	covered := make([]bool, len(asked))
-	inPlace := true
 	for _, text := range asked {
 		if seen[text] {
 			continue
@@ -177,15 +172,11 @@ func match(got []replyItem, asked []string) gradingReply {
 				covered[i] = true
 				gr.why[i] = why
 			}
-			inPlace = false
 			continue
 		}
 		for k, j := range js {
 			i := is[k]
 			covered[i] = true
-			if i != j {
-				inPlace = false
-			}
 			if it := got[j]; it.flaw != "" {
 				gr.why[i] = fmt.Sprintf("its item %s", it.flaw)
 				gr.problems = append(gr.problems, fmt.Sprintf("item %d (%s) %s", j+1, clip(jsonString(text)), it.flaw))
@@ -194,16 +185,12 @@ func match(got []replyItem, asked []string) gradingReply {
 			}
 		}
 	}
-	positional := inPlace && len(got) == len(asked)
+	// An item whose text is not the expectation's is never taken for it,
+	// not even in its place: a grader answering for another expectation
+	// (another cell's, a rewording that changes what is claimed) would
+	// pass this one. It is asked again, and then left ungraded.
 	for i, text := range asked {
 		if covered[i] {
-			continue
-		}
-		if positional && !used[i] && got[i].hasText && got[i].flaw == "" {
-			it := got[i]
-			used[i] = true
-			gr.decided[i] = &decision{passed: it.passed, evidence: it.evidence, positional: true, wrote: it.text}
-			gr.problems = append(gr.problems, fmt.Sprintf("item %d has the text %s, not expectation %d's %s: copy each text exactly", i+1, clip(jsonString(it.text)), i+1, clip(jsonString(text))))
 			continue
 		}
 		gr.why[i] = "the reply has no item with this expectation's exact text"
