@@ -305,7 +305,7 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 	incomplete := counts["not_run"]+counts["grader_failed"] > 0
 	var previous *record.EvalResult
 	if f := e.opts.Gate.NoRegressionFrom; f != "" {
-		p, err := ReadResult(f, e.opts.Common.RunKey)
+		p, err := ReadResult(f, e.opts.Common.RunKey, e.manifest)
 		if err != nil {
 			return nil, err
 		}

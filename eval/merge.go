@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -29,59 +30,18 @@ func Merge(o MergeOptions) (*record.EvalResult, error) {
 	if len(o.Dirs) == 0 {
 		return nil, outcome.Usage("eval_merge_invalid", "harness eval merge needs the shard directories")
 	}
-	var first *record.EvalManifest
-	from := map[string]string{}
-	var gradings []record.EvalGrading
-	var shards []string
-	for _, d := range o.Dirs {
-		v, err := Verify(d, o.Key)
-		if err != nil {
-			return nil, err
-		}
-		if !v.OK {
-			return nil, outcome.Policy("eval_dir_tampered", "%s does not verify, so it is not merged: %s", d, v.Problems[0])
-		}
-		if !v.Finished {
-			return nil, outcome.Usage("eval_unfinished", "%s has not finished: resume it first (harness eval resume %s)", d, d)
-		}
-		m := v.Manifest
-		if first == nil {
-			first = &m
-		} else if why := differs(*first, m); why != "" {
-			return nil, outcome.Usage("eval_merge_invalid", "%s is not a shard of the same eval as %s: %s", d, o.Dirs[0], why)
-		}
-		shards = append(shards, v.Dir)
-		for _, c := range m.Cells {
-			dg, ok := v.Graded[c.ID]
-			if !ok {
-				continue
-			}
-			if other, dup := from[c.ID]; dup {
-				return nil, outcome.Usage("eval_merge_invalid", "cell %s is graded in both %s and %s: give each shard once", c.ID, other, d)
-			}
-			from[c.ID] = d
-			var g record.EvalGrading
-			if err := readDigested(v.Dir, filepath.Join(record.DirEvalGrading, c.ID+".json"), dg, record.TypeEvalGrading, &g); err != nil {
-				return nil, err
-			}
-			gradings = append(gradings, g)
-		}
+	if err := checkOut(o.Out, o.Dirs); err != nil {
+		return nil, err
+	}
+	first, gradings, err := mergeShards(o.Dirs, o.Key)
+	if err != nil {
+		return nil, err
 	}
 	m := *first
-	m.Shard = ""
-	res := Summarize(m, gradings)
-	res.Envelope = artifacts.NewEnvelope(record.TypeEvalResult, record.EvalVersion)
-	res.EvalID, res.Skill, res.Dir = m.EvalID, m.Skill, o.Out
-	res.Cells = map[string]int{"graded": len(gradings)}
-	res.Status, res.ExitCode = StatusPassed, 0
-	if missing := len(m.Cells) - len(gradings); missing > 0 {
-		res.Cells["not_run"] = missing
-		res.Status, res.ExitCode = StatusIncomplete, 4
-		res.Message = fmt.Sprintf("%d of %d cells are graded in none of the shards given: merge every shard, each finished", missing, len(m.Cells))
-	}
+	res := mergedResult(m, gradings, o.Out)
 	var previous *record.EvalResult
 	if f := o.Gate.NoRegressionFrom; f != "" {
-		p, err := ReadResult(f, o.Key)
+		p, err := ReadResult(f, o.Key, m)
 		if err != nil {
 			return nil, err
 		}
@@ -101,6 +61,65 @@ func Merge(o MergeOptions) (*record.EvalResult, error) {
 	return &res, gateError(&res)
 }
 
+// mergeShards reads finished shards of one eval, each verified first, and
+// gives their manifest (without its shard) and every cell's grading.
+func mergeShards(dirs []string, key []byte) (*record.EvalManifest, []record.EvalGrading, error) {
+	var first *record.EvalManifest
+	from := map[string]string{}
+	var gradings []record.EvalGrading
+	for _, d := range dirs {
+		v, err := Verify(d, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !v.OK {
+			return nil, nil, outcome.Policy("eval_dir_tampered", "%s does not verify, so it is not merged: %s", d, v.Problems[0])
+		}
+		if !v.Finished {
+			return nil, nil, outcome.Usage("eval_unfinished", "%s has not finished: resume it first (harness eval resume %s)", d, d)
+		}
+		m := v.Manifest
+		if first == nil {
+			first = &m
+		} else if why := differs(*first, m); why != "" {
+			return nil, nil, outcome.Usage("eval_merge_invalid", "%s is not a shard of the same eval as %s: %s", d, dirs[0], why)
+		}
+		for _, c := range m.Cells {
+			dg, ok := v.Graded[c.ID]
+			if !ok {
+				continue
+			}
+			if other, dup := from[c.ID]; dup {
+				return nil, nil, outcome.Usage("eval_merge_invalid", "cell %s is graded in both %s and %s: give each shard once", c.ID, other, d)
+			}
+			from[c.ID] = d
+			var g record.EvalGrading
+			if err := readDigested(v.Dir, filepath.Join(record.DirEvalGrading, c.ID+".json"), dg, record.TypeEvalGrading, &g); err != nil {
+				return nil, nil, err
+			}
+			gradings = append(gradings, g)
+		}
+	}
+	first.Shard = ""
+	first.EvalID = shardSuffix.ReplaceAllString(first.EvalID, "")
+	return first, gradings, nil
+}
+
+// mergedResult is the numbers of the shards' cells together.
+func mergedResult(m record.EvalManifest, gradings []record.EvalGrading, dir string) record.EvalResult {
+	res := Summarize(m, gradings)
+	res.Envelope = artifacts.NewEnvelope(record.TypeEvalResult, record.EvalVersion)
+	res.EvalID, res.Skill, res.Dir = m.EvalID, m.Skill, dir
+	res.Cells = map[string]int{"graded": len(gradings)}
+	res.Status, res.ExitCode = StatusPassed, 0
+	if missing := len(m.Cells) - len(gradings); missing > 0 {
+		res.Cells["not_run"] = missing
+		res.Status, res.ExitCode = StatusIncomplete, 4
+		res.Message = fmt.Sprintf("%d of %d cells are graded in none of the shards given: merge every shard, each finished", missing, len(m.Cells))
+	}
+	return res
+}
+
 // differs says why two shards' manifests are not of one eval ("" when
 // they are).
 func differs(a, b record.EvalManifest) string {
@@ -115,6 +134,8 @@ func differs(a, b record.EvalManifest) string {
 		return "the configurations, models or epochs differ"
 	case a.GraderModel != b.GraderModel || a.GraderPromptDigest != b.GraderPromptDigest:
 		return "the grader differs"
+	case a.SettingsDigest != b.SettingsDigest:
+		return "the cells' run settings or tools differ"
 	case !slices.EqualFunc(a.Cells, b.Cells, func(x, y record.EvalCell) bool { return x.ID == y.ID }):
 		return "the cells differ"
 	case a.Shard == b.Shard && a.Shard != "":
@@ -133,4 +154,37 @@ func gateError(res *record.EvalResult) error {
 	default:
 		return &outcome.Error{Code: "eval_incomplete", Msg: res.Message, Exit: res.ExitCode}
 	}
+}
+
+var shardSuffix = regexp.MustCompile(`-shard-[0-9]+$`)
+
+// checkOut refuses an --out that is, holds or lies inside a shard, or is
+// an existing directory that is not empty: merging writes only new files.
+func checkOut(out string, dirs []string) error {
+	if out == "" {
+		return outcome.Usage("eval_merge_invalid", "--out DIR is required")
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return outcome.Usage("eval_merge_invalid", "--out %s: %v", out, err)
+	}
+	real := abs
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		real = r
+	}
+	for _, d := range dirs {
+		da, _ := filepath.Abs(d)
+		if r, err := filepath.EvalSymlinks(da); err == nil {
+			da = r
+		}
+		for _, pair := range [][2]string{{real, da}, {da, real}} {
+			if rel, err := filepath.Rel(pair[0], pair[1]); err == nil && filepath.IsLocal(rel) || pair[0] == pair[1] {
+				return outcome.Usage("eval_merge_invalid", "--out %s and the shard %s overlap: merge into a directory of its own", out, d)
+			}
+		}
+	}
+	if entries, err := os.ReadDir(abs); err == nil && len(entries) > 0 {
+		return outcome.Usage("eval_merge_invalid", "--out %s is not empty: merge into a new directory", out)
+	}
+	return nil
 }

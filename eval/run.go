@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -187,11 +188,22 @@ func sameEval(ctx context.Context, dir string, o Options, suite *Suite, models [
 		why = "its configurations differ"
 	case !sameGate(gate, m.Gate):
 		why = "its gate differs"
+	case settingsDigest(o) != m.SettingsDigest:
+		why = "its run settings or tools differ"
 	}
 	if why != "" {
 		return outcome.Usage("eval_exists", "--or-resume: %s holds another eval (%s): pass another --id, or the same flags", dir, why)
 	}
 	return nil
+}
+
+// settingsDigest is what every cell is run with beyond the eval file:
+// tools, commands, the run settings. Not the endpoint: shards on other
+// machines may reach the same model another way.
+func settingsDigest(o Options) artifacts.Digest {
+	b, _ := json.Marshal(map[string]any{"settings": o.Settings.Settings, "allowTools": o.AllowTools, "allowCommands": o.AllowCommands,
+		"commandGrant": o.CommandGrant})
+	return artifacts.DigestBytes(b)
 }
 
 func sameGate(a, b record.EvalGate) bool {
@@ -308,6 +320,7 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 		m.GraderModel, m.GraderPromptDigest = g.Name(), GraderPromptDigest()
 		m.GraderBaseURL = artifacts.WithoutUserinfo(e.opts.GraderBaseURL)
 	}
+	m.SettingsDigest = settingsDigest(e.opts)
 	m.Cells = plan(s, configs, models, e.opts.Epochs)
 	if len(m.Cells) == 0 {
 		return outcome.Usage("eval_file_invalid", "%s has no evals and no trigger queries", s.SkillDir)

@@ -210,20 +210,45 @@ func batchName(shard string) string {
 }
 
 // ReadResult reads an earlier eval's result, for --no-regression-from:
-// an eval directory, verified first; nothing is trusted because harness
-// once wrote it.
-func ReadResult(path string, key []byte) (*record.EvalResult, error) {
-	v, err := Verify(path, key)
-	if err != nil {
-		return nil, err
+// an eval directory, or its shards' directories separated as in PATH,
+// each verified first: nothing is trusted because harness once wrote it.
+// An eval that did not grade every cell is no baseline.
+func ReadResult(path string, key []byte, of record.EvalManifest) (*record.EvalResult, error) {
+	dirs := filepath.SplitList(path)
+	var res *record.EvalResult
+	var was record.EvalManifest
+	if len(dirs) > 1 {
+		m, gradings, err := mergeShards(dirs, key)
+		if err != nil {
+			return nil, err
+		}
+		r := mergedResult(*m, gradings, path)
+		res, was = &r, *m
+	} else {
+		v, err := Verify(path, key)
+		if err != nil {
+			return nil, err
+		}
+		if !v.OK {
+			return nil, outcome.Policy("eval_dir_tampered", "--no-regression-from %s does not verify: %s", path, v.Problems[0])
+		}
+		if v.Result == nil {
+			return nil, outcome.Usage("eval_unfinished", "--no-regression-from %s has not finished: resume it first (harness eval resume %s)", path, path)
+		}
+		if v.Manifest.Shard != "" {
+			return nil, outcome.Usage("eval_unfinished", "--no-regression-from %s is shard %s of an eval: give all its shards, separated by %q", path, v.Manifest.Shard, string(filepath.ListSeparator))
+		}
+		res, was = v.Result, v.Manifest
 	}
-	if !v.OK {
-		return nil, outcome.Policy("eval_dir_tampered", "--no-regression-from %s does not verify: %s", path, v.Problems[0])
+	// The same evals, asked the same way: another skill's evals, or these
+	// with other epochs, say nothing of a regression.
+	if was.EvalDigest != of.EvalDigest || was.Skill != of.Skill {
+		return nil, outcome.Usage("eval_baseline_invalid", "--no-regression-from %s is an eval of other evals (skill %s, eval file %s): compare with an eval of the same eval file", path, was.Skill, was.EvalDigest)
 	}
-	if v.Result == nil {
-		return nil, outcome.Usage("eval_unfinished", "--no-regression-from %s has not finished: resume it first (harness eval resume %s)", path, path)
+	if res.Status == StatusIncomplete {
+		return nil, outcome.Usage("eval_unfinished", "--no-regression-from %s did not grade every cell (%s): resume it, or compare with a complete eval", path, res.Message)
 	}
-	return v.Result, nil
+	return res, nil
 }
 
 // ResumeOptions configure a resume of an eval directory.

@@ -91,6 +91,10 @@ type EvalManifest struct {
 	GraderBaseURL      string           `json:"graderBaseUrl,omitempty"`
 	GraderPromptDigest artifacts.Digest `json:"graderPromptDigest,omitempty"`
 	Shard              string           `json:"shard,omitempty"`
+	// SettingsDigest is the digest of the run settings and tools every
+	// cell got (not the endpoint): shards merged, or an eval resumed by
+	// --or-resume, must share them.
+	SettingsDigest artifacts.Digest `json:"settingsDigest,omitempty"`
 	// Gate is what the numbers must meet; AllowCommands and CommandGrant
 	// what command checks run through (a resume holds to them).
 	Gate          EvalGate   `json:"gate"`

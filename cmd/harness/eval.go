@@ -59,7 +59,7 @@ func evalCommand() *cli.Command {
 			&cli.StringFlag{Name: "grader-base-url", Usage: "the grader's OpenAI-compatible base `URL`", DefaultText: "--base-url", Sources: cli.EnvVars("HARNESS_GRADER_BASE_URL")},
 			&cli.StringFlag{Name: "min-pass-rate", Usage: "gate: with_skill's mean pass rate on every model at least `X` (0-1)"},
 			&cli.StringFlag{Name: "min-delta", Usage: "gate: with_skill's mean pass rate minus without_skill's at least `X`"},
-			&cli.StringFlag{Name: "no-regression-from", Usage: "gate: no model or eval below an earlier eval (`DIR`, verified) of the same evals"},
+			&cli.StringFlag{Name: "no-regression-from", Usage: "gate: no model or eval below an earlier eval of the same eval file (`DIR`, or its shards' DIR:DIR..., each verified)"},
 			&cli.StringFlag{Name: "junit", Usage: "also write the JUnit XML to `FILE`"},
 			&cli.StringFlag{Name: "summary", Usage: "also write benchmark.md to `FILE` (a CI job summary)"},
 		}, unitFlags(settings, "cell"), pipelineOutputFlags("task")),
@@ -150,7 +150,9 @@ func evalResumeCommand() *cli.Command {
 					if m.GraderModel == "" {
 						return nil
 					}
-					return &graderModels{name: m.GraderModel, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), cmd.String("base-url"), m.GraderBaseURL), apiKey: graderKey()}
+					// --base-url moves the cells; the grader stays where it
+					// was recorded unless --grader-base-url moves it.
+					return &graderModels{name: m.GraderModel, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), m.GraderBaseURL, cmd.String("base-url")), apiKey: graderKey()}
 				}})
 			return evalReport(cmd, res, err)
 		},
