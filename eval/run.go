@@ -108,6 +108,13 @@ func Run(ctx context.Context, o Options) (*record.EvalResult, error) {
 	if n := cellCount(suite, o, len(models)); o.MaxCells > 0 && n > o.MaxCells {
 		return nil, outcome.Usage("eval_too_large", "%s makes %d cells (each eval with and without the skill, each trigger query, on every model and epoch): at most %d here", firstNonEmpty(suite.File, suite.SkillDir), n, o.MaxCells)
 	}
+	if f := o.Gate.NoRegressionFrom; f != "" {
+		// Checked before any cell runs and is paid for; read again at
+		// the end, when the numbers are compared.
+		if _, err := ReadResult(f, o.Common.RunKey, record.EvalManifest{EvalDigest: suite.Digest, Skill: suite.SkillName}); err != nil {
+			return nil, err
+		}
+	}
 	if o.OrResume && o.ID != "" {
 		if dir, ok := existingEvalDir(o); ok {
 			if err := sameEval(ctx, dir, o, suite, models); err != nil {

@@ -242,7 +242,9 @@ func ReadResult(path string, key []byte, of record.EvalManifest) (*record.EvalRe
 	}
 	// The same evals, asked the same way: another skill's evals, or these
 	// with other epochs, say nothing of a regression.
-	if was.EvalDigest != of.EvalDigest || was.Skill != of.Skill {
+	// of.Skill is "" before the skill is read (the eval file need not
+	// name it); the eval file's digest is known from the start.
+	if was.EvalDigest != of.EvalDigest || (of.Skill != "" && was.Skill != of.Skill) {
 		return nil, outcome.Usage("eval_baseline_invalid", "--no-regression-from %s is an eval of other evals (skill %s, eval file %s): compare with an eval of the same eval file", path, was.Skill, was.EvalDigest)
 	}
 	if res.Status == StatusIncomplete {

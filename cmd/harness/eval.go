@@ -193,6 +193,9 @@ func evalK8sCommand(settings []string) *cli.Command {
 			if len(cmd.StringSlice("model")) == 0 {
 				return usagef("harness eval k8s needs --model: every pod runs the same models")
 			}
+			if cmd.Int("jobs") < 1 || cmd.Int("parallelism") < 0 {
+				return usagef("--jobs must be at least 1 and --parallelism at least 0 (0: every shard at once)")
+			}
 			if n := cmd.Int("epochs"); n < 1 || n > 100 {
 				return usagef(fmt.Sprintf("--epochs %d: give 1 to 100", n))
 			}
