@@ -100,8 +100,9 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 		// run left: held to the digest journaled as the run ended.
 		want, vouched := e.ended[c.ID]
 		if !vouched || want == "" {
+			// harness stopped between the run's end and the record of its
+			// workspace: not tampering, but nothing vouches for it.
 			counts["unvouched"]++
-			tampered = append(tampered, fmt.Sprintf("%s: its workspace was not recorded as its run ended, so what it holds now cannot be trusted", c.ID))
 			continue
 		}
 		if now, err := treeDigest(filepath.Join(e.dir, record.DirEvalCells, c.ID)); err != nil || now != want {
@@ -302,7 +303,7 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 	res.Envelope = artifacts.NewEnvelope(record.TypeEvalResult, record.EvalVersion)
 	res.EvalID, res.Skill, res.Dir = e.manifest.EvalID, e.manifest.Skill, e.dir
 	res.Cells = counts
-	incomplete := counts["not_run"]+counts["grader_failed"] > 0
+	incomplete := counts["not_run"]+counts["grader_failed"]+counts["unvouched"] > 0
 	var previous *record.EvalResult
 	if f := e.opts.Gate.NoRegressionFrom; f != "" {
 		p, err := ReadResult(f, e.opts.Common.RunKey, e.manifest)
@@ -316,6 +317,9 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 		res.Status, res.ExitCode, res.Resumable = StatusIncomplete, 4, true
 		res.ResumeCommand = "harness eval resume " + e.dir
 		switch {
+		case counts["unvouched"] > 0:
+			res.Message = fmt.Sprintf("%d cells ended while harness was stopping, before their workspaces were recorded: nothing vouches for what they hold, so they are not graded; start the eval again for numbers over every cell", counts["unvouched"])
+			res.Resumable, res.ResumeCommand = false, ""
 		case graderErr != nil:
 			res.Message = fmt.Sprintf("%d cells are not graded: %v (`%s`)", counts["grader_failed"], graderErr, res.ResumeCommand)
 		case runErr != nil:
