@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harness-dev/harness/internal/junit"
 	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
@@ -98,7 +99,7 @@ func FuzzJUnitText(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc junitSuites
+		var doc junit.Suites
 		if err := xml.Unmarshal(raw, &doc); err != nil {
 			t.Fatalf("junit.xml does not parse: %v\n%s", err, raw)
 		}

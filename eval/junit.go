@@ -1,12 +1,11 @@
 package eval
 
 import (
-	"bytes"
-	"encoding/xml"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/harness-dev/harness/internal/junit"
 	"github.com/harness-dev/harness/record"
 )
 
@@ -16,43 +15,6 @@ import (
 // the failure text; skipped when no cell of it was graded), one per
 // trigger query (failed when any epoch reached for the skill against its
 // label), and one for the gate.
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr"`
-}
 
 // maxFailureText bounds one testcase's failure text: CI pages show it
 // whole.
@@ -62,12 +24,12 @@ const maxFailureText = 16 << 10
 func JUnit(m record.EvalManifest, gradings []record.EvalGrading, res record.EvalResult) ([]byte, error) {
 	graded := matchGradings(m, gradings, map[string]int{})
 	class := "harness.eval." + xmlText(m.Skill)
-	doc := junitSuites{Name: class}
+	doc := junit.Suites{Name: class}
 	var totalMs int64
 	for _, mod := range orderedModels(m) {
-		suite := junitSuite{Name: class + "." + xmlText(mod)}
+		suite := junit.Suite{Name: class + "." + xmlText(mod)}
 		var suiteMs int64
-		add := func(c junitCase, ms int64) {
+		add := func(c junit.Case, ms int64) {
 			c.Time = secondsText(ms)
 			suiteMs += ms
 			suite.Tests++
@@ -101,11 +63,11 @@ func JUnit(m record.EvalManifest, gradings []record.EvalGrading, res record.Eval
 		doc.Suites = append(doc.Suites, suite)
 	}
 	if g := res.Gate; g != nil {
-		c := junitCase{Name: "gate", Classname: class, Time: "0"}
+		c := junit.Case{Name: "gate", Classname: class, Time: "0"}
 		if !g.Met {
-			c.Failure = &junitFailure{Message: fmt.Sprintf("gate missed (%d conditions)", len(g.Missed)), Type: "gate", Text: xmlText(strings.Join(g.Missed, "\n"))}
+			c.Failure = &junit.Failure{Message: fmt.Sprintf("gate missed (%d conditions)", len(g.Missed)), Type: "gate", Text: xmlText(strings.Join(g.Missed, "\n"))}
 		}
-		suite := junitSuite{Name: class + ".gate", Tests: 1, Time: "0", Cases: []junitCase{c}}
+		suite := junit.Suite{Name: class + ".gate", Tests: 1, Time: "0", Cases: []junit.Case{c}}
 		if c.Failure != nil {
 			suite.Failures = 1
 		}
@@ -118,20 +80,16 @@ func JUnit(m record.EvalManifest, gradings []record.EvalGrading, res record.Eval
 	}
 	doc.Time = secondsText(totalMs)
 
-	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	enc := xml.NewEncoder(&b)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	b, err := junit.Encode(doc)
+	if err != nil {
 		return nil, fmt.Errorf("junit.xml: %w", err)
 	}
-	b.WriteString("\n")
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // evalCase is one eval × configuration on one model.
-func evalCase(m record.EvalManifest, graded map[string]*record.EvalGrading, res record.EvalResult, evalID, config, model, class string) (junitCase, int64, bool) {
-	c := junitCase{Name: xmlText(evalLabel(m, evalID) + " (" + config + ")"), Classname: class}
+func evalCase(m record.EvalManifest, graded map[string]*record.EvalGrading, res record.EvalResult, evalID, config, model, class string) (junit.Case, int64, bool) {
+	c := junit.Case{Name: xmlText(evalLabel(m, evalID) + " (" + config + ")"), Classname: class}
 	var ms int64
 	var cells, notRun int
 	var text strings.Builder
@@ -171,7 +129,7 @@ func evalCase(m record.EvalManifest, graded map[string]*record.EvalGrading, res 
 	out := bounded(text.String())
 	switch {
 	case s.PassRate.N == 0:
-		c.Skipped = &junitSkipped{Message: fmt.Sprintf("no cell graded (%d not run)", notRun)}
+		c.Skipped = &junit.Skipped{Message: fmt.Sprintf("no cell graded (%d not run)", notRun)}
 		c.SystemOut = xmlText(out)
 	case s.PassRate.Mean < 1-epsilon || runFailed > 0:
 		msg := fmt.Sprintf("pass rate %s over %d graded cells", withInterval(s.PassRate), s.PassRate.N)
@@ -181,7 +139,7 @@ func evalCase(m record.EvalManifest, graded map[string]*record.EvalGrading, res 
 		if notRun > 0 {
 			msg += fmt.Sprintf("; %d cells not run", notRun)
 		}
-		c.Failure = &junitFailure{Message: xmlText(msg), Type: "eval", Text: xmlText(out)}
+		c.Failure = &junit.Failure{Message: xmlText(msg), Type: "eval", Text: xmlText(out)}
 	default:
 		c.SystemOut = xmlText(out)
 	}
@@ -199,8 +157,8 @@ func triggerQueries(m record.EvalManifest, model string) []string {
 	return out
 }
 
-func triggerCase(m record.EvalManifest, graded map[string]*record.EvalGrading, query, model, class string) (junitCase, int64) {
-	c := junitCase{Name: xmlText("trigger " + evalLabel(m, query)), Classname: class}
+func triggerCase(m record.EvalManifest, graded map[string]*record.EvalGrading, query, model, class string) (junit.Case, int64) {
+	c := junit.Case{Name: xmlText("trigger " + evalLabel(m, query)), Classname: class}
 	var ms int64
 	var should *bool
 	var n, right, notRun int
@@ -232,9 +190,9 @@ func triggerCase(m record.EvalManifest, graded map[string]*record.EvalGrading, q
 	}
 	switch {
 	case n == 0:
-		c.Skipped = &junitSkipped{Message: fmt.Sprintf("no cell graded (%d not run)", notRun)}
+		c.Skipped = &junit.Skipped{Message: fmt.Sprintf("no cell graded (%d not run)", notRun)}
 	case right < n:
-		c.Failure = &junitFailure{Message: fmt.Sprintf("%s; right in %d of %d", label, right, n), Type: "trigger", Text: xmlText(text.String())}
+		c.Failure = &junit.Failure{Message: fmt.Sprintf("%s; right in %d of %d", label, right, n), Type: "trigger", Text: xmlText(text.String())}
 	default:
 		c.SystemOut = fmt.Sprintf("%s; right in %d of %d", label, right, n)
 	}

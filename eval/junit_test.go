@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	junit "github.com/joshdk/go-junit"
+	gojunit "github.com/joshdk/go-junit"
 
+	"github.com/harness-dev/harness/internal/junit"
 	"github.com/harness-dev/harness/record"
 )
 
@@ -33,7 +34,7 @@ func TestJUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var doc junitSuites
+	var doc junit.Suites
 	if err := xml.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("junit.xml does not parse: %v\n%s", err, raw)
 	}
@@ -96,7 +97,7 @@ func TestJUnit(t *testing.T) {
 	}
 
 	// A CI reader parses it too.
-	suites, err := junit.Ingest(raw)
+	suites, err := gojunit.Ingest(raw)
 	if err != nil {
 		t.Fatalf("go-junit: %v", err)
 	}

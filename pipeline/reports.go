@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
-	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/junit"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 )
@@ -18,44 +17,6 @@ import (
 // JUnit XML, as CI systems read it: one testsuite, one testcase per task;
 // a task that did not succeed is a failure carrying its reason, message
 // and the start of its answer; a skipped or unstarted task is skipped.
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr"`
-}
 
 var shardSuffix = regexp.MustCompile(`-shard-[0-9]+$`)
 
@@ -64,35 +25,31 @@ const maxExcerpt = 2000
 
 // WriteJUnit writes a batch result as JUnit XML, atomically.
 func WriteJUnit(path string, res *record.PipelineResult) error {
-	suite := junitSuite{Name: "harness.batch." + res.ID(), Time: seconds(res.DurationMs)}
+	suite := junit.Suite{Name: "harness.batch." + res.ID(), Time: seconds(res.DurationMs)}
 	for _, t := range res.Tasks {
-		c := junitCase{Name: t.Name, Classname: "harness.batch", Time: seconds(t.DurationMs), SystemOut: runDirOf(res, t)}
+		c := junit.Case{Name: t.Name, Classname: "harness.batch", Time: seconds(t.DurationMs), SystemOut: runDirOf(res, t)}
 		switch t.Status {
 		case "succeeded":
 		case statusSkipped, statusNotStarted:
-			c.Skipped = &junitSkipped{Message: t.Message}
+			c.Skipped = &junit.Skipped{Message: t.Message}
 			suite.Skipped++
 		default:
 			text := t.Message
 			if a := answerOf(res, t); a != "" {
 				text += "\n\nanswer:\n" + a
 			}
-			c.Failure = &junitFailure{Message: fmt.Sprintf("%s (%s, exit %d)", t.Status, t.Reason, t.ExitCode), Type: t.Status, Text: clean(text)}
+			c.Failure = &junit.Failure{Message: fmt.Sprintf("%s (%s, exit %d)", t.Status, t.Reason, t.ExitCode), Type: t.Status, Text: clean(text)}
 			suite.Failures++
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
 	suite.Tests = len(suite.Cases)
-	doc := junitSuites{Name: suite.Name, Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}
-	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	enc := xml.NewEncoder(&b)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	doc := junit.Suites{Name: suite.Name, Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Time: suite.Time, Suites: []junit.Suite{suite}}
+	b, err := junit.Encode(doc)
+	if err != nil {
 		return err
 	}
-	b.WriteString("\n")
-	return artifacts.WriteFile(path, b.Bytes(), 0o644)
+	return artifacts.WriteFile(path, b, 0o644)
 }
 
 // WriteSummary writes a batch result as a Markdown table, atomically.

@@ -88,17 +88,9 @@ func batchRunCommand() *cli.Command {
 			if cmd.Bool("or-resume") && cmd.String("id") == "" {
 				return usagef("--or-resume needs --id: it names the directory to resume")
 			}
-			shard := cmd.String("shard")
-			if n := int(cmd.Int("shards")); n > 0 {
-				if shard != "" {
-					return usagef("--shard and --shards cannot be used together")
-				}
-				if shard, err = pipeline.ShardFromEnv(n); err != nil {
-					return err
-				}
-				if shard == "" {
-					return usagef("--shards N takes the shard from JOB_COMPLETION_INDEX, which is not set: pass --shard I/N instead")
-				}
+			shard, err := shardOf(cmd)
+			if err != nil {
+				return err
 			}
 			if err := cassetteDirs(cmd); err != nil {
 				return err
@@ -292,4 +284,25 @@ func keyValues(kvs []string, flag string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// shardOf is the shard a command runs: --shard I/N, or --shards N with I
+// from JOB_COMPLETION_INDEX (a pod of a Kubernetes Indexed Job).
+func shardOf(cmd *cli.Command) (string, error) {
+	shard := cmd.String("shard")
+	n := int(cmd.Int("shards"))
+	if n <= 0 {
+		return shard, nil
+	}
+	if shard != "" {
+		return "", usagef("--shard and --shards cannot be used together")
+	}
+	shard, err := pipeline.ShardFromEnv(n)
+	if err != nil {
+		return "", err
+	}
+	if shard == "" {
+		return "", usagef("--shards N takes the shard from JOB_COMPLETION_INDEX, which is not set: pass --shard I/N instead")
+	}
+	return shard, nil
 }

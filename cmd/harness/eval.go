@@ -83,17 +83,9 @@ func evalCommand() *cli.Command {
 			if cmd.Bool("or-resume") && cmd.String("id") == "" {
 				return usagef("--or-resume needs --id: it names the directory to resume")
 			}
-			shard := cmd.String("shard")
-			if n := int(cmd.Int("shards")); n > 0 {
-				if shard != "" {
-					return usagef("--shard and --shards cannot be used together")
-				}
-				if shard, err = pipeline.ShardFromEnv(n); err != nil {
-					return err
-				}
-				if shard == "" {
-					return usagef("--shards N takes the shard from JOB_COMPLETION_INDEX, which is not set: pass --shard I/N instead")
-				}
+			shard, err := shardOf(cmd)
+			if err != nil {
+				return err
 			}
 			layer, err := unitLayer(cmd, settings)
 			if err != nil {
