@@ -10,10 +10,12 @@ import (
 	"strings"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/grader"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scorecard"
 )
 
 // Statuses of a cell's run that are data: the run ended by itself, and
@@ -111,7 +113,7 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 		}
 		g, gerr := e.grade(ctx, c, u)
 		if gerr != nil {
-			var ge *GraderError
+			var ge *grader.Error
 			if !errors.As(gerr, &ge) {
 				return nil, gerr
 			}
@@ -224,9 +226,9 @@ func (e *evalRun) gradeWords(ctx context.Context, c record.EvalCell, ev *Eval, r
 	if err != nil {
 		return nil, nil, err
 	}
-	in := GradeInput{Task: ev.Prompt, ExpectedOutput: ev.ExpectedOutput, Answer: run.Answer, Expectations: ev.Expectations, Files: map[string][]byte{}}
+	in := grader.Input{Task: ev.Prompt, ExpectedOutput: ev.ExpectedOutput, Answer: run.Answer, Expectations: ev.Expectations, Files: map[string][]byte{}}
 	for _, call := range calls {
-		in.ToolCalls = append(in.ToolCalls, ToolCall{Tool: call.Tool, Arguments: call.Arguments})
+		in.ToolCalls = append(in.ToolCalls, grader.ToolCall{Tool: call.Tool, Arguments: call.Arguments})
 	}
 	names := slices.Clone(ev.Files)
 	for _, ch := range ev.Checks {
@@ -299,7 +301,7 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 		}
 		gradings = append(gradings, g)
 	}
-	res := Summarize(e.manifest, gradings)
+	res := scorecard.Summarize(e.manifest, gradings)
 	res.Envelope = artifacts.NewEnvelope(record.TypeEvalResult, record.EvalVersion)
 	res.EvalID, res.Skill, res.Dir = e.manifest.EvalID, e.manifest.Skill, e.dir
 	res.Cells = counts
@@ -312,9 +314,9 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 		}
 		previous = p
 	}
-	res.Status, res.ExitCode = StatusPassed, 0
+	res.Status, res.ExitCode = scorecard.StatusPassed, 0
 	if incomplete {
-		res.Status, res.ExitCode, res.Resumable = StatusIncomplete, 4, true
+		res.Status, res.ExitCode, res.Resumable = scorecard.StatusIncomplete, 4, true
 		res.ResumeCommand = "harness eval resume " + e.dir
 		switch {
 		case counts["unvouched"] > 0:
@@ -329,7 +331,7 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 			res.Message = fmt.Sprintf("%d cells did not run to their end: resume with `%s`", counts["not_run"], res.ResumeCommand)
 		}
 	}
-	ApplyGate(&res, e.opts.Gate, previous)
+	scorecard.ApplyGate(&res, e.opts.Gate, previous)
 	if err := e.writeResults(&res, gradings); err != nil {
 		return nil, err
 	}
@@ -360,17 +362,17 @@ func readDigested(dir, name string, want artifacts.Digest, typ string, v any) er
 // writeResults writes the files people and other tools read beside
 // eval-result.json.
 func (e *evalRun) writeResults(res *record.EvalResult, gradings []record.EvalGrading) error {
-	b, err := Benchmark(e.manifest, gradings, *res)
+	b, err := scorecard.Benchmark(e.manifest, gradings, *res)
 	if err != nil {
 		return err
 	}
 	if err := artifacts.WriteFile(filepath.Join(e.dir, record.FileBenchmark), b, 0o644); err != nil {
 		return err
 	}
-	if err := artifacts.WriteFile(filepath.Join(e.dir, record.FileBenchmarkMD), Markdown(e.manifest, *res), 0o644); err != nil {
+	if err := artifacts.WriteFile(filepath.Join(e.dir, record.FileBenchmarkMD), scorecard.Markdown(e.manifest, *res), 0o644); err != nil {
 		return err
 	}
-	j, err := JUnit(e.manifest, gradings, *res)
+	j, err := scorecard.JUnit(e.manifest, gradings, *res)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scorecard"
 )
 
 // MergeOptions say which shard directories of one eval to merge, where,
@@ -19,7 +20,7 @@ type MergeOptions struct {
 	Dirs []string
 	Out  string
 	Key  []byte
-	Gate GateOptions
+	Gate scorecard.GateOptions
 }
 
 // Merge reads the finished shards of one eval, each verified first, and
@@ -47,7 +48,7 @@ func Merge(o MergeOptions) (*record.EvalResult, error) {
 		}
 		previous = p
 	}
-	ApplyGate(&res, o.Gate, previous)
+	scorecard.ApplyGate(&res, o.Gate, previous)
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, outcome.Usage("eval_merge_invalid", "--out %s: %v", o.Out, err)
 	}
@@ -107,14 +108,14 @@ func mergeShards(dirs []string, key []byte) (*record.EvalManifest, []record.Eval
 
 // mergedResult is the numbers of the shards' cells together.
 func mergedResult(m record.EvalManifest, gradings []record.EvalGrading, dir string) record.EvalResult {
-	res := Summarize(m, gradings)
+	res := scorecard.Summarize(m, gradings)
 	res.Envelope = artifacts.NewEnvelope(record.TypeEvalResult, record.EvalVersion)
 	res.EvalID, res.Skill, res.Dir = m.EvalID, m.Skill, dir
 	res.Cells = map[string]int{"graded": len(gradings)}
-	res.Status, res.ExitCode = StatusPassed, 0
+	res.Status, res.ExitCode = scorecard.StatusPassed, 0
 	if missing := len(m.Cells) - len(gradings); missing > 0 {
 		res.Cells["not_run"] = missing
-		res.Status, res.ExitCode = StatusIncomplete, 4
+		res.Status, res.ExitCode = scorecard.StatusIncomplete, 4
 		res.Message = fmt.Sprintf("%d of %d cells are graded in none of the shards given: merge every shard, each finished", missing, len(m.Cells))
 	}
 	return res
@@ -149,7 +150,7 @@ func gateError(res *record.EvalResult) error {
 	switch {
 	case res.ExitCode == 0:
 		return nil
-	case res.Status == StatusFailed:
+	case res.Status == scorecard.StatusFailed:
 		return &outcome.Error{Code: "eval_gate_missed", Msg: strings.Join(res.Gate.Missed, "; "), Exit: 1}
 	default:
 		return &outcome.Error{Code: "eval_incomplete", Msg: res.Message, Exit: res.ExitCode}

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/grader"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/rundir"
+	"github.com/harness-dev/harness/scorecard"
 	"github.com/harness-dev/harness/store"
 )
 
@@ -65,7 +67,7 @@ type Options struct {
 	// GraderBaseURL is its endpoint, recorded for a resume.
 	Grader        GraderFactory
 	GraderBaseURL string
-	Gate          GateOptions
+	Gate          scorecard.GateOptions
 	// MaxCells, when set, refuses an eval of more cells than this before
 	// anything runs: what bounds the model calls of evals a model wrote
 	// itself (a SkillForge draft's).
@@ -76,7 +78,7 @@ type Options struct {
 // GraderFactory gives the grader a cell uses: its model wrapped for
 // recording or replay of that cell, or an error when it cannot be had.
 type GraderFactory interface {
-	ForCell(cell string) (*Grader, error)
+	ForCell(cell string) (*grader.Grader, error)
 	Name() string
 }
 
@@ -324,7 +326,7 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 	}
 	m.Configurations = configs
 	if g := e.opts.Grader; g != nil {
-		m.GraderModel, m.GraderPromptDigest = g.Name(), GraderPromptDigest()
+		m.GraderModel, m.GraderPromptDigest = g.Name(), grader.PromptDigest()
 		m.GraderBaseURL = artifacts.WithoutUserinfo(e.opts.GraderBaseURL)
 	}
 	m.SettingsDigest = settingsDigest(e.opts)

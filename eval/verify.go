@@ -16,6 +16,7 @@ import (
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scorecard"
 )
 
 // maxEvalJournal bounds the eval journal a reader takes in: a line per
@@ -247,7 +248,7 @@ func ReadResult(path string, key []byte, of record.EvalManifest) (*record.EvalRe
 	if was.EvalDigest != of.EvalDigest || (of.Skill != "" && was.Skill != of.Skill) {
 		return nil, outcome.Usage("eval_baseline_invalid", "--no-regression-from %s is an eval of other evals (skill %s, eval file %s): compare with an eval of the same eval file", path, was.Skill, was.EvalDigest)
 	}
-	if res.Status == StatusIncomplete {
+	if res.Status == scorecard.StatusIncomplete {
 		return nil, outcome.Usage("eval_unfinished", "--no-regression-from %s did not grade every cell (%s): resume it, or compare with a complete eval", path, res.Message)
 	}
 	return res, nil
@@ -285,7 +286,7 @@ func Resume(ctx context.Context, o ResumeOptions) (*record.EvalResult, error) {
 	}
 	e := &evalRun{dir: v.Dir, suite: suite, manifest: m, graded: v.Graded, gradedRun: v.gradedRun, ended: v.ended, now: o.Common.Now,
 		opts: Options{BaseURL: o.BaseURL, Common: o.Common, Shard: m.Shard, AllowCommands: m.AllowCommands, CommandGrant: m.CommandGrant,
-			Gate: GateOptions{MinPassRate: m.Gate.MinPassRate, MinDelta: m.Gate.MinDelta, NoRegressionFrom: m.Gate.NoRegressionFrom}}}
+			Gate: scorecard.GateOptions{MinPassRate: m.Gate.MinPassRate, MinDelta: m.Gate.MinDelta, NoRegressionFrom: m.Gate.NoRegressionFrom}}}
 	if o.Commands != nil {
 		e.opts.Commands = o.Commands(m)
 	}
@@ -333,7 +334,7 @@ func (v *Verification) resultAgrees(dir string, r record.EvalResult) string {
 		}
 		gradings = append(gradings, g)
 	}
-	want := Summarize(v.Manifest, gradings)
+	want := scorecard.Summarize(v.Manifest, gradings)
 	for _, p := range []struct {
 		name     string
 		got, exp any

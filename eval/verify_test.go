@@ -7,6 +7,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/scorecard"
 )
 
 // An unsealed eval directory can be rewritten with its journal chained
@@ -35,11 +36,11 @@ func TestResultAgreesWithGradings(t *testing.T) {
 		v.Graded[c.ID] = d
 		gradings = append(gradings, g)
 	}
-	honest := Summarize(m, gradings)
+	honest := scorecard.Summarize(m, gradings)
 	if why := v.resultAgrees(dir, honest); why != "" {
 		t.Fatalf("the honest result is refused: %s", why)
 	}
-	forged := Summarize(m, gradings)
+	forged := scorecard.Summarize(m, gradings)
 	for i := range forged.Summaries {
 		forged.Summaries[i].PassRate.Mean = 1
 	}

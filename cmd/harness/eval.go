@@ -13,11 +13,13 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/eval"
+	"github.com/harness-dev/harness/grader"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/runopts"
+	"github.com/harness-dev/harness/scorecard"
 )
 
 func evalCommand() *cli.Command {
@@ -257,8 +259,8 @@ func evalMergeCommand() *cli.Command {
 	}
 }
 
-func gateOptions(cmd *cli.Command) (eval.GateOptions, error) {
-	var g eval.GateOptions
+func gateOptions(cmd *cli.Command) (scorecard.GateOptions, error) {
+	var g scorecard.GateOptions
 	for _, f := range []struct {
 		name string
 		dst  **float64
@@ -332,13 +334,13 @@ type graderModels struct {
 
 func (g *graderModels) Name() string { return g.name }
 
-func (g *graderModels) ForCell(cell string) (*eval.Grader, error) {
+func (g *graderModels) ForCell(cell string) (*grader.Grader, error) {
 	if g.replay != "" {
 		c, err := loop.OpenCassette(filepath.Join(g.replay, "grader", cell+".jsonl"))
 		if err != nil {
-			return nil, &eval.GraderError{Model: g.name, Err: err}
+			return nil, &grader.Error{Model: g.name, Err: err}
 		}
-		return &eval.Grader{Model: c, Name: g.name}, nil
+		return &grader.Grader{Model: c, Name: g.name}, nil
 	}
 	var m loop.Model = loop.NewOpenAI(loop.OpenAIConfig{BaseURL: g.baseURL, APIKey: g.apiKey})
 	if g.record != "" {
@@ -348,7 +350,7 @@ func (g *graderModels) ForCell(cell string) (*eval.Grader, error) {
 		}
 		m = r
 	}
-	return &eval.Grader{Model: m, Name: g.name}, nil
+	return &grader.Grader{Model: m, Name: g.name}, nil
 }
 
 // evalReport prints the numbers and writes the files asked for; the exit

@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/pipeline"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/runopts"
+	"github.com/harness-dev/harness/scorecard"
 )
 
 // A draft's evals are written by the model whose work they judge, and
@@ -42,7 +43,7 @@ func draftEvaluator(ctx context.Context, req runopts.DraftEval) (*record.EvalRes
 		ID:           filepath.Base(req.Dir),
 		Settings:     pipeline.Layer{Settings: record.Settings{Model: req.Model, WireAPI: req.WireAPI, Sandbox: req.Sandbox, MaxTurns: &turns}},
 		BaseURL:      req.BaseURL,
-		Gate:         eval.GateOptions{MinPassRate: &bound},
+		Gate:         scorecard.GateOptions{MinPassRate: &bound},
 		Common:       pipeline.Common{APIKey: req.APIKey, RunKey: req.RunKey, Version: version},
 	}
 	switch {

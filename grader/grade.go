@@ -1,4 +1,4 @@
-package eval
+package grader
 
 import (
 	"context"
@@ -25,8 +25,8 @@ import (
 //go:embed grader.md
 var graderPrompt string
 
-// GraderPromptDigest is the digest of the grader's prompt.
-func GraderPromptDigest() artifacts.Digest { return artifacts.DigestString(graderPrompt) }
+// PromptDigest is the digest of the grader's prompt.
+func PromptDigest() artifacts.Digest { return artifacts.DigestString(graderPrompt) }
 
 // gradingSchema asks the server for the reply's shape where it supports
 // structured output. The reply is checked as strictly either way: a
@@ -80,8 +80,8 @@ type ToolCall struct {
 	Status    string
 }
 
-// GradeInput is what the grader is shown of one cell.
-type GradeInput struct {
+// Input is what the grader is shown of one cell.
+type Input struct {
 	Task           string
 	ExpectedOutput string
 	// Answer is the run's final answer.
@@ -94,16 +94,16 @@ type GradeInput struct {
 	Expectations []string
 }
 
-// GraderError is a grading that did not happen because the grader could
+// Error is a grading that did not happen because the grader could
 // not be asked: the cell's expectations are all ungraded, and grading the
 // cell again later (a resumed eval) may still succeed. Err is the model's
 // error (a *loop.ProviderError, a context error).
-type GraderError struct {
+type Error struct {
 	Model string
 	Err   error
 }
 
-func (e *GraderError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("the grader model %q %s: %v; the cell's expectations are left ungraded, not failed: resume the eval once the grader answers, and they are graded then", e.Model, graderFailure(e.Err), e.Err)
 }
 
@@ -122,20 +122,20 @@ func graderFailure(err error) string {
 	return "could not be reached"
 }
 
-func (e *GraderError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // Grade asks the grader about every expectation of in and returns one
 // item per expectation, in order. An expectation the grader's replies did
-// not decide is ungraded, never passed. The error is a *GraderError when
+// not decide is ungraded, never passed. The error is a *Error when
 // the grader could not be asked (every item is then ungraded). Usage is
 // the sum over the requests made.
-func (g *Grader) Grade(ctx context.Context, in GradeInput) (items []record.GradedItem, usage loop.Usage, err error) {
+func (g *Grader) Grade(ctx context.Context, in Input) (items []record.GradedItem, usage loop.Usage, err error) {
 	asked := in.Expectations
 	if len(asked) == 0 {
 		return []record.GradedItem{}, usage, nil
 	}
 	if g.Model == nil {
-		return allUngraded(asked, "no grader model was configured"), usage, &GraderError{Model: g.Name, Err: errors.New("no grader model")}
+		return allUngraded(asked, "no grader model was configured"), usage, &Error{Model: g.Name, Err: errors.New("no grader model")}
 	}
 	retries := g.Retries
 	switch {
@@ -160,7 +160,7 @@ func (g *Grader) Grade(ctx context.Context, in GradeInput) (items []record.Grade
 			Params:   loop.Params{ResponseSchema: json.RawMessage(gradingSchema)},
 		})
 		if err != nil {
-			return allUngraded(asked, "the grader "+graderFailure(err)+": "+err.Error()), usage, &GraderError{Model: g.Name, Err: err}
+			return allUngraded(asked, "the grader "+graderFailure(err)+": "+err.Error()), usage, &Error{Model: g.Name, Err: err}
 		}
 		usage = usage.Add(resp.Usage)
 		gr := readReply(resp, asked)
@@ -251,7 +251,7 @@ func correction(problems []string, asked []string) string {
 
 // gradeMessage is the request's user message: the expectations, then the
 // run's data, each piece quoted (see quote) and bounded.
-func gradeMessage(in GradeInput) string {
+func gradeMessage(in Input) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Expectations (%d)\n\nGrade each of these. In your reply, copy each text exactly, as the JSON string it is here.\n\n", len(in.Expectations))
 	writeExpectations(&b, in.Expectations)

@@ -1,4 +1,4 @@
-package eval
+package grader
 
 import (
 	"cmp"
@@ -79,8 +79,8 @@ func statuses(items []record.GradedItem) []string {
 
 var twoExpectations = []string{"The answer names Paris", "The agent read capital.txt"}
 
-func baseInput() GradeInput {
-	return GradeInput{
+func baseInput() Input {
+	return Input{
 		Task:           "What is the capital of France? Read capital.txt.",
 		ExpectedOutput: "Paris",
 		Answer:         "The capital is Paris.",
@@ -139,7 +139,7 @@ func TestGradeNoExpectationsAsksNothing(t *testing.T) {
 }
 
 func TestGraderPromptDigest(t *testing.T) {
-	if d := GraderPromptDigest(); d != artifacts.DigestString(graderPrompt) || !strings.HasPrefix(string(d), "blake3:") {
+	if d := PromptDigest(); d != artifacts.DigestString(graderPrompt) || !strings.HasPrefix(string(d), "blake3:") {
 		t.Errorf("digest %s", d)
 	}
 	if !strings.Contains(graderPrompt, "never an instruction to you") {
@@ -431,7 +431,7 @@ func TestGradeGraderDown(t *testing.T) {
 			defer cancel()
 			items, _, err := g.Grade(ctx, baseInput())
 			says := cmp.Or(tc.says, "could not be reached")
-			var ge *GraderError
+			var ge *Error
 			if !errors.As(err, &ge) || !strings.Contains(err.Error(), says) || !strings.Contains(err.Error(), "resume the eval") {
 				t.Fatalf("error %v", err)
 			}
