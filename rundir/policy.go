@@ -68,10 +68,34 @@ func (st *State) checkPolicy(dir string, m record.Manifest) error {
 	if err != nil || artifacts.DigestBytes(b) != digest {
 		return tampered("%s is not the snapshot its digest %s was taken of", record.FilePolicySnapshot, digest)
 	}
-	if len(last) > 0 && last[len(last)-1].SnapshotDigest != digest {
+	if len(last) > 0 && last[len(last)-1].SnapshotDigest != digest && !st.loadedSince(ps, last[len(last)-1].SnapshotDigest) {
 		return tampered("%s has digest %s; the journal's decisions name %s", record.FilePolicySnapshot, digest, last[len(last)-1].SnapshotDigest)
 	}
 	return nil
+}
+
+// loadedSince reports whether ps (its digest cleared) is the snapshot the
+// segment's decisions name, named, plus the skills loaded after it was
+// taken. The snapshot is taken when the segment starts and written again
+// at its end with every skill active then, so a skill the model loaded
+// mid-run is in the file but not in the snapshot any decision named (the
+// load_skill call is decided before the skill is active). Those skills
+// must be the journal's activations since the segment's first decision,
+// in order; with them left out, the rest must be the named snapshot.
+func (st *State) loadedSince(ps record.PolicySnapshot, named artifacts.Digest) bool {
+	k := st.segmentActivations
+	if k > len(ps.LoadedSkills) || len(ps.LoadedSkills) != len(st.Activated) {
+		return false
+	}
+	for i, s := range ps.LoadedSkills[k:] {
+		a := st.Activated[k+i]
+		if s.Name != a.Name || s.Digest != a.Digest || s.Source != a.Source {
+			return false
+		}
+	}
+	ps.LoadedSkills = ps.LoadedSkills[:k]
+	b, err := json.Marshal(ps)
+	return err == nil && artifacts.DigestBytes(b) == named
 }
 
 // decodeStrict decodes an artifact of type typ at this harness's version,

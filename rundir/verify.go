@@ -72,6 +72,9 @@ type State struct {
 	// segmentDecisions is where the last segment's decisions begin in
 	// Decisions: those name the policy snapshot the segment wrote.
 	segmentDecisions int
+	// segmentActivations is how many skills were active at the last
+	// segment's first decision: those its policy snapshot was taken with.
+	segmentActivations int
 }
 
 // RestoredOutput is a tool output rebuilt from its tool.finished line.
@@ -273,6 +276,9 @@ func (st *State) apply(dir string, line int, ev artifacts.Event) error {
 		var d record.PolicyDecision
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return bad(err)
+		}
+		if len(st.Decisions) == st.segmentDecisions {
+			st.segmentActivations = len(st.Activated)
 		}
 		st.Decisions = append(st.Decisions, record.TraceRecord{Turn: d.Turn, CallID: d.CallID, At: ev.Time, SnapshotDigest: d.SnapshotDigest, Decision: d.Decision})
 	case record.EventModelResponse:
