@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"runtime/pprof"
 	"bytes"
 	"fmt"
 	"os"
@@ -122,20 +124,22 @@ func BenchmarkEvalOverhead(b *testing.B) {
 	e := newEvalBench(b, 25)
 	cells := float64(2 * e.cellsPerSide)
 	var batchWall, evalWall, batchCPU, evalCPU, wallX, cpuX []float64
-	measure := func(f func()) (wall, cpu float64) {
+	// Each side runs under the profiler label side=batch or side=eval
+	// (with -cpuprofile, `go tool pprof -tagfocus side=eval` shows one).
+	measure := func(side string, f func()) (wall, cpu float64) {
 		c, t := cpuTime(b), time.Now()
-		f()
+		pprof.Do(context.Background(), pprof.Labels("side", side), func(context.Context) { f() })
 		return float64(time.Since(t).Microseconds()) / 1000 / cells, float64((cpuTime(b) - c).Microseconds()) / 1000 / cells
 	}
 	i := 0
 	for b.Loop() {
 		var bw, bc, ew, ec float64
 		if i%2 == 0 {
-			bw, bc = measure(func() { e.replayBatch(b, 1) })
-			ew, ec = measure(func() { e.replayEval(b, 1) })
+			bw, bc = measure("batch", func() { e.replayBatch(b, 1) })
+			ew, ec = measure("eval", func() { e.replayEval(b, 1) })
 		} else {
-			ew, ec = measure(func() { e.replayEval(b, 1) })
-			bw, bc = measure(func() { e.replayBatch(b, 1) })
+			ew, ec = measure("eval", func() { e.replayEval(b, 1) })
+			bw, bc = measure("batch", func() { e.replayBatch(b, 1) })
 		}
 		i++
 		batchWall, evalWall, batchCPU, evalCPU = append(batchWall, bw), append(evalWall, ew), append(batchCPU, bc), append(evalCPU, ec)
