@@ -1,12 +1,12 @@
 package main
 
 import (
-	"context"
-	"runtime/pprof"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
