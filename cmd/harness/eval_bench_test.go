@@ -170,11 +170,14 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// BenchmarkEvalCellsPerMinute replays an eval of 2×50 cells with --jobs
-// N and reports cells per minute (target 300 on 2 cores).
+// BenchmarkEvalCellsPerMinute replays an eval of 2×50 cells (one model
+// request each, a check) with --jobs N, and the example eval
+// commit-message (examples/eval: 24 cells, a tool call in each eval cell,
+// 12 graded by the grader model from its cassettes) with --jobs 2, and
+// reports cells per minute (target 300 on 2 cores).
 func BenchmarkEvalCellsPerMinute(b *testing.B) {
 	e := newEvalBench(b, 50)
-	for _, jobs := range []int{1, 2, 4} {
+	for _, jobs := range []int{1, 2, 4, 8} {
 		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
 			var total time.Duration
 			for b.Loop() {
@@ -185,4 +188,18 @@ func BenchmarkEvalCellsPerMinute(b *testing.B) {
 			b.ReportMetric(float64(2*e.cellsPerSide*b.N)/total.Minutes(), "cells/min")
 		})
 	}
+	b.Run("example-jobs=2", func(b *testing.B) {
+		ex, err := filepath.Abs("../../examples/eval")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total time.Duration
+		for b.Loop() {
+			t := time.Now()
+			e.run(b, "eval", filepath.Join(ex, "skills/commit-message"), "--model", "scripted", "--grader-model", "scripted-grader", "--epochs", "3",
+				"--jobs", "2", "--replay", filepath.Join(ex, "cassettes/commit-message"), "--artifacts-dir", b.TempDir())
+			total += time.Since(t)
+		}
+		b.ReportMetric(float64(24*b.N)/total.Minutes(), "cells/min")
+	})
 }
