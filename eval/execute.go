@@ -78,6 +78,7 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 		}
 	}
 	counts := map[string]int{}
+	var written []gradedCell
 	var graderErr error
 	var tampered []string
 	for _, c := range e.manifest.Cells {
@@ -124,16 +125,23 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 		if err := os.MkdirAll(filepath.Join(e.dir, record.DirEvalGrading), 0o755); err != nil {
 			return nil, err
 		}
-		d, err := e.redact().WriteJSONDigest(filepath.Join(e.dir, record.DirEvalGrading, c.ID+".json"), g)
+		// Written now, made durable together below: a grading's journal
+		// line is never on disk before its file.
+		data, err := e.redact().EncodeJSON(g)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := e.journal.Append(record.EventCellGraded, map[string]any{"cell": c.ID, "digest": d, "runId": g.Run.RunID, "journalHead": g.Run.Head}); err != nil {
+		path := filepath.Join(e.dir, record.DirEvalGrading, c.ID+".json")
+		if err := artifacts.WriteUnsynced(path, 0o644, data); err != nil {
 			return nil, err
 		}
-		e.graded[c.ID] = d
-		e.gradedRun[c.ID] = [2]string{g.Run.RunID, string(g.Run.Head)}
+		written = append(written, gradedCell{path: path, cell: c.ID, digest: artifacts.DigestBytes(data), run: [2]string{g.Run.RunID, string(g.Run.Head)}})
 		counts["graded"]++
+	}
+	// One round of fsyncs for every grading and one for the journal,
+	// where each cell cost three: what the eval adds to a batch's cells.
+	if err := e.recordGraded(written); err != nil {
+		return nil, err
 	}
 	if len(tampered) > 0 {
 		return nil, outcome.Policy("eval_cell_tampered", "the run directories of these cells do not verify, so they are not graded: %s", strings.Join(tampered, "; "))
@@ -382,4 +390,33 @@ func (e *evalRun) writeResults(res *record.EvalResult, gradings []record.EvalGra
 // redact keeps the API key out of every file of the eval directory.
 func (e *evalRun) redact() *artifacts.Redactor {
 	return artifacts.NewRedactor(e.opts.Common.APIKey)
+}
+
+// gradedCell is a grading written and not yet vouched for by the journal.
+type gradedCell struct {
+	path, cell string
+	digest     artifacts.Digest
+	run        [2]string
+}
+
+// recordGraded makes the gradings durable, then journals each.
+func (e *evalRun) recordGraded(written []gradedCell) error {
+	if len(written) == 0 {
+		return nil
+	}
+	paths := make([]string, len(written))
+	for i, w := range written {
+		paths[i] = w.path
+	}
+	if err := artifacts.SyncFiles(paths); err != nil {
+		return err
+	}
+	for _, w := range written {
+		if _, err := e.journal.AppendDeferred(record.EventCellGraded, map[string]any{"cell": w.cell, "digest": w.digest, "runId": w.run[0], "journalHead": w.run[1]}); err != nil {
+			return err
+		}
+		e.graded[w.cell] = w.digest
+		e.gradedRun[w.cell] = w.run
+	}
+	return e.journal.Sync()
 }
