@@ -163,6 +163,21 @@ type GradedItem struct {
 	Kind   string `json:"kind"`
 }
 
+// State is the item's status; one written without it falls back to its
+// passed flag, and anything else is ungraded.
+func (it GradedItem) State() string {
+	switch it.Status {
+	case GradePassed, GradeFailed, GradeUngraded:
+		return it.Status
+	case "":
+		if it.Passed {
+			return GradePassed
+		}
+		return GradeFailed
+	}
+	return GradeUngraded
+}
+
 // GradingSummary counts a cell's items as skill-creator does, with the
 // ungraded apart: PassRate is passed / total, ungraded counted as not
 // passed.

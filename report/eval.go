@@ -203,7 +203,7 @@ func evalSection(m record.EvalManifest, res record.EvalResult, graded map[string
 				i = len(sec.Items) - 1
 			}
 			if sec.Items[i].Marks[ci].Status == "" {
-				sec.Items[i].Marks[ci] = Mark{Status: status(it), Evidence: it.Evidence}
+				sec.Items[i].Marks[ci] = Mark{Status: it.State(), Evidence: it.Evidence}
 			}
 		}
 	}
@@ -225,21 +225,6 @@ func evalSection(m record.EvalManifest, res record.EvalResult, graded map[string
 		sec.Answers = append(sec.Answers, row)
 	}
 	return sec
-}
-
-// status is an item's status; one written without it falls back to its
-// passed flag, and anything else is ungraded.
-func status(it record.GradedItem) string {
-	switch it.Status {
-	case record.GradePassed, record.GradeFailed, record.GradeUngraded:
-		return it.Status
-	case "":
-		if it.Passed {
-			return record.GradePassed
-		}
-		return record.GradeFailed
-	}
-	return record.GradeUngraded
 }
 
 func triggerRows(m record.EvalManifest, graded map[string]*record.EvalGrading) []TriggerRow {

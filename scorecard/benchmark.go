@@ -262,10 +262,10 @@ func benchmarkRunOf(cell record.EvalCell, g *record.EvalGrading, runNumber int) 
 	}
 	for _, it := range g.Expectations {
 		ev := it.Evidence
-		if itemStatus(it) == record.GradeUngraded {
+		if it.State() == record.GradeUngraded {
 			ev = "ungraded (counted as not passed): " + ev
 		}
-		r.Expectations = append(r.Expectations, benchmarkExpectation{Text: it.Text, Passed: itemStatus(it) == record.GradePassed, Evidence: ev})
+		r.Expectations = append(r.Expectations, benchmarkExpectation{Text: it.Text, Passed: it.State() == record.GradePassed, Evidence: ev})
 	}
 	if g.Summary.Ungraded > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d items ungraded, counted as not passed (failed here)", g.Summary.Ungraded, g.Summary.Total))

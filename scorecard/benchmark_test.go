@@ -202,7 +202,7 @@ func skillCreatorWorkspace(t *testing.T, f *fixture) string {
 		dir := filepath.Join(ws, "eval-"+g.Cell.EvalID, g.Cell.Configuration, fmt.Sprintf("run-%d", runs[key]))
 		var exps []map[string]any
 		for _, it := range g.Expectations {
-			exps = append(exps, map[string]any{"text": it.Text, "passed": itemStatus(it) == record.GradePassed, "evidence": it.Evidence})
+			exps = append(exps, map[string]any{"text": it.Text, "passed": it.State() == record.GradePassed, "evidence": it.Evidence})
 		}
 		tools := 0
 		for _, n := range g.Run.ToolCalls {

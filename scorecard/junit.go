@@ -112,7 +112,7 @@ func evalCase(m record.EvalManifest, graded map[string]*record.EvalGrading, res 
 			runFailed++
 		}
 		for _, it := range g.Expectations {
-			if st := itemStatus(it); st != record.GradePassed {
+			if st := it.State(); st != record.GradePassed {
 				fmt.Fprintf(&text, "  [%s] %s\n    evidence: %s\n", st, it.Text, it.Evidence)
 			}
 		}

@@ -327,28 +327,13 @@ func sameEverywhere(cells []*record.EvalGrading, text string) (string, bool) {
 		if i < 0 {
 			return "", false
 		}
-		st := itemStatus(g.Expectations[i])
+		st := g.Expectations[i].State()
 		if st == record.GradeUngraded || always != "" && st != always {
 			return "", false
 		}
 		always = st
 	}
 	return always, always != ""
-}
-
-// itemStatus is an item's status; a grading written without one falls
-// back to its passed flag, and anything else is ungraded.
-func itemStatus(it record.GradedItem) string {
-	switch it.Status {
-	case record.GradePassed, record.GradeFailed, record.GradeUngraded:
-		return it.Status
-	case "":
-		if it.Passed {
-			return record.GradePassed
-		}
-		return record.GradeFailed
-	}
-	return record.GradeUngraded
 }
 
 // triggers is, per model, how the trigger queries came out. A query the
