@@ -1,0 +1,92 @@
+// Package citest holds the tests of the scripts CI runs (.ci/).
+package citest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// repoRoot is the module's root, two directories up.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// TestFuzzScriptReportsAFinding runs .ci/fuzz on a module of its own with
+// two targets: one the mutator breaks within a moment (a finding: the
+// input printed, kept as a seed, the command to reproduce it, exit 1)
+// and one it never breaks (no finding).
+func TestFuzzScriptReportsAFinding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fuzzes for a few seconds")
+	}
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(repoRoot(t), ".ci", "fuzz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		".ci/fuzz": string(script),
+		"go.mod":   "module example.com/fuzzed\n\ngo 1.24\n",
+		"p/p.go":   "package p\n\n// Check fails on any input that starts with 'x'.\nfunc Check(b []byte) bool { return len(b) == 0 || b[0] != 'x' }\n",
+		"p/p_test.go": `package p
+
+import "testing"
+
+func FuzzBreaks(f *testing.F) {
+	f.Add([]byte("a"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !Check(b) {
+			t.Fatalf("input %q starts with x", b)
+		}
+	})
+}
+
+func FuzzHolds(f *testing.F) {
+	f.Add([]byte("a"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = len(b)
+	})
+}
+`,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("bash", filepath.Join(dir, ".ci", "fuzz"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FUZZTIME=2s", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
+		t.Fatalf("exit %d, want 1 (a finding); output:\n%s", code, text)
+	}
+	for _, want := range []string{
+		"FOUND an input that fails example.com/fuzzed/p FuzzBreaks",
+		"fuzz: the input reproduces:",
+		"fuzz: reproduce with: go test -count=1 -run '^FuzzBreaks/",
+		"2 targets, 1 found an input that reproduces",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the output lacks %q; it is:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "FuzzHolds FAILED") {
+		t.Errorf("the target that holds was reported:\n%s", text)
+	}
+	kept, _ := filepath.Glob(filepath.Join(dir, "p", "testdata", "fuzz", "FuzzBreaks", "*"))
+	if len(kept) == 0 {
+		t.Errorf("the failing input was not kept in testdata/fuzz as a seed")
+	}
+}
