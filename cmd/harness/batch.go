@@ -202,18 +202,9 @@ func batchK8sCommand() *cli.Command {
 			"JOB_COMPLETION_INDEX, writes to /runs/ID-shard-I (mount a PersistentVolumeClaim there\n" +
 			"with --runs-claim) and reads the API key from the Secret, never from the manifest.\n" +
 			"FILE is the batch file's path inside the image, relative to --workdir.",
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness and the workspace"},
-			&cli.IntFlag{Name: "shards", Usage: "number of shards (`N`, one pod each)"},
-			&cli.IntFlag{Name: "parallelism", Usage: "pods at once (`N`)", DefaultText: "all shards"},
-			&cli.IntFlag{Name: "jobs", Usage: "tasks at once inside a pod (`N`)", Value: 1},
-			&cli.StringFlag{Name: "id", Usage: "batch `ID`, also the Job's name", Value: "harness-batch"},
-			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs for the run directories"},
-			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
-			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
-			sandboxProfileFlag(),
+		Flags: slices.Concat(indexedJobFlags("the workspace", "tasks", "batch", "the run directories"), []cli.Flag{
 			&cli.BoolFlag{Name: "writable-workspace", Usage: "copy the image's workspace onto an emptyDir first, for tasks that write (the root file system is read-only)"},
-		}, slices.Concat(clusterFlags("Job", "the workspace and FILE"), podFlags("the whole Job"), unitFlags(unitSettings, "task"))...),
+		}, clusterFlags("Job", "the workspace and FILE"), podFlags("the whole Job"), unitFlags(unitSettings, "task")),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness batch k8s needs exactly one batch FILE (its path inside the image)")
@@ -222,13 +213,9 @@ func batchK8sCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			b, err := pipeline.K8sManifest(pipeline.K8sOptions{
-				File: cmd.Args().First(), Image: cmd.String("image"), Shards: int(cmd.Int("shards")), Parallelism: int(cmd.Int("parallelism")),
-				Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"), Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"),
-				RunsClaim: cmd.String("runs-claim"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"),
-				BaseURL: cmd.String("base-url"), BackoffLimitPerIndex: int(cmd.Int("backoff-limit-per-index")), Args: args,
-				Pod: podFrom(cmd), SandboxProfile: cmd.String("sandbox-profile"), WritableWorkspace: cmd.Bool("writable-workspace"),
-			})
+			o := indexedJob(cmd, args)
+			o.WritableWorkspace = cmd.Bool("writable-workspace")
+			b, err := pipeline.K8sManifest(o)
 			if err != nil {
 				return err
 			}
@@ -305,4 +292,33 @@ func shardOf(cmd *cli.Command) (string, error) {
 		return "", usagef("--shards N takes the shard from JOB_COMPLETION_INDEX, which is not set: pass --shard I/N instead")
 	}
 	return shard, nil
+}
+
+// indexedJobFlags are the flags of a command that prints an Indexed Job
+// of shards (batch k8s, eval k8s): what the image holds, the units a pod
+// runs at once, the default id and what /runs receives.
+func indexedJobFlags(holding, units, kind, runs string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness and " + holding},
+		&cli.IntFlag{Name: "shards", Usage: "number of shards (`N`, one pod each)"},
+		&cli.IntFlag{Name: "parallelism", Usage: "pods at once (`N`)", DefaultText: "all shards"},
+		&cli.IntFlag{Name: "jobs", Usage: units + " at once inside a pod (`N`)", Value: 1},
+		&cli.StringFlag{Name: "id", Usage: kind + " `ID`, also the Job's name", Value: "harness-" + kind},
+		&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs for " + runs},
+		&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
+		&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
+		sandboxProfileFlag(),
+	}
+}
+
+// indexedJob is what those flags, and the cluster and pod flags, ask of
+// the Job; args are the pods' own flags.
+func indexedJob(cmd *cli.Command, args []string) pipeline.K8sOptions {
+	return pipeline.K8sOptions{
+		File: cmd.Args().First(), Image: cmd.String("image"), Shards: int(cmd.Int("shards")), Parallelism: int(cmd.Int("parallelism")),
+		Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"), Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"),
+		RunsClaim: cmd.String("runs-claim"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"),
+		BaseURL: cmd.String("base-url"), BackoffLimitPerIndex: int(cmd.Int("backoff-limit-per-index")), Args: args,
+		Pod: podFrom(cmd), SandboxProfile: cmd.String("sandbox-profile"),
+	}
 }

@@ -164,22 +164,13 @@ func evalK8sCommand(settings []string) *cli.Command {
 			"`harness eval merge /runs/ID-shard-* --out DIR` gives the numbers and applies the gate.\n" +
 			"SKILL_DIR is the skill's path inside the image, relative to --workdir.",
 		Flags: slices.Concat([]cli.Flag{
-			&cli.StringFlag{Name: "image", Usage: "container `IMAGE` holding harness, the skill and its evals"},
-			&cli.IntFlag{Name: "shards", Usage: "number of shards (`N`, one pod each)"},
-			&cli.IntFlag{Name: "parallelism", Usage: "pods at once (`N`)", DefaultText: "all shards"},
-			&cli.IntFlag{Name: "jobs", Usage: "cells at once inside a pod (`N`)", Value: 1},
-			&cli.StringFlag{Name: "id", Usage: "eval `ID`, also the Job's name", Value: "harness-eval"},
-			&cli.StringFlag{Name: "runs-claim", Usage: "PersistentVolumeClaim `NAME` mounted at /runs for the eval directories"},
-			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible API base `URL` for the pods"},
-			&cli.IntFlag{Name: "backoff-limit-per-index", Usage: "retries of one shard's pod (`N`)", Value: 1},
 			&cli.StringSliceFlag{Name: "model", Usage: "the `MODEL` every configuration runs on; repeat it to compare models"},
 			&cli.IntFlag{Name: "epochs", Usage: "runs of each eval per configuration and model (`N`)", Value: eval.DefaultEpochs},
 			&cli.StringFlag{Name: "baseline", Usage: "an older version of the skill (`DIR` in the image, or a VERSION in --store)"},
 			&cli.StringFlag{Name: "grader-model", Usage: "the `MODEL` that grades expectations in words"},
 			&cli.StringSliceFlag{Name: "allow-tool", Usage: "a `TOOL` every cell may use"},
 			&cli.StringSliceFlag{Name: "allow-command", Usage: "a command `PATTERN` cells and command checks may run"},
-			sandboxProfileFlag(),
-		}, clusterFlags("Job", "the skill"), podFlags("the whole Job"), unitFlags(settings, "cell")),
+		}, indexedJobFlags("the skill with its evals", "cells", "eval", "the eval directories"), clusterFlags("Job", "the skill"), podFlags("the whole Job"), unitFlags(settings, "cell")),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() != 1 {
 				return usagef("harness eval k8s needs exactly one SKILL_DIR (its path inside the image)")
@@ -211,14 +202,9 @@ func evalK8sCommand(settings []string) *cli.Command {
 					args = append(args, "--"+f+"="+v)
 				}
 			}
-			b, err := pipeline.K8sManifest(pipeline.K8sOptions{
-				File: cmd.Args().First(), Image: cmd.String("image"), Shards: int(cmd.Int("shards")), Parallelism: int(cmd.Int("parallelism")),
-				Jobs: int(cmd.Int("jobs")), ID: cmd.String("id"), Namespace: cmd.String("namespace"), WorkDir: cmd.String("workdir"),
-				RunsClaim: cmd.String("runs-claim"), Secret: cmd.String("secret"), SecretKey: cmd.String("secret-key"),
-				BaseURL: cmd.String("base-url"), BackoffLimitPerIndex: int(cmd.Int("backoff-limit-per-index")), Args: args,
-				Pod: podFrom(cmd), SandboxProfile: cmd.String("sandbox-profile"),
-				Command: []string{"harness", "eval"}, Merge: "harness eval merge",
-			})
+			o := indexedJob(cmd, args)
+			o.Command, o.Merge = []string{"harness", "eval"}, "harness eval merge"
+			b, err := pipeline.K8sManifest(o)
 			if err != nil {
 				return err
 			}
