@@ -1,19 +1,14 @@
 package grader
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/harness-dev/harness/loop"
@@ -66,7 +61,9 @@ func TestGradeAgainstMockLLM(t *testing.T) {
 `, completion("chatcmpl-prose", "Both look fine to me."), completion("chatcmpl-grading", good))
 	dir := t.TempDir()
 	testenv.Must(t, os.WriteFile(filepath.Join(dir, "mock-llm.yaml"), []byte(config), 0o644))
-	base := startMockLLM(t, mock, dir)
+	base := testenv.StartNode(t, "mock-llm", dir, func(port int) ([]string, []string) {
+		return []string{mock}, []string{"HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port)}
+	})
 
 	g := &Grader{Model: loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base + "/v1", APIKey: "sk-third-party", Retry: fastRetry}), Name: "grader"}
 	items, usage, err := g.Grade(context.Background(), baseInput())
@@ -93,43 +90,5 @@ func TestGradeAgainstMockLLM(t *testing.T) {
 	}
 	if usage.TotalTokens != 3*48 {
 		t.Errorf("prose every time: usage %+v, want three requests", usage)
-	}
-}
-
-// startMockLLM starts mock-llm on a free loopback port with dir's
-// mock-llm.yaml, waits until it answers /health, and returns its base URL.
-func startMockLLM(t *testing.T, mock, dir string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	srv := exec.Command("node", mock)
-	srv.Dir = dir
-	srv.Env = append(os.Environ(), "HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port))
-	var log bytes.Buffer
-	srv.Stdout, srv.Stderr = &log, &log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("mock-llm did not come up: %v\n%s", ctx.Err(), strings.TrimSpace(log.String()))
-		case <-time.After(50 * time.Millisecond):
-		}
 	}
 }

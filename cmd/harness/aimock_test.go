@@ -33,7 +33,7 @@ func TestAgainstAimock(t *testing.T) {
 
 	dir := t.TempDir()
 	testenv.WriteTree(t, dir, map[string]string{"fixtures/run.json": aimockFixtures, "ws/a.txt": "hello\n"})
-	base := startNode(t, "aimock", dir, func(port int) ([]string, []string) {
+	base := testenv.StartNode(t, "aimock", dir, func(port int) ([]string, []string) {
 		return []string{cli, "-p", fmt.Sprint(port), "-f", filepath.Join(dir, "fixtures"), "--log-level", "warn", "--strict"}, nil
 	})
 	bin := harnessBin(t)

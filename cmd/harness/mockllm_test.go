@@ -2,17 +2,13 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/harness-dev/harness/internal/testenv"
 )
@@ -66,7 +62,7 @@ func TestAgainstThirdPartyMockServer(t *testing.T) {
 
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "mock-llm.yaml"), []byte(mockLLMConfig), 0o644)
-	base := startNode(t, "mock-llm", dir, func(port int) ([]string, []string) {
+	base := testenv.StartNode(t, "mock-llm", dir, func(port int) ([]string, []string) {
 		return []string{mock}, []string{"HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port)}
 	})
 
@@ -98,52 +94,5 @@ func TestAgainstThirdPartyMockServer(t *testing.T) {
 	_, stderr, code = run("please error-401", "auth")
 	if code != 2 || !strings.Contains(stderr, "Incorrect API key provided.") {
 		t.Errorf("a 401 from mock-llm: exit %d, stderr %s", code, stderr)
-	}
-}
-
-// startNode starts a third-party server under node in dir on a free
-// loopback port (args gives its arguments and environment for the port),
-// waits until its /health answers, and returns its base URL; the server
-// is killed when the test ends.
-func startNode(t *testing.T, name, dir string, args func(port int) (argv, env []string)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	argv, env := args(port)
-	srv := exec.Command("node", argv...)
-	srv.Dir, srv.Env = dir, append(os.Environ(), env...)
-	var log bytes.Buffer
-	srv.Stdout, srv.Stderr = &log, &log
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := waitHealthy(base + "/health"); err != nil {
-		t.Fatalf("%s did not come up: %v\n%s", name, err, log.String())
-	}
-	return base
-}
-
-func waitHealthy(url string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
 	}
 }
