@@ -40,7 +40,7 @@ type batchTask struct {
 
 // writeBatch writes the batch file of the cells (this shard's are chosen
 // by the batch engine, by the cell id's digest).
-func (e *evalRun) writeBatch() error {
+func (e *evalRun) writeBatch() (artifacts.Digest, error) {
 	var tasks []batchTask
 	for _, c := range e.manifest.Cells {
 		t := batchTask{ID: c.ID, Model: c.Model, Workspace: filepath.Join(record.DirEvalCells, c.ID), AllowTools: e.opts.AllowTools,
@@ -72,9 +72,10 @@ func (e *evalRun) writeBatch() error {
 	}
 	b, err := json.MarshalIndent(map[string]any{"version": 1, "tasks": tasks}, "", "  ")
 	if err != nil {
-		return err
+		return "", err
 	}
-	return artifacts.WriteFile(filepath.Join(e.dir, record.FileEvalBatch), append(b, '\n'), 0o644)
+	b = append(b, '\n')
+	return artifacts.DigestBytes(b), artifacts.WriteFile(filepath.Join(e.dir, record.FileEvalBatch), b, 0o644)
 }
 
 // copySkill copies a skill directory to dst/<name>/ and scans it there:

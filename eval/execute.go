@@ -29,7 +29,6 @@ const maxGraderFile = 256 << 10
 // execute runs (or resumes) the cells' batch, grades every cell that
 // ended and was not graded yet, and writes the result.
 func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult, error) {
-	batchDir := filepath.Join(e.dir, record.DirEvalBatch)
 	shard := e.manifest.Shard
 	var runErr error
 	var res *record.PipelineResult
@@ -62,7 +61,6 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 	if res == nil {
 		return nil, runErr
 	}
-	_ = batchDir
 	v, err := pipeline.Verify(e.batchDir(), e.opts.Common.RunKey)
 	if err != nil {
 		return nil, err
@@ -146,16 +144,11 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 	if len(tampered) > 0 {
 		return nil, outcome.Policy("eval_cell_tampered", "the run directories of these cells do not verify, so they are not graded: %s", strings.Join(tampered, "; "))
 	}
-	return e.finish(counts, res, runErr, graderErr)
+	return e.finish(counts, runErr, graderErr)
 }
 
 func (e *evalRun) batchDir() string {
-	id := record.DirEvalBatch
-	if e.manifest.Shard != "" {
-		sh, _ := pipeline.ParseShard(e.manifest.Shard)
-		id = fmt.Sprintf("%s-shard-%d", id, sh.Index)
-	}
-	return filepath.Join(e.dir, id)
+	return filepath.Join(e.dir, batchName(e.manifest.Shard))
 }
 
 // grade grades one cell from its verified run.
@@ -296,7 +289,7 @@ func rel(base, p string) string {
 // finish reads back every grading (each held to the digest its journal
 // line gives), computes the numbers, applies the gate and writes the
 // result files.
-func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, runErr, graderErr error) (*record.EvalResult, error) {
+func (e *evalRun) finish(counts map[string]int, runErr, graderErr error) (*record.EvalResult, error) {
 	var gradings []record.EvalGrading
 	for _, c := range e.manifest.Cells {
 		d, ok := e.graded[c.ID]
@@ -350,7 +343,6 @@ func (e *evalRun) finish(counts map[string]int, batch *record.PipelineResult, ru
 	if _, err := e.journal.Append(record.EventEvalFinished, map[string]any{"resultDigest": d, "status": res.Status, "exitCode": res.ExitCode}); err != nil {
 		return nil, err
 	}
-	_ = batch
 	return &res, gateError(&res)
 }
 

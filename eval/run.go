@@ -223,17 +223,26 @@ func sameGate(a, b record.EvalGate) bool {
 // existingEvalDir is the directory --id (and --shard) name when it holds
 // an eval already.
 func existingEvalDir(o Options) (string, bool) {
-	id := o.ID
-	if o.Shard != "" {
-		sh, err := pipeline.ParseShard(o.Shard)
-		if err != nil {
-			return "", false
-		}
-		id = fmt.Sprintf("%s-shard-%d", id, sh.Index)
+	id, err := shardDir(o.ID, o.Shard)
+	if err != nil {
+		return "", false
 	}
 	dir := filepath.Join(firstNonEmpty(o.ArtifactsDir, DefaultDir), id)
-	_, err := os.Stat(filepath.Join(dir, record.FileEval))
+	_, err = os.Stat(filepath.Join(dir, record.FileEval))
 	return dir, err == nil
+}
+
+// shardDir is the directory name of one shard of what id names: id
+// itself when there are no shards, id-shard-I for shard I/N.
+func shardDir(id, shard string) (string, error) {
+	if shard == "" {
+		return id, nil
+	}
+	sh, err := pipeline.ParseShard(shard)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s-shard-%d", id, sh.Index), nil
 }
 
 func newEvalDir(o Options) (string, error) {
@@ -241,13 +250,12 @@ func newEvalDir(o Options) (string, error) {
 	if id == "" {
 		id = rundir.NewRunID(time.Now())
 	}
-	if o.Shard != "" && o.ID != "" {
+	if o.ID != "" {
 		// Shards of one eval share its id; each has its own directory.
-		sh, err := pipeline.ParseShard(o.Shard)
-		if err != nil {
+		var err error
+		if id, err = shardDir(id, o.Shard); err != nil {
 			return "", err
 		}
-		id = fmt.Sprintf("%s-shard-%d", id, sh.Index)
 	}
 	if err := rundir.CheckRunID(id); err != nil {
 		return "", outcome.Usage("eval_id_invalid", "--id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
@@ -358,10 +366,12 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 		}
 	}
 	e.manifest = m
-	if err := artifacts.WriteJSON(filepath.Join(e.dir, record.FileEval), &m); err != nil {
+	manifestDigest, err := e.redact().WriteJSONDigest(filepath.Join(e.dir, record.FileEval), &m)
+	if err != nil {
 		return err
 	}
-	if err := e.writeBatch(); err != nil {
+	batchDigest, err := e.writeBatch()
+	if err != nil {
 		return err
 	}
 	j, err := artifacts.OpenJournal(filepath.Join(e.dir, record.FileEvalJournal), 1)
@@ -372,8 +382,7 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 	j.Continue("", e.opts.Common.RunKey)
 	e.journal = j
 	e.graded, e.gradedRun = map[string]artifacts.Digest{}, map[string][2]string{}
-	_, err = j.Append(record.EventEvalStarted, map[string]any{"manifestDigest": mustDigestFile(filepath.Join(e.dir, record.FileEval)),
-		"batchFileDigest": mustDigestFile(filepath.Join(e.dir, record.FileEvalBatch))})
+	_, err = j.Append(record.EventEvalStarted, map[string]any{"manifestDigest": manifestDigest, "batchFileDigest": batchDigest})
 	return err
 }
 
@@ -405,14 +414,6 @@ func (e *evalRun) baseline(ctx context.Context, name string) (string, artifacts.
 		return "", "", outcome.Policy("eval_baseline_tampered", "the store's tree of %s %s is not that version (it reads as %s): the store was changed", name, v, sk.Version())
 	}
 	return sk.Name, sk.Version(), nil
-}
-
-func mustDigestFile(p string) artifacts.Digest {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return ""
-	}
-	return artifacts.DigestBytes(b)
 }
 
 func (s *Suite) eval(id string) *Eval {

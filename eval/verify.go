@@ -199,15 +199,13 @@ func cellIDPattern(s string) bool {
 	return len(s) <= 128 && filepath.IsLocal(s) && filepath.Base(s) == s && cellIDChars.MatchString(s)
 }
 
+// batchName is the cells' batch directory in an eval directory (the
+// batch engine names a shard's as shardDir does).
 func batchName(shard string) string {
-	if shard == "" {
-		return record.DirEvalBatch
+	if name, err := shardDir(record.DirEvalBatch, shard); err == nil {
+		return name
 	}
-	sh, err := pipeline.ParseShard(shard)
-	if err != nil {
-		return record.DirEvalBatch
-	}
-	return fmt.Sprintf("%s-shard-%d", record.DirEvalBatch, sh.Index)
+	return record.DirEvalBatch
 }
 
 // ReadResult reads an earlier eval's result, for --no-regression-from:
