@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -109,6 +110,15 @@ const maxCheckedFile = 16 << 20
 // CommandEnv is what a command check runs with: run_command's own rules,
 // as the eval's operator gave them.
 type CommandEnv struct {
+	// probe is the sandbox found for the first command check, which every
+	// later one runs in: probing starts a sandbox.
+	probe struct {
+		sync.Once
+		helper  string
+		backend scripts.Backend
+		err     error
+	}
+
 	Patterns    []tools.CommandPattern
 	Grant       map[string]any
 	Sandbox     string
@@ -308,9 +318,7 @@ func commandCheck(ctx context.Context, c Check, v cellView, env *CommandEnv) (bo
 	if err != nil {
 		return false, fmt.Sprintf("the cell's workspace: %v", err)
 	}
-	self, _ := os.Executable()
-	helper := scripts.Helper(self)
-	backend, probe := scripts.Probe(ctx, scripts.Backend(firstNonEmpty(env.Sandbox, "auto")), helper)
+	helper, backend, probe := env.sandbox(ctx)
 	git, err := grant.ScanGit(ctx, v.workspace, nil, nil)
 	if err != nil {
 		return false, fmt.Sprintf("the cell's workspace: %v", err)
@@ -351,4 +359,15 @@ func commandCheck(ctx context.Context, c Check, v cellView, env *CommandEnv) (bo
 		tail = "…" + tail[len(tail)-400:]
 	}
 	return out.ExitCode == 0 && out.Status == "executed", "exit " + strconv.Itoa(out.ExitCode) + ": " + tail
+}
+
+// sandbox is the backend command checks run in, probed once.
+func (env *CommandEnv) sandbox(ctx context.Context) (string, scripts.Backend, error) {
+	p := &env.probe
+	p.Do(func() {
+		self, _ := os.Executable()
+		p.helper = scripts.Helper(self)
+		p.backend, p.err = scripts.Probe(ctx, scripts.Backend(firstNonEmpty(env.Sandbox, "auto")), p.helper)
+	})
+	return p.helper, p.backend, p.err
 }
