@@ -108,6 +108,7 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 		}
 		if now, err := treeDigest(filepath.Join(e.dir, record.DirEvalCells, c.ID)); err != nil || now != want {
 			tampered = append(tampered, fmt.Sprintf("%s: its workspace changed after its run ended", c.ID))
+			counts["tampered"]++
 			continue
 		}
 		g, gerr := e.grade(ctx, c, u)
@@ -141,10 +142,7 @@ func (e *evalRun) execute(ctx context.Context, resume bool) (*record.EvalResult,
 	if err := e.recordGraded(written); err != nil {
 		return nil, err
 	}
-	if len(tampered) > 0 {
-		return nil, outcome.Policy("eval_cell_tampered", "the run directories of these cells do not verify, so they are not graded: %s", strings.Join(tampered, "; "))
-	}
-	return e.finish(counts, runErr, graderErr)
+	return e.finish(counts, tampered, runErr, graderErr)
 }
 
 func (e *evalRun) batchDir() string {
@@ -289,7 +287,7 @@ func rel(base, p string) string {
 // finish reads back every grading (each held to the digest its journal
 // line gives), computes the numbers, applies the gate and writes the
 // result files.
-func (e *evalRun) finish(counts map[string]int, runErr, graderErr error) (*record.EvalResult, error) {
+func (e *evalRun) finish(counts map[string]int, tampered []string, runErr, graderErr error) (*record.EvalResult, error) {
 	var gradings []record.EvalGrading
 	for _, c := range e.manifest.Cells {
 		d, ok := e.graded[c.ID]
@@ -332,6 +330,14 @@ func (e *evalRun) finish(counts map[string]int, runErr, graderErr error) (*recor
 			res.Message = fmt.Sprintf("%d cells did not run to their end: resume with `%s`", counts["not_run"], res.ResumeCommand)
 		}
 	}
+	// A cell whose run directory or workspace does not verify is refused,
+	// and the refusal is the result the eval records.
+	var refusal error
+	if len(tampered) > 0 {
+		refusal = outcome.Policy("eval_cell_tampered", "these cells are not graded, because what they left does not verify: %s", strings.Join(tampered, "; "))
+		res.Status, res.ExitCode, res.Resumable, res.ResumeCommand = scorecard.StatusIncomplete, outcome.ExitPolicy, false, ""
+		res.Message = refusal.Error()
+	}
 	scorecard.ApplyGate(&res, e.opts.Gate, previous)
 	if err := e.writeResults(&res, gradings); err != nil {
 		return nil, err
@@ -342,6 +348,9 @@ func (e *evalRun) finish(counts map[string]int, runErr, graderErr error) (*recor
 	}
 	if _, err := e.journal.Append(record.EventEvalFinished, map[string]any{"resultDigest": d, "status": res.Status, "exitCode": res.ExitCode}); err != nil {
 		return nil, err
+	}
+	if refusal != nil {
+		return &res, refusal
 	}
 	return &res, gateError(&res)
 }
