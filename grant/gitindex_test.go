@@ -229,6 +229,37 @@ func TestGitSweep(t *testing.T) {
 	}
 }
 
+// TestGitSweepKnowsALinkMadeAgain: a known link replaced is made again,
+// and a later sweep that reads its directory (its ctime moved with a
+// file written beside it) takes the new link for the known one: it is
+// not removed as a new .git and made a third time.
+func TestGitSweepKnowsALinkMadeAgain(t *testing.T) {
+	host := tree(t, "a/", "link/.git -> ../a")
+	x, err := ScanGit(context.Background(), host, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both inodes are held elsewhere, so the link made again cannot
+	// reuse the number of the one it replaces.
+	os.Rename(filepath.Join(host, "link/.git"), filepath.Join(host, "a/held-link"))
+	os.WriteFile(filepath.Join(host, "link/.git"), []byte("gitdir: /evil\n"), 0o644)
+	os.Link(filepath.Join(host, "link/.git"), filepath.Join(host, "a/held-file"))
+	if got := Strings(x.Sweep()); !slices.Equal(got, []string{"link/.git", "link/.git (a link, replaced; made again)"}) {
+		t.Fatalf("first sweep: %q", got)
+	}
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(host, "link", "note.txt"), []byte{byte(i)}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := x.Sweep(); len(got) > 0 {
+			t.Fatalf("sweep %d after the link was made again found %q", i+2, Strings(got))
+		}
+	}
+	if l, err := os.Readlink(filepath.Join(host, "link/.git")); err != nil || l != "../a" {
+		t.Errorf("link/.git is %q (%v), want the link to ../a", l, err)
+	}
+}
+
 // TestGitSweepReadsOnlyChanges: a sweep reads only directories whose
 // ctime moved (or was too recent to trust when last read), not the tree.
 func TestGitSweepReadsOnlyChanges(t *testing.T) {

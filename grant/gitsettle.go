@@ -134,6 +134,10 @@ func (x *GitIndex) settle(root int, found []string) []Change {
 			c := Change{Path: rel, Note: "a link, replaced; made again"}
 			if err := remakeLink(root, rel, known.link); err != nil {
 				c.Note, c.Left = fmt.Sprintf("a link, replaced; it could NOT be made again: %v", err), true
+			} else if again := x.identify(root, rel); again.mode == unix.S_IFLNK && again.link == known.link {
+				// The link made again is a new inode: known as it is now,
+				// the next sweep that reads its directory leaves it alone.
+				x.gits[rel] = again
 			}
 			made = append(made, c)
 			continue
