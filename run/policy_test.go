@@ -269,6 +269,14 @@ func TestInjectionBypasses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, m := range modes {
+			if tc.name == "eviction by volume" && m.decision == "allow" {
+				// Five megabytes through the loop cost seconds under the
+				// race detector: the modes that decide by what was read
+				// (deny, warn) show nothing was forgotten; the others
+				// record it from the same provenance, which the smaller
+				// cases show for every mode.
+				continue
+			}
 			t.Run(tc.name+"/"+m.mode, func(t *testing.T) {
 				ws := t.TempDir()
 				testenv.WriteTree(t, ws, tc.files)

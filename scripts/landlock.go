@@ -165,7 +165,7 @@ func HelperMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 			return 126
 		}
-		err := syscall.Exec(argv[0], argv, os.Environ())
+		err := syscall.Exec(argv[0], argv, withoutGoRace(os.Environ()))
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: exec %s: %v\n", argv[0], err)
 		return 127
 	}
@@ -423,4 +423,12 @@ func probeLandlock(helper string) error {
 		return fmt.Errorf("landlock helper: %v: %s", err, strings.TrimSpace(out))
 	}
 	return nil
+}
+
+// goRace is the race detector's environment variable, which harness
+// hands its own helper and never a script.
+const goRace = "GORACE"
+
+func withoutGoRace(env []string) []string {
+	return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, goRace+"=") })
 }

@@ -312,6 +312,12 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 			}
 		}
 		p.env = append(env, "TMPDIR="+tmp, "HOME="+tmp)
+		if v, ok := os.LookupEnv(goRace); ok {
+			// The race detector's settings reach the helper of a
+			// race-built harness (its tests), so that it ends as harness
+			// does; the helper takes them out before the script starts.
+			p.env = append(p.env, goRace+"="+v)
+		}
 		p.dir = spec.Cwd
 	case BackendNone:
 		argv = inner

@@ -92,6 +92,24 @@ func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, tim
 	return res, ws
 }
 
+// TestScriptNeverSeesGORACE: the race detector's settings harness hands
+// its Landlock helper are taken out before the script starts; a script's
+// environment is what harness gives it, on every backend.
+func TestScriptNeverSeesGORACE(t *testing.T) {
+	t.Setenv("GORACE", "atexit_sleep_ms=0 halt_on_error=0")
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			res, _ := sandboxed(t, b, "env\n", Limits{}, 30*time.Second)
+			if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "LANG=C.UTF-8") {
+				t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if strings.Contains(string(res.Stdout), "GORACE=") {
+				t.Errorf("the script saw GORACE: %q", res.Stdout)
+			}
+		})
+	}
+}
+
 func TestSandboxRunsAndConfines(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) { testConfines(t, b) })

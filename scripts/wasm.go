@@ -65,6 +65,15 @@ type WasmEngine struct {
 	compiled map[string]wazero.CompiledModule
 }
 
+// compilations is the machine code of every module compiled in this
+// process, keyed by wazero on the module's bytes and its own version:
+// the runs of a batch or an eval, each with an engine of its own, compile
+// a skill's module once between them. It lives in memory only: harness
+// runs this code in its own process, so it is never read from a file
+// something else could have written. It grows with the distinct modules
+// run, which a registry bounds.
+var compilations = wazero.NewCompilationCache()
+
 // NewWasmEngine makes the engine of a run; memory caps each instance's
 // linear memory in bytes (0: DefaultWasmMemory). Close releases it.
 func NewWasmEngine(ctx context.Context, memory uint64) (*WasmEngine, error) {
@@ -73,7 +82,7 @@ func NewWasmEngine(ctx context.Context, memory uint64) (*WasmEngine, error) {
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
-		WithCompilationCache(wazero.NewCompilationCache()))
+		WithCompilationCache(compilations))
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		r.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)

@@ -121,6 +121,7 @@ func scriptParams(files []string) testscript.Params {
 			"readme":             cmdReadme,
 			"readme-task":        cmdReadmeTask,
 			"dirname":            cmdDirName,
+			"gocache-seed":       cmdGoCacheSeed,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not inherit a developer's model settings.
@@ -136,6 +137,11 @@ func scriptParams(files []string) testscript.Params {
 			// Nor a developer's own config file.
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			env.Setenv("MCP_FS_SERVER", mcpFilesystemServer())
+			// The race detector's settings (the test task's exit without
+			// a sleep) reach the scripts that start the race-built binary.
+			if v, ok := os.LookupEnv("GORACE"); ok {
+				env.Setenv("GORACE", v)
+			}
 			return usePlainHarness(env)
 		},
 	}
