@@ -82,7 +82,11 @@ func FuzzHolds(f *testing.F) {
 			t.Errorf("the output lacks %q; it is:\n%s", want, text)
 		}
 	}
-	if strings.Contains(text, "FuzzHolds FAILED") {
+	// The target that holds is never a finding. Go's fuzzing engine can
+	// fail it once at its own deadline (golang/go#75804), which the
+	// script says and fuzzes again: that is all it may say of it.
+	if strings.Contains(text, "FOUND an input that fails example.com/fuzzed/p FuzzHolds") ||
+		strings.Contains(text, "FuzzHolds FAILED") && !strings.Contains(text, "FuzzHolds passed when fuzzed again: the failure above was the engine's") {
 		t.Errorf("the target that holds was reported:\n%s", text)
 	}
 	kept, _ := filepath.Glob(filepath.Join(dir, "p", "testdata", "fuzz", "FuzzBreaks", "*"))
