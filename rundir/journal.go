@@ -89,11 +89,26 @@ func lastNewline(f *os.File, size int64) (int64, error) {
 		if _, err := f.ReadAt(buf[:n], pos); err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
 		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+		if i := lastNewlineIn(buf[:n]); i >= 0 {
 			return pos + int64(i) + 1, nil
 		}
 	}
 	return 0, nil
+}
+
+// lastNewlineIn is bytes.LastIndexByte(b, '\n') by forward IndexByte,
+// which is vectorised where LastIndexByte walks byte by byte: a gigabyte
+// of torn tail without a newline is scanned at memory speed.
+func lastNewlineIn(b []byte) int {
+	last := -1
+	for off := 0; ; {
+		i := bytes.IndexByte(b[off:], '\n')
+		if i < 0 {
+			return last
+		}
+		last = off + i
+		off = last + 1
+	}
 }
 
 // lineBound fails a read once a line runs past maxJournalLine.

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -80,4 +81,12 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+func TestLastNewlineIn(t *testing.T) {
+	for _, s := range []string{"", "a", "\n", "a\n", "\na", "a\nb\nc", "\n\n\n", strings.Repeat("x", 100) + "\n" + strings.Repeat("y", 70000)} {
+		if got, want := lastNewlineIn([]byte(s)), bytes.LastIndexByte([]byte(s), '\n'); got != want {
+			t.Errorf("lastNewlineIn(%.20q) = %d, want %d", s, got, want)
+		}
+	}
 }

@@ -84,7 +84,8 @@ func harnessBin(t *testing.T) string {
 // write ran twice, and every artifact still parses.
 func TestCrashAnywhereThenResume(t *testing.T) {
 	srv := statefulModel(t)
-	bin := harnessBin(t)
+	// Durability across a kill, not concurrency: the plain harness.
+	bin := plainHarnessBin(t)
 	env := append(os.Environ(), "HARNESS_API_KEY=sk-test")
 	sandbox := "bwrap"
 	if err := exec.Command("bwrap", "--unshare-all", "--ro-bind", "/", "/", "true").Run(); err != nil {

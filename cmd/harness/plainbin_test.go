@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -47,6 +48,17 @@ func usePlainHarness(env *testscript.Env) error {
 	if !raceBuild || onRaceBinary[name] {
 		return nil
 	}
+	dir, err := plainHarnessDir()
+	if err != nil {
+		return err
+	}
+	env.Setenv("PATH", dir+string(filepath.ListSeparator)+env.Getenv("PATH"))
+	return nil
+}
+
+// plainHarnessDir builds the plain harness once per test binary and
+// returns the directory that holds it.
+func plainHarnessDir() (string, error) {
 	plainHarness.once.Do(func() {
 		dir := filepath.Join(testCacheDir, "plain-harness")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -60,9 +72,20 @@ func usePlainHarness(env *testscript.Env) error {
 		}
 		plainHarness.dir = dir
 	})
-	if plainHarness.err != nil {
-		return plainHarness.err
+	return plainHarness.dir, plainHarness.err
+}
+
+// plainHarnessBin is harnessBin for a test whose harness processes do
+// one thing at a time: the plain harness when the tests run with -race
+// (the package tests run that code under the detector), else this binary.
+func plainHarnessBin(t *testing.T) string {
+	t.Helper()
+	if !raceBuild {
+		return harnessBin(t)
 	}
-	env.Setenv("PATH", plainHarness.dir+string(filepath.ListSeparator)+env.Getenv("PATH"))
-	return nil
+	dir, err := plainHarnessDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "harness")
 }
