@@ -55,21 +55,8 @@ func FuzzHolds(f *testing.F) {
 }
 `,
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command("bash", filepath.Join(dir, ".ci", "fuzz"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FUZZTIME=2s", "GOFLAGS=-mod=mod")
-	out, err := cmd.CombinedOutput()
-	text := string(out)
-	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
+	text, code := runFuzzScript(t, dir, files, nil)
+	if code != 1 {
 		t.Fatalf("exit %d, want 1 (a finding); output:\n%s", code, text)
 	}
 	for _, want := range []string{
@@ -92,5 +79,85 @@ func FuzzHolds(f *testing.F) {
 	kept, _ := filepath.Glob(filepath.Join(dir, "p", "testdata", "fuzz", "FuzzBreaks", "*"))
 	if len(kept) == 0 {
 		t.Errorf("the failing input was not kept in testdata/fuzz as a seed")
+	}
+}
+
+// runFuzzScript writes files into dir and runs .ci/fuzz there with
+// FUZZTIME=2s and env: its output and exit code.
+func runFuzzScript(t *testing.T, dir string, files map[string]string, env []string) (string, int) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("bash", filepath.Join(dir, ".ci", "fuzz"))
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "FUZZTIME=2s", "GOFLAGS=-mod=mod"), env...)
+	out, _ := cmd.CombinedOutput()
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// TestFuzzScriptTellsTheEngineFromAFinding: a target that fails with no
+// input written is the fuzzing engine's failure, not a finding. Fuzzed
+// again, one that passes is said to have been the engine's; one that
+// fails again is a warning. Neither turns CI red.
+func TestFuzzScriptTellsTheEngineFromAFinding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fuzzes for a few seconds")
+	}
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(repoRoot(t), ".ci", "fuzz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each target fails before it fuzzes (outside f.Fuzz, where no input
+	// is involved), as an engine that dies at its start does: the first
+	// only on its first attempt (it leaves a mark), the second always.
+	text, code := runFuzzScript(t, dir, map[string]string{
+		".ci/fuzz": string(script),
+		"go.mod":   "module example.com/fuzzed\n\ngo 1.24\n",
+		"p/p_test.go": `package p
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func FuzzEngineOnce(f *testing.F) {
+	mark := filepath.Join(os.Getenv("FUZZ_MARKS"), "once")
+	if _, err := os.Stat(mark); err != nil {
+		os.WriteFile(mark, nil, 0o644)
+		f.Fatal("the engine died")
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {})
+}
+
+func FuzzEngineAlways(f *testing.F) {
+	f.Fatal("the engine died")
+	f.Fuzz(func(t *testing.T, b []byte) {})
+}
+`,
+	}, []string{"FUZZ_MARKS=" + t.TempDir()})
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (no finding); output:\n%s", code, text)
+	}
+	for _, want := range []string{
+		"fuzz: no failing input was written: the fuzzing engine failed, not the code",
+		"fuzz: example.com/fuzzed/p FuzzEngineOnce passed when fuzzed again: the failure above was the engine's",
+		"fuzz: WARNING: the engine failed twice on example.com/fuzzed/p FuzzEngineAlways; reported, not a finding",
+		"2 targets, 0 found an input that reproduces, 1 engine failures after a retry",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the output lacks %q; it is:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "FOUND") {
+		t.Errorf("an engine failure was reported as a finding:\n%s", text)
 	}
 }
