@@ -22,18 +22,8 @@ func repoRoot(t *testing.T) string {
 // input printed, kept as a seed, the command to reproduce it, exit 1)
 // and one it never breaks (no finding).
 func TestFuzzScriptReportsAFinding(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fuzzes for a few seconds")
-	}
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join(repoRoot(t), ".ci", "fuzz"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string]string{
-		".ci/fuzz": string(script),
-		"go.mod":   "module example.com/fuzzed\n\ngo 1.24\n",
-		"p/p.go":   "package p\n\n// Check fails on any input that starts with 'x'.\nfunc Check(b []byte) bool { return len(b) == 0 || b[0] != 'x' }\n",
+		"p/p.go": "package p\n\n// Check fails on any input that starts with 'x'.\nfunc Check(b []byte) bool { return len(b) == 0 || b[0] != 'x' }\n",
 		"p/p_test.go": `package p
 
 import "testing"
@@ -55,20 +45,15 @@ func FuzzHolds(f *testing.F) {
 }
 `,
 	}
-	text, code := runFuzzScript(t, dir, files, nil)
+	dir, text, code := runFuzzScript(t, files, nil)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (a finding); output:\n%s", code, text)
 	}
-	for _, want := range []string{
+	wantAll(t, text,
 		"FOUND an input that fails example.com/fuzzed/p FuzzBreaks",
 		"fuzz: the input reproduces:",
 		"fuzz: reproduce with: go test -count=1 -run '^FuzzBreaks/",
-		"2 targets, 1 found an input that reproduces",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the output lacks %q; it is:\n%s", want, text)
-		}
-	}
+		"2 targets, 1 found an input that reproduces")
 	// The target that holds is never a finding. Go's fuzzing engine can
 	// fail it once at its own deadline (golang/go#75804), which the
 	// script says and fuzzes again: that is all it may say of it.
@@ -82,10 +67,20 @@ func FuzzHolds(f *testing.F) {
 	}
 }
 
-// runFuzzScript writes files into dir and runs .ci/fuzz there with
-// FUZZTIME=2s and env: its output and exit code.
-func runFuzzScript(t *testing.T, dir string, files map[string]string, env []string) (string, int) {
+// runFuzzScript runs .ci/fuzz with FUZZTIME=2s and env on a module of its
+// own holding files: the module's directory, the output and exit code.
+func runFuzzScript(t *testing.T, files map[string]string, env []string) (string, string, int) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("fuzzes for a few seconds")
+	}
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(repoRoot(t), ".ci", "fuzz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files[".ci/fuzz"] = string(script)
+	files["go.mod"] = "module example.com/fuzzed\n\ngo 1.24\n"
 	for name, body := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -99,7 +94,16 @@ func runFuzzScript(t *testing.T, dir string, files map[string]string, env []stri
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "FUZZTIME=2s", "GOFLAGS=-mod=mod"), env...)
 	out, _ := cmd.CombinedOutput()
-	return string(out), cmd.ProcessState.ExitCode()
+	return dir, string(out), cmd.ProcessState.ExitCode()
+}
+
+func wantAll(t *testing.T, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("the output lacks %q; it is:\n%s", want, text)
+		}
+	}
 }
 
 // TestFuzzScriptTellsTheEngineFromAFinding: a target that fails with no
@@ -107,20 +111,10 @@ func runFuzzScript(t *testing.T, dir string, files map[string]string, env []stri
 // again, one that passes is said to have been the engine's; one that
 // fails again is a warning. Neither turns CI red.
 func TestFuzzScriptTellsTheEngineFromAFinding(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fuzzes for a few seconds")
-	}
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join(repoRoot(t), ".ci", "fuzz"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Each target fails before it fuzzes (outside f.Fuzz, where no input
 	// is involved), as an engine that dies at its start does: the first
 	// only on its first attempt (it leaves a mark), the second always.
-	text, code := runFuzzScript(t, dir, map[string]string{
-		".ci/fuzz": string(script),
-		"go.mod":   "module example.com/fuzzed\n\ngo 1.24\n",
+	_, text, code := runFuzzScript(t, map[string]string{
 		"p/p_test.go": `package p
 
 import (
@@ -147,16 +141,11 @@ func FuzzEngineAlways(f *testing.F) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0 (no finding); output:\n%s", code, text)
 	}
-	for _, want := range []string{
+	wantAll(t, text,
 		"fuzz: no failing input was written: the fuzzing engine failed, not the code",
 		"fuzz: example.com/fuzzed/p FuzzEngineOnce passed when fuzzed again: the failure above was the engine's",
 		"fuzz: WARNING: the engine failed twice on example.com/fuzzed/p FuzzEngineAlways; reported, not a finding",
-		"2 targets, 0 found an input that reproduces, 1 engine failures after a retry",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the output lacks %q; it is:\n%s", want, text)
-		}
-	}
+		"2 targets, 0 found an input that reproduces, 1 engine failures after a retry")
 	if strings.Contains(text, "FOUND") {
 		t.Errorf("an engine failure was reported as a finding:\n%s", text)
 	}
