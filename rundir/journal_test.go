@@ -90,3 +90,53 @@ func TestLastNewlineIn(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLastNewlineIn: the forward scan finds the same newline as
+// bytes.LastIndexByte for every input, or a torn tail is miscounted.
+func FuzzLastNewlineIn(f *testing.F) {
+	for _, s := range []string{"", "\n", "a\n", "\na", "\n\n", "a\nb\nc", "\r\n\x00\n\xff"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := lastNewlineIn(b), bytes.LastIndexByte(b, '\n'); got != want {
+			t.Fatalf("lastNewlineIn(%q) = %d, want %d", b, got, want)
+		}
+	})
+}
+
+// The backward scan reads the file in chunks: a newline on either side of
+// a chunk's edge, or none at all, is found where bytes.LastIndexByte
+// finds it in the whole file.
+func TestLastNewlineChunkEdges(t *testing.T) {
+	const chunk = 64 << 10
+	for _, tc := range []struct {
+		name string
+		size int
+		nl   []int
+	}{
+		{"empty", 0, nil},
+		{"no newline, one chunk", chunk, nil},
+		{"no newline, past a chunk", chunk + 1, nil},
+		{"newline first byte of a full chunk", chunk, []int{0}},
+		{"newline last byte", chunk + 1, []int{chunk}},
+		{"newline just before the last chunk", chunk + 5, []int{4}},
+		{"newline first byte of the last chunk", chunk + 5, []int{5}},
+		{"newline in the second chunk back", 3*chunk + 7, []int{1, chunk}},
+		{"newlines on both sides of an edge", 2*chunk + 3, []int{2, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bytes.Repeat([]byte{'x'}, tc.size)
+			for _, i := range tc.nl {
+				b[i] = '\n'
+			}
+			f := journalFile(t, string(b), 0)
+			got, err := lastNewline(f, int64(tc.size))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(bytes.LastIndexByte(b, '\n') + 1); got != want {
+				t.Errorf("lastNewline = %d, want %d", got, want)
+			}
+		})
+	}
+}
