@@ -49,6 +49,10 @@ type helperRules struct {
 	// chmod, so a confined script can change the mode of a path it may
 	// only read (its owner, or root owning it).
 	keepModes []string
+	// stripGoRace: the helper's GORACE is harness's own (see goRace), not
+	// the script's, and is taken out before the script starts. Without
+	// it a GORACE in the environment is the script's and is left alone.
+	stripGoRace bool
 }
 
 // args builds the helper's command line for argv.
@@ -68,6 +72,9 @@ func (h helperRules) args(helper string, argv []string) []string {
 	}
 	if h.noexec {
 		out = append(out, "--noexec", "1")
+	}
+	if h.stripGoRace {
+		out = append(out, "--strip-gorace", "1")
 	}
 	add := func(flag string, ps []string) {
 		for _, p := range ps {
@@ -125,6 +132,8 @@ func HelperMain(args []string) int {
 			h.limitExec = v == "1"
 		case "--noexec":
 			h.noexec = v == "1"
+		case "--strip-gorace":
+			h.stripGoRace = v == "1"
 		case "--exec-mount":
 			h.execMounts = append(h.execMounts, v)
 		case "--keep-mode":
@@ -165,7 +174,11 @@ func HelperMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 			return 126
 		}
-		err := syscall.Exec(argv[0], argv, withoutGoRace(os.Environ()))
+		env := os.Environ()
+		if h.stripGoRace {
+			env = withoutGoRace(env)
+		}
+		err := syscall.Exec(argv[0], argv, env)
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: exec %s: %v\n", argv[0], err)
 		return 127
 	}
@@ -426,9 +439,10 @@ func probeLandlock(helper string) error {
 }
 
 // goRace is the race detector's environment variable, which harness
-// hands its own helper and never a script.
+// hands its own helper and never a script. A script given one of its own
+// keeps it, and the helper then runs with the script's.
 const goRace = "GORACE"
 
-func withoutGoRace(env []string) []string {
-	return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, goRace+"=") })
-}
+func isGoRace(kv string) bool { return strings.HasPrefix(kv, goRace+"=") }
+
+func withoutGoRace(env []string) []string { return slices.DeleteFunc(env, isGoRace) }

@@ -304,7 +304,6 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 				h.exec = append(slices.Clone(h.exec), tmp)
 			}
 		}
-		argv = h.args(spec.Helper, inner)
 		var env []string
 		for _, kv := range spec.Env {
 			if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
@@ -312,12 +311,16 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 			}
 		}
 		p.env = append(env, "TMPDIR="+tmp, "HOME="+tmp)
-		if v, ok := os.LookupEnv(goRace); ok {
+		if v, ok := os.LookupEnv(goRace); ok && !slices.ContainsFunc(spec.Env, isGoRace) {
 			// The race detector's settings reach the helper of a
 			// race-built harness (its tests), so that it ends as harness
 			// does; the helper takes them out before the script starts.
+			// A script given a GORACE of its own keeps it: the helper
+			// cannot tell two apart once exec has kept only the last.
 			p.env = append(p.env, goRace+"="+v)
+			h.stripGoRace = true
 		}
+		argv = h.args(spec.Helper, inner)
 		p.dir = spec.Cwd
 	case BackendNone:
 		argv = inner

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,12 @@ func sandboxed(t *testing.T, backend Backend, script string, lim Limits, timeout
 // sandboxedWith is sandboxed with a hook that prepares the workspace.
 func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, timeout time.Duration, prepare func(ws string)) (*Result, string) {
 	t.Helper()
+	return sandboxedSpec(t, backend, script, lim, timeout, prepare, nil)
+}
+
+// sandboxedSpec is sandboxedWith with a hook that changes the Spec.
+func sandboxedSpec(t *testing.T, backend Backend, script string, lim Limits, timeout time.Duration, prepare func(ws string), edit func(*Spec)) (*Result, string) {
+	t.Helper()
 	_, err := Probe(context.Background(), backend, helper(t))
 	testenv.Need(t, "sandbox backend "+string(backend), err)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
@@ -74,7 +81,7 @@ func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, tim
 		// private path, which the script reaches as its working directory.
 		wsPath, skillPath, wsEnv = ws, skill, "."
 	}
-	res, err := Run(context.Background(), backend, Spec{
+	spec := Spec{
 		Argv:     []string{"bash", skillPath + "/run.sh"},
 		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "WS=" + wsEnv, "SKILL_DIR=" + skillPath},
 		Path:     os.Getenv("PATH"),
@@ -85,7 +92,11 @@ func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, tim
 		Helper:   helper(t),
 		Timeout:  timeout,
 		Limits:   lim,
-	})
+	}
+	if edit != nil {
+		edit(&spec)
+	}
+	res, err := Run(context.Background(), backend, spec)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -107,6 +118,44 @@ func TestScriptNeverSeesGORACE(t *testing.T) {
 				t.Errorf("the script saw GORACE: %q", res.Stdout)
 			}
 		})
+	}
+}
+
+// TestScriptKeepsItsOwnGORACE: a GORACE the script is given (an operator's
+// --pass-env, an MCP server's env) reaches it unchanged and alone, whether
+// or not harness has one of its own for its helper, with and without the
+// execute layer (whose helper runs inside bwrap too).
+func TestScriptKeepsItsOwnGORACE(t *testing.T) {
+	for _, own := range []string{"", "atexit_sleep_ms=0"} {
+		for _, b := range backends {
+			for _, limitExec := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/exec-limited=%v/harness=%q", b, limitExec, own), func(t *testing.T) {
+					if own != "" {
+						t.Setenv("GORACE", own)
+					} else if v, ok := os.LookupEnv("GORACE"); ok {
+						t.Setenv("GORACE", v)
+						os.Unsetenv("GORACE")
+					}
+					// Builtins only: the execute layer lets bash alone run.
+					res, _ := sandboxedSpec(t, b, "if [ -n \"${GORACE+x}\" ]; then printf 'GORACE=%s\\n' \"$GORACE\"; fi\n", Limits{}, 30*time.Second, nil, func(s *Spec) {
+						s.Env = append(s.Env, "GORACE=given to the script")
+						s.LimitExec = limitExec
+					})
+					if res.ExitCode != 0 {
+						t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+					}
+					var got []string
+					for _, kv := range strings.Split(string(res.Stdout), "\n") {
+						if strings.HasPrefix(kv, "GORACE=") {
+							got = append(got, kv)
+						}
+					}
+					if !slices.Equal(got, []string{"GORACE=given to the script"}) {
+						t.Errorf("the script's GORACE = %q, want only its own", got)
+					}
+				})
+			}
+		}
 	}
 }
 
