@@ -107,17 +107,23 @@ func sandboxedSpec(t *testing.T, backend Backend, script string, lim Limits, tim
 // its Landlock helper are taken out before the script starts; a script's
 // environment is what harness gives it, on every backend.
 func TestScriptNeverSeesGORACE(t *testing.T) {
-	t.Setenv("GORACE", "atexit_sleep_ms=0 halt_on_error=0")
-	for _, b := range backends {
-		t.Run(string(b), func(t *testing.T) {
-			res, _ := sandboxed(t, b, "env\n", Limits{}, 30*time.Second)
-			if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "LANG=C.UTF-8") {
-				t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
-			}
-			if strings.Contains(string(res.Stdout), "GORACE=") {
-				t.Errorf("the script saw GORACE: %q", res.Stdout)
-			}
-		})
+	// An empty value, and one whose newline would start a line of its
+	// own in a naive parse of the environment.
+	for _, v := range []string{"atexit_sleep_ms=0 halt_on_error=0", "", "atexit_sleep_ms=0\nLEAKED=1\x01\xff"} {
+		t.Setenv("GORACE", v)
+		for _, b := range backends {
+			t.Run(fmt.Sprintf("%s/%q", b, v), func(t *testing.T) {
+				res, _ := sandboxed(t, b, "env\n", Limits{}, 30*time.Second)
+				if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "LANG=C.UTF-8") {
+					t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+				}
+				for _, kv := range strings.Split(string(res.Stdout), "\n") {
+					if strings.HasPrefix(kv, "GORACE=") || strings.HasPrefix(kv, "LEAKED=") {
+						t.Errorf("the script saw GORACE: %q", res.Stdout)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -156,6 +162,34 @@ func TestScriptKeepsItsOwnGORACE(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestScriptCannotReadHarnessEnviron: a script that reads the environment
+// of every process it can see (its helper's, which holds harness's GORACE,
+// and harness's own) finds nothing of harness's environment.
+func TestScriptCannotReadHarnessEnviron(t *testing.T) {
+	t.Setenv("GORACE", "atexit_sleep_ms=0 log_path=/tmp/gorace-marker-7f3a")
+	t.Setenv("HARNESS_ENV_MARKER", "marker-7f3a")
+	script := `n=0
+for f in /proc/[0-9]*/environ /proc/self/environ; do
+  while IFS= read -r -d '' kv; do
+    n=$((n+1))
+    case "$kv" in *7f3a*) echo "LEAK $f $kv";; esac
+  done < "$f" 2>/dev/null
+done
+echo "read=$n"
+`
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			res, _ := sandboxed(t, b, script, Limits{}, 30*time.Second)
+			if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "read=") {
+				t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if strings.Contains(string(res.Stdout), "LEAK") {
+				t.Errorf("the script read harness's environment:\n%s", res.Stdout)
+			}
+		})
 	}
 }
 
