@@ -49,7 +49,10 @@ func TestReadJournalTails(t *testing.T) {
 		{"crashed, torn", twoLines + `{"seq":3,"ty`, 0, outcome.StatusRunning, 12, ""},
 		{"ended, bytes after the end", twoLines + "junk", 0, "succeeded", 0, "bytes follow the journal's last line"},
 		{"ended, a 2 GiB tail", twoLines, 2 << 30, "failed", 0, "bytes follow the journal's last line"},
-		{"crashed, a 2 GiB tail", twoLines, 2 << 30, outcome.StatusRunning, 0, "longer than any harness writes"},
+		// The size told is what was scanned without a newline (the bound
+		// and one 64 KiB read), never the whole file's, which counts the
+		// lines before the tail.
+		{"crashed, a 2 GiB tail", twoLines, 2 << 30, outcome.StatusRunning, 0, "a line of 1073807360 bytes or more, longer than any harness writes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := readJournal(journalFile(t, tc.content, tc.extra), tc.status)
