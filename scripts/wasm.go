@@ -91,7 +91,10 @@ func NewWasmEngine(ctx context.Context, memory uint64) (*WasmEngine, error) {
 	return &WasmEngine{memory: memory, runtime: r, compiled: map[string]wazero.CompiledModule{}}, nil
 }
 
-// Close releases every compiled module.
+// Close ends the engine's instances. Its compilations stay in the
+// process's cache (compilations) for the runs after it: wazero counts
+// their users and frees none while one holds it, so closing an engine
+// never takes code from another's running module.
 func (e *WasmEngine) Close(ctx context.Context) error { return e.runtime.Close(ctx) }
 
 // Compile returns the module compiled for key, compiling it on first use.
