@@ -49,10 +49,12 @@ type helperRules struct {
 	// chmod, so a confined script can change the mode of a path it may
 	// only read (its owner, or root owning it).
 	keepModes []string
-	// stripGoRace: the helper's GORACE is harness's own (see goRace), not
-	// the script's, and is taken out before the script starts. Without
-	// it a GORACE in the environment is the script's and is left alone.
-	stripGoRace bool
+	// scriptGoRace is the script's own GORACE (hasScriptGoRace: it has
+	// one), which harness hands the helper here rather than in its
+	// environment: a race-built helper reads GORACE as it starts, and a
+	// script's value must not steer, or stop, it (see goRace).
+	scriptGoRace    string
+	hasScriptGoRace bool
 }
 
 // args builds the helper's command line for argv.
@@ -73,8 +75,8 @@ func (h helperRules) args(helper string, argv []string) []string {
 	if h.noexec {
 		out = append(out, "--noexec", "1")
 	}
-	if h.stripGoRace {
-		out = append(out, "--strip-gorace", "1")
+	if h.hasScriptGoRace {
+		out = append(out, "--script-gorace", h.scriptGoRace)
 	}
 	add := func(flag string, ps []string) {
 		for _, p := range ps {
@@ -132,8 +134,8 @@ func HelperMain(args []string) int {
 			h.limitExec = v == "1"
 		case "--noexec":
 			h.noexec = v == "1"
-		case "--strip-gorace":
-			h.stripGoRace = v == "1"
+		case "--script-gorace":
+			h.scriptGoRace, h.hasScriptGoRace = v, true
 		case "--exec-mount":
 			h.execMounts = append(h.execMounts, v)
 		case "--keep-mode":
@@ -174,9 +176,9 @@ func HelperMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 			return 126
 		}
-		env := os.Environ()
-		if h.stripGoRace {
-			env = withoutGoRace(env)
+		env := withoutGoRace(os.Environ())
+		if h.hasScriptGoRace {
+			env = append(env, goRace+"="+h.scriptGoRace)
 		}
 		err := syscall.Exec(argv[0], argv, env)
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: exec %s: %v\n", argv[0], err)
@@ -438,11 +440,22 @@ func probeLandlock(helper string) error {
 	return nil
 }
 
-// goRace is the race detector's environment variable, which harness
-// hands its own helper and never a script. A script given one of its own
-// keeps it, and the helper then runs with the script's.
+// goRace is the race detector's environment variable. A helper's GORACE
+// is harness's own, never the script's; the script's is handed to the
+// helper as --script-gorace and is the only one the script sees.
 const goRace = "GORACE"
 
 func isGoRace(kv string) bool { return strings.HasPrefix(kv, goRace+"=") }
 
-func withoutGoRace(env []string) []string { return slices.DeleteFunc(env, isGoRace) }
+func withoutGoRace(env []string) []string { return slices.DeleteFunc(slices.Clone(env), isGoRace) }
+
+// splitGoRace takes the script's GORACE out of env for the helper's
+// --script-gorace: the last, as exec would keep it.
+func splitGoRace(env []string) (rest []string, value string, ok bool) {
+	for _, kv := range env {
+		if isGoRace(kv) {
+			value, ok = kv[len(goRace)+1:], true
+		}
+	}
+	return withoutGoRace(env), value, ok
+}

@@ -305,20 +305,16 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 			}
 		}
 		var env []string
-		for _, kv := range spec.Env {
-			if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
-				env = append(env, kv)
-			}
-		}
+		env, h.scriptGoRace, h.hasScriptGoRace = splitGoRace(spec.Env)
+		env = slices.DeleteFunc(env, func(kv string) bool {
+			return strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "TMPDIR=")
+		})
 		p.env = append(env, "TMPDIR="+tmp, "HOME="+tmp)
-		if v, ok := os.LookupEnv(goRace); ok && !slices.ContainsFunc(spec.Env, isGoRace) {
+		if v, ok := os.LookupEnv(goRace); ok {
 			// The race detector's settings reach the helper of a
 			// race-built harness (its tests), so that it ends as harness
 			// does; the helper takes them out before the script starts.
-			// A script given a GORACE of its own keeps it: the helper
-			// cannot tell two apart once exec has kept only the last.
 			p.env = append(p.env, goRace+"="+v)
-			h.stripGoRace = true
 		}
 		argv = h.args(spec.Helper, inner)
 		p.dir = spec.Cwd

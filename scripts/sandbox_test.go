@@ -130,7 +130,9 @@ func TestScriptNeverSeesGORACE(t *testing.T) {
 // TestScriptKeepsItsOwnGORACE: a GORACE the script is given (an operator's
 // --pass-env, an MCP server's env) reaches it unchanged and alone, whether
 // or not harness has one of its own for its helper, with and without the
-// execute layer (whose helper runs inside bwrap too).
+// execute layer (whose helper runs inside bwrap too). The value is not
+// the race detector's syntax: under -race, a helper that read it as its
+// own would stop before the script ("expected '=' in GORACE").
 func TestScriptKeepsItsOwnGORACE(t *testing.T) {
 	for _, own := range []string{"", "atexit_sleep_ms=0"} {
 		for _, b := range backends {
