@@ -80,10 +80,14 @@ func ReadJournal(f *os.File) (artifacts.JournalContents, error) {
 }
 
 // lastNewline is the offset just past the file's last newline, found
-// reading backwards at most maxJournalLine bytes (0: none there).
+// reading backwards at most maxJournalLine bytes and one read more (0:
+// none in the file). None within that bound is a LongLineError of the
+// bytes scanned, the least the tail can be: the file's size would count
+// the lines before it.
 func lastNewline(f *os.File, size int64) (int64, error) {
 	buf := make([]byte, 64<<10)
-	for pos := size; pos > 0 && size-pos <= maxJournalLine; {
+	pos := size
+	for pos > 0 && size-pos <= maxJournalLine {
 		n := min(int64(len(buf)), pos)
 		pos -= n
 		if _, err := f.ReadAt(buf[:n], pos); err != nil && !errors.Is(err, io.EOF) {
@@ -92,6 +96,9 @@ func lastNewline(f *os.File, size int64) (int64, error) {
 		if i := lastNewlineIn(buf[:n]); i >= 0 {
 			return pos + int64(i) + 1, nil
 		}
+	}
+	if pos > 0 {
+		return 0, &LongLineError{Size: size - pos}
 	}
 	return 0, nil
 }

@@ -183,6 +183,9 @@ func (p *prepared) bwrapArgv(spec Spec, bin string, inner []string) ([]string, e
 		// host.
 		bindHelper()
 		h := helperRules{uid: -1, execLayerOnly: true, limitExec: true, exec: view.exec}
+		// The script's GORACE goes past the helper, not through its
+		// environment (see goRace).
+		p.env, h.scriptGoRace, h.hasScriptGoRace = splitGoRace(p.env)
 		if spec.ExecTemp {
 			h.exec = append(slices.Clone(h.exec), "/tmp")
 		}

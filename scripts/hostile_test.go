@@ -170,7 +170,8 @@ echo done`, Limits{}, 30*time.Second)
 // paths, and no idmapped mount is made.
 func TestHostileAsOrdinaryUser(t *testing.T) {
 	testenv.AsUser(t, 4242, "TestHostile", "TestNarrowedView", "TestReadOnlyInsideWritable", "TestExecLimited", "TestNarrowedViewRefusesLinks",
-		"TestExecLimitHoldsAgainstLoader", "TestExecLimitHoldsAgainstAnonymousFiles", "TestExecLimitKeepsRuntimes", "TestExecTempRuns", "TestReadOnlyModesKept")
+		"TestExecLimitHoldsAgainstLoader", "TestExecLimitHoldsAgainstAnonymousFiles", "TestExecLimitKeepsRuntimes", "TestExecTempRuns", "TestReadOnlyModesKept",
+		"TestScriptNeverSeesGORACE", "TestScriptKeepsItsOwnGORACE", "TestScriptCannotReadHarnessEnviron")
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

@@ -49,6 +49,12 @@ type helperRules struct {
 	// chmod, so a confined script can change the mode of a path it may
 	// only read (its owner, or root owning it).
 	keepModes []string
+	// scriptGoRace is the script's own GORACE (hasScriptGoRace: it has
+	// one), which harness hands the helper here rather than in its
+	// environment: a race-built helper reads GORACE as it starts, and a
+	// script's value must not steer, or stop, it (see goRace).
+	scriptGoRace    string
+	hasScriptGoRace bool
 }
 
 // args builds the helper's command line for argv.
@@ -68,6 +74,9 @@ func (h helperRules) args(helper string, argv []string) []string {
 	}
 	if h.noexec {
 		out = append(out, "--noexec", "1")
+	}
+	if h.hasScriptGoRace {
+		out = append(out, "--script-gorace", h.scriptGoRace)
 	}
 	add := func(flag string, ps []string) {
 		for _, p := range ps {
@@ -125,6 +134,8 @@ func HelperMain(args []string) int {
 			h.limitExec = v == "1"
 		case "--noexec":
 			h.noexec = v == "1"
+		case "--script-gorace":
+			h.scriptGoRace, h.hasScriptGoRace = v, true
 		case "--exec-mount":
 			h.execMounts = append(h.execMounts, v)
 		case "--keep-mode":
@@ -165,7 +176,11 @@ func HelperMain(args []string) int {
 			fmt.Fprintf(os.Stderr, "harness sandbox helper: %v\n", err)
 			return 126
 		}
-		err := syscall.Exec(argv[0], argv, withoutGoRace(os.Environ()))
+		env := withoutGoRace(os.Environ())
+		if h.hasScriptGoRace {
+			env = append(env, goRace+"="+h.scriptGoRace)
+		}
+		err := syscall.Exec(argv[0], argv, env)
 		fmt.Fprintf(os.Stderr, "harness sandbox helper: exec %s: %v\n", argv[0], err)
 		return 127
 	}
@@ -425,10 +440,22 @@ func probeLandlock(helper string) error {
 	return nil
 }
 
-// goRace is the race detector's environment variable, which harness
-// hands its own helper and never a script.
+// goRace is the race detector's environment variable. A helper's GORACE
+// is harness's own, never the script's; the script's is handed to the
+// helper as --script-gorace and is the only one the script sees.
 const goRace = "GORACE"
 
-func withoutGoRace(env []string) []string {
-	return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, goRace+"=") })
+func isGoRace(kv string) bool { return strings.HasPrefix(kv, goRace+"=") }
+
+func withoutGoRace(env []string) []string { return slices.DeleteFunc(slices.Clone(env), isGoRace) }
+
+// splitGoRace takes the script's GORACE out of env for the helper's
+// --script-gorace: the last, as exec would keep it.
+func splitGoRace(env []string) (rest []string, value string, ok bool) {
+	for _, kv := range env {
+		if isGoRace(kv) {
+			value, ok = kv[len(goRace)+1:], true
+		}
+	}
+	return withoutGoRace(env), value, ok
 }

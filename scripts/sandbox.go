@@ -304,13 +304,11 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 				h.exec = append(slices.Clone(h.exec), tmp)
 			}
 		}
-		argv = h.args(spec.Helper, inner)
 		var env []string
-		for _, kv := range spec.Env {
-			if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
-				env = append(env, kv)
-			}
-		}
+		env, h.scriptGoRace, h.hasScriptGoRace = splitGoRace(spec.Env)
+		env = slices.DeleteFunc(env, func(kv string) bool {
+			return strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "TMPDIR=")
+		})
 		p.env = append(env, "TMPDIR="+tmp, "HOME="+tmp)
 		if v, ok := os.LookupEnv(goRace); ok {
 			// The race detector's settings reach the helper of a
@@ -318,6 +316,7 @@ func prepare(backend Backend, spec Spec) (_ *prepared, err error) {
 			// does; the helper takes them out before the script starts.
 			p.env = append(p.env, goRace+"="+v)
 		}
+		argv = h.args(spec.Helper, inner)
 		p.dir = spec.Cwd
 	case BackendNone:
 		argv = inner

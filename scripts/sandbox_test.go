@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,12 @@ func sandboxed(t *testing.T, backend Backend, script string, lim Limits, timeout
 // sandboxedWith is sandboxed with a hook that prepares the workspace.
 func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, timeout time.Duration, prepare func(ws string)) (*Result, string) {
 	t.Helper()
+	return sandboxedSpec(t, backend, script, lim, timeout, prepare, nil)
+}
+
+// sandboxedSpec is sandboxedWith with a hook that changes the Spec.
+func sandboxedSpec(t *testing.T, backend Backend, script string, lim Limits, timeout time.Duration, prepare func(ws string), edit func(*Spec)) (*Result, string) {
+	t.Helper()
 	_, err := Probe(context.Background(), backend, helper(t))
 	testenv.Need(t, "sandbox backend "+string(backend), err)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
@@ -74,7 +81,7 @@ func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, tim
 		// private path, which the script reaches as its working directory.
 		wsPath, skillPath, wsEnv = ws, skill, "."
 	}
-	res, err := Run(context.Background(), backend, Spec{
+	spec := Spec{
 		Argv:     []string{"bash", skillPath + "/run.sh"},
 		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "WS=" + wsEnv, "SKILL_DIR=" + skillPath},
 		Path:     os.Getenv("PATH"),
@@ -85,7 +92,11 @@ func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, tim
 		Helper:   helper(t),
 		Timeout:  timeout,
 		Limits:   lim,
-	})
+	}
+	if edit != nil {
+		edit(&spec)
+	}
+	res, err := Run(context.Background(), backend, spec)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -96,15 +107,89 @@ func sandboxedWith(t *testing.T, backend Backend, script string, lim Limits, tim
 // its Landlock helper are taken out before the script starts; a script's
 // environment is what harness gives it, on every backend.
 func TestScriptNeverSeesGORACE(t *testing.T) {
-	t.Setenv("GORACE", "atexit_sleep_ms=0 halt_on_error=0")
+	// An empty value, and one whose newline would start a line of its
+	// own in a naive parse of the environment.
+	for _, v := range []string{"atexit_sleep_ms=0 halt_on_error=0", "", "atexit_sleep_ms=0\nLEAKED=1\x01\xff"} {
+		t.Setenv("GORACE", v)
+		for _, b := range backends {
+			t.Run(fmt.Sprintf("%s/%q", b, v), func(t *testing.T) {
+				res, _ := sandboxed(t, b, "env\n", Limits{}, 30*time.Second)
+				if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "LANG=C.UTF-8") {
+					t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+				}
+				for _, kv := range strings.Split(string(res.Stdout), "\n") {
+					if strings.HasPrefix(kv, "GORACE=") || strings.HasPrefix(kv, "LEAKED=") {
+						t.Errorf("the script saw GORACE: %q", res.Stdout)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestScriptKeepsItsOwnGORACE: a GORACE the script is given (an operator's
+// --pass-env, an MCP server's env) reaches it unchanged and alone, whether
+// or not harness has one of its own for its helper, with and without the
+// execute layer (whose helper runs inside bwrap too). The value is not
+// the race detector's syntax: under -race, a helper that read it as its
+// own would stop before the script ("expected '=' in GORACE").
+func TestScriptKeepsItsOwnGORACE(t *testing.T) {
+	for _, own := range []string{"", "atexit_sleep_ms=0"} {
+		for _, b := range backends {
+			for _, limitExec := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/exec-limited=%v/harness=%q", b, limitExec, own), func(t *testing.T) {
+					if own != "" {
+						t.Setenv("GORACE", own)
+					} else if v, ok := os.LookupEnv("GORACE"); ok {
+						t.Setenv("GORACE", v)
+						os.Unsetenv("GORACE")
+					}
+					// Builtins only: the execute layer lets bash alone run.
+					res, _ := sandboxedSpec(t, b, "if [ -n \"${GORACE+x}\" ]; then printf 'GORACE=%s\\n' \"$GORACE\"; fi\n", Limits{}, 30*time.Second, nil, func(s *Spec) {
+						s.Env = append(s.Env, "GORACE=given to the script")
+						s.LimitExec = limitExec
+					})
+					if res.ExitCode != 0 {
+						t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+					}
+					var got []string
+					for _, kv := range strings.Split(string(res.Stdout), "\n") {
+						if strings.HasPrefix(kv, "GORACE=") {
+							got = append(got, kv)
+						}
+					}
+					if !slices.Equal(got, []string{"GORACE=given to the script"}) {
+						t.Errorf("the script's GORACE = %q, want only its own", got)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestScriptCannotReadHarnessEnviron: a script that reads the environment
+// of every process it can see (its helper's, which holds harness's GORACE,
+// and harness's own) finds nothing of harness's environment.
+func TestScriptCannotReadHarnessEnviron(t *testing.T) {
+	t.Setenv("GORACE", "atexit_sleep_ms=0 log_path=/tmp/gorace-marker-7f3a")
+	t.Setenv("HARNESS_ENV_MARKER", "marker-7f3a")
+	script := `n=0
+for f in /proc/[0-9]*/environ /proc/self/environ; do
+  while IFS= read -r -d '' kv; do
+    n=$((n+1))
+    case "$kv" in *7f3a*) echo "LEAK $f $kv";; esac
+  done < "$f" 2>/dev/null
+done
+echo "read=$n"
+`
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
-			res, _ := sandboxed(t, b, "env\n", Limits{}, 30*time.Second)
-			if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "LANG=C.UTF-8") {
+			res, _ := sandboxed(t, b, script, Limits{}, 30*time.Second)
+			if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "read=") {
 				t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 			}
-			if strings.Contains(string(res.Stdout), "GORACE=") {
-				t.Errorf("the script saw GORACE: %q", res.Stdout)
+			if strings.Contains(string(res.Stdout), "LEAK") {
+				t.Errorf("the script read harness's environment:\n%s", res.Stdout)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -90,7 +91,10 @@ func NewWasmEngine(ctx context.Context, memory uint64) (*WasmEngine, error) {
 	return &WasmEngine{memory: memory, runtime: r, compiled: map[string]wazero.CompiledModule{}}, nil
 }
 
-// Close releases every compiled module.
+// Close ends the engine's instances. Its compilations stay in the
+// process's cache (compilations) for the runs after it: wazero counts
+// their users and frees none while one holds it, so closing an engine
+// never takes code from another's running module.
 func (e *WasmEngine) Close(ctx context.Context) error { return e.runtime.Close(ctx) }
 
 // Compile returns the module compiled for key, compiling it on first use.
@@ -156,7 +160,7 @@ func (e *WasmEngine) Run(ctx context.Context, spec WasmSpec) (*Result, error) {
 		k, v, _ := cutEnv(kv)
 		cfg = cfg.WithEnv(k, v)
 	}
-	mod, err := e.runtime.InstantiateModule(runCtx, compiled, cfg)
+	mod, err := e.instantiate(runCtx, compiled, cfg, alloc)
 	if mod != nil {
 		// Files the module left open are closed now: kept when it ended
 		// on its own, as a process's would be, discarded when it was
@@ -197,6 +201,22 @@ func (e *WasmEngine) Run(ctx context.Context, spec WasmSpec) (*Result, error) {
 		res.Stderr, res.StderrLen = stderr.buf, stderr.n
 	}
 	return res, nil
+}
+
+// instantiate is InstantiateModule, save that a module whose initial
+// memory is past the cap is an error rather than a panic: wazero slices
+// the minimum out of what the allocator gives and panics on the nil that
+// refuses it, which would end harness and every run it holds.
+func (e *WasmEngine) instantiate(ctx context.Context, compiled wazero.CompiledModule, cfg wazero.ModuleConfig, alloc *cappedAllocator) (mod api.Module, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if !alloc.exceeded.Load() {
+				panic(r)
+			}
+			mod, err = nil, fmt.Errorf("the module's initial memory is past the cap of %d bytes (--wasm-memory-limit)", alloc.max)
+		}
+	}()
+	return e.runtime.InstantiateModule(ctx, compiled, cfg)
 }
 
 func wasmEndedNormally(err error, alloc *cappedAllocator) bool {
