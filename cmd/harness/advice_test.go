@@ -136,7 +136,7 @@ func TestMessagesAdviseRealFlags(t *testing.T) {
 		"die-with-parent", "new-session", "proc", "dev", "symlink", "ro-bind-try", "uid", "gid", "cap-drop", "unshare-user",
 		"ro-bind-fd", "bind-fd", "no-prompt", "allow-", "deny-", "socket", "listen", "child", "ro", "rw", "ro-file", "rw-file",
 		"read-dir", "beneath", "exec", "limit-exec", "exec-layer-only", "names", "noproxy", "max-time",
-		"cap-add", "noexec", "exec-mount", "arg", "keep-mode", "perms", "file", "confined"} {
+		"cap-add", "noexec", "exec-mount", "arg", "keep-mode", "perms", "file", "confined", "script-gorace"} {
 		known[n] = true
 	}
 	str := regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
