@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -22,16 +21,7 @@ import (
 // answers by what the request holds: a grading when the run's answer
 // reached it, prose otherwise (which no retry mends).
 func TestGradeAgainstMockLLM(t *testing.T) {
-	mock, err := exec.LookPath("mock-llm")
-	if err != nil {
-		local, _ := filepath.Abs("../.tools/bin/mock-llm")
-		if _, serr := os.Stat(local); serr == nil {
-			mock, err = local, nil
-		}
-	}
-	testenv.Need(t, "mock-llm (npm @dwmkerr/mock-llm)", err)
-	_, err = exec.LookPath("node")
-	testenv.Need(t, "node", err)
+	mock := testenv.MockLLM(t)
 
 	good := grading(item{twoExpectations[0], true, `The answer says "The capital is Paris."`}, item{twoExpectations[1], false, "No call reads it."})
 	completion := func(id, content string) string {

@@ -322,15 +322,7 @@ func TestBenchmarkInSkillCreatorViewer(t *testing.T) {
 	f := benchFixture()
 	ws := skillCreatorWorkspace(t, f)
 	raw, _ := benchmarkOf(t, f)
-	bench := filepath.Join(t.TempDir(), "benchmark.json")
-	if err := os.WriteFile(bench, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	page := filepath.Join(t.TempDir(), "review.html")
-	script, _ := filepath.Abs(filepath.Join(skillCreator, "eval-viewer", "generate_review.py"))
-	if b, err := exec.Command(py, script, ws, "--skill-name", "pdf", "--benchmark", bench, "--static", page).CombinedOutput(); err != nil {
-		t.Fatalf("generate_review.py: %v\n%s", err, b)
-	}
+	page := reviewPage(t, py, ws, raw, "--skill-name", "pdf")
 
 	deno, err := exec.LookPath("deno")
 	testenv.Need(t, "deno", err)
@@ -412,15 +404,7 @@ func TestBenchmarkCannotEndTheViewersScript(t *testing.T) {
 	}
 	ws := skillCreatorWorkspace(t, clean)
 	raw, _ := benchmarkOf(t, f)
-	bench := filepath.Join(t.TempDir(), "benchmark.json")
-	if err := os.WriteFile(bench, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	page := filepath.Join(t.TempDir(), "review.html")
-	script, _ := filepath.Abs(filepath.Join(skillCreator, "eval-viewer", "generate_review.py"))
-	if b, err := exec.Command(py, script, ws, "--benchmark", bench, "--static", page).CombinedOutput(); err != nil {
-		t.Fatalf("generate_review.py: %v\n%s", err, b)
-	}
+	page := reviewPage(t, py, ws, raw)
 	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
@@ -445,4 +429,21 @@ func TestBenchmarkCannotEndTheViewersScript(t *testing.T) {
 	if name := run["eval_name"].(string); !strings.Contains(name, "script><img src=x onerror=alert(2)>") {
 		t.Errorf("eval_name = %q", name)
 	}
+}
+
+// reviewPage runs skill-creator's generate_review.py over the workspace
+// ws and the benchmark raw, and returns the static page it wrote.
+func reviewPage(t *testing.T, py, ws string, raw []byte, args ...string) string {
+	t.Helper()
+	bench := filepath.Join(t.TempDir(), "benchmark.json")
+	if err := os.WriteFile(bench, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "review.html")
+	script, _ := filepath.Abs(filepath.Join(skillCreator, "eval-viewer", "generate_review.py"))
+	argv := append(append([]string{script, ws}, args...), "--benchmark", bench, "--static", page)
+	if b, err := exec.Command(py, argv...).CombinedOutput(); err != nil {
+		t.Fatalf("generate_review.py: %v\n%s", err, b)
+	}
+	return page
 }

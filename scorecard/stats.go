@@ -109,20 +109,19 @@ func matchGradings(m record.EvalManifest, gradings []record.EvalGrading, counts 
 // orderedConfigs is the manifest's configurations, then any a cell names
 // that the manifest's list does not, in the order cells name them.
 func orderedConfigs(m record.EvalManifest) []string {
-	out := slices.Clone(m.Configurations)
-	for _, c := range m.Cells {
-		if !slices.Contains(out, c.Configuration) {
-			out = append(out, c.Configuration)
-		}
-	}
-	return out
+	return listedThenNamed(m.Configurations, m.Cells, func(c record.EvalCell) string { return c.Configuration })
 }
 
+// orderedModels is orderedConfigs for models.
 func orderedModels(m record.EvalManifest) []string {
-	out := slices.Clone(m.Models)
-	for _, c := range m.Cells {
-		if !slices.Contains(out, c.Model) {
-			out = append(out, c.Model)
+	return listedThenNamed(m.Models, m.Cells, func(c record.EvalCell) string { return c.Model })
+}
+
+func listedThenNamed(listed []string, cells []record.EvalCell, name func(record.EvalCell) string) []string {
+	out := slices.Clone(listed)
+	for _, c := range cells {
+		if n := name(c); !slices.Contains(out, n) {
+			out = append(out, n)
 		}
 	}
 	return out

@@ -49,16 +49,7 @@ const mockLLMConfig = `rules:
 // an OpenAI-compatible mock server this project did not write: our own
 // scripted server shares our own reading of the API, this one does not.
 func TestAgainstThirdPartyMockServer(t *testing.T) {
-	mock, err := exec.LookPath("mock-llm")
-	if err != nil {
-		local, _ := filepath.Abs("../../.tools/bin/mock-llm")
-		if _, serr := os.Stat(local); serr == nil {
-			mock, err = local, nil
-		}
-	}
-	testenv.Need(t, "mock-llm (npm @dwmkerr/mock-llm)", err)
-	_, err = exec.LookPath("node")
-	testenv.Need(t, "node", err)
+	mock := testenv.MockLLM(t)
 
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "mock-llm.yaml"), []byte(mockLLMConfig), 0o644)

@@ -8,9 +8,30 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
+
+// MockLLM is the path of @dwmkerr/mock-llm, an OpenAI-compatible mock
+// server this project did not write: on PATH, or where the tools task
+// installs it (.tools/bin of the module). The test needs it and node.
+func MockLLM(t *testing.T) string {
+	t.Helper()
+	mock, err := exec.LookPath("mock-llm")
+	if err != nil {
+		if root, rerr := moduleRoot(); rerr == nil {
+			local := filepath.Join(root, ".tools", "bin", "mock-llm")
+			if _, serr := os.Stat(local); serr == nil {
+				mock, err = local, nil
+			}
+		}
+	}
+	Need(t, "mock-llm (npm @dwmkerr/mock-llm)", err)
+	_, err = exec.LookPath("node")
+	Need(t, "node", err)
+	return mock
+}
 
 // StartNode starts a third-party server under node in dir on a free
 // loopback port (args gives its arguments and environment for the port),

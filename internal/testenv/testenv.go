@@ -84,11 +84,10 @@ func Build(dir, goos, goarch string) (string, error) {
 	if p, ok := buildCache[key]; ok {
 		return p, nil
 	}
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	root, err := moduleRoot()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %v", err)
+		return "", err
 	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
 	out, err := os.MkdirTemp("", "harness-testbin-")
 	if err != nil {
 		return "", err
@@ -108,6 +107,15 @@ func Build(dir, goos, goarch string) (string, error) {
 	}
 	buildCache[key] = bin
 	return bin, nil
+}
+
+// moduleRoot is the directory of the module the tests belong to.
+func moduleRoot() (string, error) {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(gomod))), nil
 }
 
 // NeedRoot stops the test unless it runs as root (what it checks only
