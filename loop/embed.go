@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
-
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop/wire"
 )
 
 // Embedder turns texts into vectors through an OpenAI-compatible
@@ -24,11 +23,15 @@ func (m *OpenAI) Embed(ctx context.Context, model string, inputs []string) ([][]
 	if len(inputs) == 0 {
 		return nil, nil
 	}
-	resp, err := m.emb.New(ctx, openai.EmbeddingNewParams{
-		Model: openai.EmbeddingModel(model),
-		Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: inputs},
-	})
+	if m.badBase != nil {
+		return nil, &ProviderError{Message: m.badBase.Error(), Model: model, Endpoint: m.shown}
+	}
+	body, err := json.Marshal(wire.EmbeddingsRequest{Model: model, Input: inputs})
 	if err != nil {
+		return nil, err
+	}
+	var resp wire.Embeddings
+	if err := m.client.Post(ctx, wire.EmbeddingsPath, body, &resp); err != nil {
 		return nil, providerError(err, 1, false)
 	}
 	if len(resp.Data) != len(inputs) {
@@ -108,5 +111,5 @@ func (c *Cassette) Embed(ctx context.Context, model string, inputs []string) ([]
 	if vs, ok := c.embeddings[key]; ok {
 		return vs, nil
 	}
-	return nil, fmt.Errorf("replay: the embeddings request (%s, %d inputs: %s) is not in the cassette; record it again", model, len(inputs), shorten(strings.Join(slices.Clip(inputs[:min(len(inputs), 3)]), " | ")))
+	return nil, fmt.Errorf("replay: the embeddings request (%s, %d inputs: %s) is not in the cassette; record it again", model, len(inputs), wire.Shorten(strings.Join(slices.Clip(inputs[:min(len(inputs), 3)]), " | ")))
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openai/openai-go/v3"
+	"github.com/harness-dev/harness/loop/wire"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -45,10 +45,10 @@ func TestClassify(t *testing.T) {
 		err       error
 		transient bool
 	}{
-		{"429", &openai.Error{StatusCode: 429}, true},
-		{"500", &openai.Error{StatusCode: 500}, true},
-		{"400", &openai.Error{StatusCode: 400}, false},
-		{"401", &openai.Error{StatusCode: 401}, false},
+		{"429", &wire.APIError{StatusCode: 429}, true},
+		{"500", &wire.APIError{StatusCode: 500}, true},
+		{"400", &wire.APIError{StatusCode: 400}, false},
+		{"401", &wire.APIError{StatusCode: 401}, false},
 		{"reset", syscall.ECONNRESET, true},
 		{"EOF", io.ErrUnexpectedEOF, true},
 		{"other", io.ErrShortWrite, false},
@@ -221,7 +221,7 @@ func TestBoundedBodyAtTheBound(t *testing.T) {
 func TestDelayHonoursTheServer(t *testing.T) {
 	p := RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Minute}
 	withHeader := func(k, v string) error {
-		return &openai.Error{Response: &http.Response{Header: http.Header{http.CanonicalHeaderKey(k): {v}}}}
+		return &wire.APIError{StatusCode: 429, Header: http.Header{http.CanonicalHeaderKey(k): {v}}}
 	}
 	for _, tc := range []struct {
 		name string

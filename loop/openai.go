@@ -6,25 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/responses"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop/wire"
 )
 
 // DefaultBaseURL is used when OpenAIConfig.BaseURL is empty.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
 // OpenAIConfig configures the OpenAI-compatible Chat Completions model.
-// Only what is set here reaches the wire: unlike openai.NewClient, the
-// model never reads OPENAI_* environment variables, so a stray
-// OPENAI_ORG_ID on a CI runner cannot change whom a run bills.
+// Only what is set here reaches the wire: the model never reads OPENAI_*
+// environment variables, so a stray OPENAI_ORG_ID on a CI runner cannot
+// change whom a run bills.
 type OpenAIConfig struct {
 	BaseURL          string // "" = DefaultBaseURL
 	APIKey           string
@@ -47,11 +45,12 @@ type OpenAI struct {
 	// shown is base as messages name it: without credentials in it.
 	shown  string
 	stream bool
-	svc    openai.ChatCompletionService
-	resp   responses.ResponseService
-	emb    openai.EmbeddingService
-	retry  RetryPolicy
-	on     func(Attempt)
+	// client is nil when base is no URL; every request then fails with
+	// badBase.
+	client  *wire.Client
+	badBase error
+	retry   RetryPolicy
+	on      func(Attempt)
 }
 
 // NewOpenAI builds the model from explicit options only.
@@ -64,34 +63,23 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
 		baseRT = cfg.HTTPClient.Transport
 	}
-	hc := &http.Client{Transport: &transport{base: baseRT, keyless: cfg.APIKey == "", maxBody: cfg.maxBody}}
-	opts := []option.RequestOption{
-		option.WithHTTPClient(hc),
-		option.WithBaseURL(base),
-		// Retries are ours, so that every attempt is journaled.
-		option.WithMaxRetries(0),
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	if cfg.OrgID != "" {
-		opts = append(opts, option.WithOrganization(cfg.OrgID))
-	}
-	if cfg.ProjectID != "" {
-		opts = append(opts, option.WithProject(cfg.ProjectID))
-	}
-	return &OpenAI{
+	hc := &http.Client{Transport: &transport{base: baseRT, maxBody: cfg.maxBody}}
+	m := &OpenAI{
 		base:   base,
 		shown:  artifacts.WithoutUserinfo(base),
 		stream: cfg.Stream,
-		// The service constructor, unlike NewClient, applies no
-		// environment defaults.
-		svc:   openai.NewChatCompletionService(opts...),
-		resp:  responses.NewResponseService(opts...),
-		emb:   openai.NewEmbeddingService(opts...),
-		retry: cfg.Retry.withDefaults(),
-		on:    cfg.OnAttempt,
+		retry:  cfg.Retry.withDefaults(),
+		on:     cfg.OnAttempt,
 	}
+	u, err := url.Parse(base)
+	if err != nil {
+		// Not err: its text quotes the URL, credentials and all.
+		m.badBase = errors.New("the base URL is not a URL: check --base-url")
+		_ = err
+		return m
+	}
+	m.client = &wire.Client{Base: u, Key: cfg.APIKey, Org: cfg.OrgID, Project: cfg.ProjectID, HTTP: hc}
+	return m
 }
 
 // Complete sends one request over its wire API, retrying transient
@@ -100,6 +88,9 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	extra, err := extraBody(req.Params.ExtraBody, req.WireAPI)
 	if err != nil {
 		return Response{}, err
+	}
+	if m.badBase != nil {
+		return Response{}, &ProviderError{Message: m.badBase.Error(), Model: req.Model, Endpoint: m.shown}
 	}
 	switch req.WireAPI {
 	case "", WireChat:
@@ -112,73 +103,60 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	params.Stream = m.stream
+	if m.stream {
+		params.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
+	}
+	body, err := wire.WithExtra(params, extra)
+	if err != nil {
+		return Response{}, err
+	}
 	var resp Response
 	err = m.retry.do(ctx, m.on, req.Model, m.shown, func(ctx context.Context) error {
-		var c *openai.ChatCompletion
-		var reasoning string
+		var c *wire.ChatCompletion
 		if m.stream {
-			c, reasoning, err = m.streamed(ctx, params, extra)
+			c, err = m.streamed(ctx, body)
 		} else {
-			c, err = m.svc.New(ctx, params, extra...)
+			c = &wire.ChatCompletion{}
+			err = m.client.Post(ctx, wire.ChatPath, body, c)
 		}
 		if err != nil {
 			return err
 		}
 		resp, err = fromCompletion(c)
-		if reasoning != "" {
-			resp.Reasoning = reasoning
-		}
 		return err
 	})
 	return resp, err
 }
 
 // streamed sends the request as a stream and accumulates the chunks into
-// the completion a plain request would have returned.
-func (m *OpenAI) streamed(ctx context.Context, params openai.ChatCompletionNewParams, extra []option.RequestOption) (*openai.ChatCompletion, string, error) {
-	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	stream := m.svc.NewStreaming(ctx, params, extra...)
-	defer stream.Close()
-	var acc openai.ChatCompletionAccumulator
-	var reasoning strings.Builder
-	// Only choice 0 is the answer: another choice's finish_reason says
-	// nothing of whether choice 0 ended. Its first finish_reason is the
-	// one that counts, since a later contradicting one (length, then
-	// tool_calls) cannot make a cut call whole again.
-	first := ""
-	for stream.Next() {
-		chunk := stream.Current()
-		acc.AddChunk(chunk)
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			if first == "" {
-				first = ch.FinishReason
-			}
-			if f, ok := ch.Delta.JSON.ExtraFields["reasoning_content"]; ok {
-				var part string
-				json.Unmarshal([]byte(f.Raw()), &part)
-				reasoning.WriteString(part)
-			}
+// the completion a plain request would have returned. Only choice 0 is
+// the answer: another choice's finish_reason says nothing of whether
+// choice 0 ended.
+func (m *OpenAI) streamed(ctx context.Context, body []byte) (*wire.ChatCompletion, error) {
+	var acc wire.ChatAccumulator
+	err := m.client.Stream(ctx, wire.ChatPath, body, func(ev wire.Event) error {
+		chunk, err := wire.DecodeChunk(ev.Data)
+		if err != nil {
+			return &wire.DecodeError{Path: wire.ChatPath, Err: err, Body: wire.Shorten(string(ev.Data))}
 		}
-	}
-	if err := stream.Err(); err != nil {
-		return nil, "", err
+		acc.Add(chunk)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A stream that stops before the model said why it stopped was cut
 	// (a dropped connection, a proxy's timeout): what came is not an
 	// answer, and a tool call in it may be missing arguments or be one of
 	// several. Asked again, like a failed request.
-	if first == "" {
-		return nil, "", &transientError{errors.New("the chat stream ended before a finish_reason for choice 0")}
+	if acc.FinishReason == "" {
+		return nil, &transientError{errors.New("the chat stream ended before a finish_reason for choice 0")}
 	}
-	for i := range acc.Choices {
-		if acc.Choices[i].Index == 0 {
-			acc.Choices[i].FinishReason = first
-		}
-	}
-	return &acc.ChatCompletion, reasoning.String(), nil
+	return &wire.ChatCompletion{
+		Choices: []wire.ChatChoice{{Index: 0, Message: acc.Message(), FinishReason: acc.FinishReason}},
+		Usage:   acc.Usage,
+	}, nil
 }
 
 // ExtraBodyKeyPlain says whether an extra body key is a plain top-level
@@ -222,11 +200,10 @@ func ExtraBodyOwned(wire, key string) bool {
 	return slices.ContainsFunc(OwnedBody[wire], func(o string) bool { return strings.EqualFold(o, key) })
 }
 
-// extraBody turns --extra-body's object into one body setting per key, in
-// key order (the request is the same in every replay). The options were
+// extraBody checks --extra-body's object key by key. The options were
 // checked when the run was made; the keys are checked again here because
 // the wire API can change on resume and a path key must never be sent.
-func extraBody(raw json.RawMessage, wire string) ([]option.RequestOption, error) {
+func extraBody(raw json.RawMessage, wire string) (map[string]json.RawMessage, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -234,12 +211,7 @@ func extraBody(raw json.RawMessage, wire string) ([]option.RequestOption, error)
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, fmt.Errorf("extra body: %w", err)
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var out []option.RequestOption
+	keys := slices.Sorted(maps.Keys(fields))
 	for _, k := range keys {
 		switch {
 		case !ExtraBodyKeyPlain(k):
@@ -247,89 +219,79 @@ func extraBody(raw json.RawMessage, wire string) ([]option.RequestOption, error)
 		case ExtraBodyOwned(wire, k):
 			return nil, fmt.Errorf("extra body sets %q, which harness sends itself over the %s wire API", k, cmp.Or(wire, WireChat))
 		}
-		out = append(out, option.WithJSONSet(k, fields[k]))
 	}
-	return out, nil
+	return fields, nil
 }
 
-func toParams(req Request) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+func toParams(req Request) (wire.ChatRequest, error) {
+	p := wire.ChatRequest{Model: req.Model}
 	ids := wireIDs(req.Messages)
 	for _, m := range req.Messages {
 		switch m.Role {
-		case RoleSystem:
-			p.Messages = append(p.Messages, openai.SystemMessage(m.Content))
-		case RoleUser:
-			p.Messages = append(p.Messages, openai.UserMessage(m.Content))
+		case RoleSystem, RoleUser:
+			p.Messages = append(p.Messages, wire.ChatMessage{Role: string(m.Role), Content: wire.Text(m.Content)})
 		case RoleTool:
-			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, resultWireID(ids, m.ToolCallID)))
+			p.Messages = append(p.Messages, wire.ChatMessage{Role: string(m.Role), Content: wire.Text(m.Content), ToolCallID: resultWireID(ids, m.ToolCallID)})
 		case RoleAssistant:
-			a := openai.ChatCompletionAssistantMessageParam{}
+			a := wire.ChatMessage{Role: string(m.Role)}
 			if m.Content != "" {
-				a.Content.OfString = openai.String(m.Content)
+				a.Content = wire.Text(m.Content)
 			}
 			for _, c := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.WireID(),
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
-					},
-				})
+				a.ToolCalls = append(a.ToolCalls, wire.ChatToolCall{ID: c.WireID(), Type: "function", Function: wire.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
 			}
-			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			p.Messages = append(p.Messages, a)
 		default:
 			return p, fmt.Errorf("message role %q is not supported", m.Role)
 		}
 	}
 	for _, t := range req.Tools {
-		var params map[string]any
-		if len(t.Parameters) > 0 {
-			if err := json.Unmarshal(t.Parameters, &params); err != nil {
-				return p, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
-			}
+		params, err := toolParameters(t)
+		if err != nil {
+			return p, err
 		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name:        t.Name,
-			Description: openai.String(t.Description),
-			Parameters:  shared.FunctionParameters(params),
-		}))
+		p.Tools = append(p.Tools, wire.ChatTool{Type: "function", Function: wire.FunctionDef{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
-	if v := req.Params.Temperature; v != nil {
-		p.Temperature = openai.Float(*v)
-	}
-	if v := req.Params.TopP; v != nil {
-		p.TopP = openai.Float(*v)
-	}
-	if v := req.Params.Seed; v != nil {
-		p.Seed = openai.Int(*v)
-	}
-	if v := req.Params.MaxCompletionTokens; v > 0 {
-		p.MaxCompletionTokens = openai.Int(v)
-	}
-	if len(req.Params.Stop) > 0 {
-		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Params.Stop}
-	}
-	if v := req.Params.ReasoningEffort; v != "" {
-		p.ReasoningEffort = shared.ReasoningEffort(v)
-	}
+	p.Temperature, p.TopP, p.Seed = req.Params.Temperature, req.Params.TopP, req.Params.Seed
+	p.MaxCompletionTokens = max(req.Params.MaxCompletionTokens, 0)
+	p.Stop = req.Params.Stop
+	p.ReasoningEffort = req.Params.ReasoningEffort
 	if len(req.Params.ResponseSchema) > 0 {
-		var schema map[string]any
-		if err := json.Unmarshal(req.Params.ResponseSchema, &schema); err != nil {
-			return p, fmt.Errorf("response schema: %w", err)
+		schema, err := responseSchema(req)
+		if err != nil {
+			return p, err
 		}
-		p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: schema},
-		}}
+		p.ResponseFormat = &wire.ResponseFormat{Type: "json_schema", JSONSchema: wire.JSONSchema{Name: "answer", Schema: schema}}
 	}
 	return p, nil
 }
 
-func fromCompletion(c *openai.ChatCompletion) (Response, error) {
+// toolParameters is a tool's parameter schema as an object.
+func toolParameters(t ToolSpec) (map[string]any, error) {
+	var params map[string]any
+	if len(t.Parameters) > 0 {
+		if err := json.Unmarshal(t.Parameters, &params); err != nil {
+			return nil, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
+		}
+	}
+	return params, nil
+}
+
+// responseSchema is --output-schema's schema as an object.
+func responseSchema(req Request) (map[string]any, error) {
+	var schema map[string]any
+	if err := json.Unmarshal(req.Params.ResponseSchema, &schema); err != nil {
+		return nil, fmt.Errorf("response schema: %w", err)
+	}
+	return schema, nil
+}
+
+func fromCompletion(c *wire.ChatCompletion) (Response, error) {
 	if len(c.Choices) == 0 {
 		return Response{}, &ProviderError{Message: "the provider answered with no choices"}
 	}
 	// Choice 0 is the answer wherever the server put it in the array.
-	var ch *openai.ChatCompletionChoice
+	var ch *wire.ChatChoice
 	for i := range c.Choices {
 		if c.Choices[i].Index == 0 {
 			ch = &c.Choices[i]
@@ -340,12 +302,6 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 		return Response{}, &ProviderError{Message: "the provider answered with no choice of index 0"}
 	}
 	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
-	// Some servers (vLLM, DeepSeek) return the model's reasoning beside
-	// its answer: it is journaled, never sent back.
-	var reasoning string
-	if f, ok := ch.Message.JSON.ExtraFields["reasoning_content"]; ok {
-		json.Unmarshal([]byte(f.Raw()), &reasoning)
-	}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
@@ -353,8 +309,9 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return Response{
-		Message:      msg,
-		Reasoning:    reasoning,
+		Message: msg,
+		// Journaled, never sent back.
+		Reasoning:    ch.Message.ReasoningContent,
 		Refusal:      ch.Message.Refusal,
 		FinishReason: ch.FinishReason,
 		Usage: Usage{
@@ -407,7 +364,7 @@ func (e *ProviderError) Error() string {
 	return s
 }
 
-// providerError converts an SDK or transport error into a ProviderError.
+// providerError converts a wire or transport error into a ProviderError.
 func providerError(err error, attempts int, retryable bool) *ProviderError {
 	var pe *ProviderError
 	if errors.As(err, &pe) {
@@ -419,9 +376,13 @@ func providerError(err error, attempts int, retryable bool) *ProviderError {
 	if errors.As(err, &tooLarge) {
 		return &ProviderError{Code: codeResponseTooLarge, Message: tooLarge.Error(), Attempts: attempts, Retryable: retryable}
 	}
-	var api *openai.Error
+	var api *wire.APIError
 	if errors.As(err, &api) {
 		return &ProviderError{Status: api.StatusCode, Code: api.Code, Message: api.Message, Attempts: attempts, Retryable: retryable}
+	}
+	var se *wire.StreamError
+	if errors.As(err, &se) {
+		return &ProviderError{Code: se.Code, Message: se.Message, Attempts: attempts, Retryable: retryable}
 	}
 	return &ProviderError{Message: err.Error(), Attempts: attempts, Retryable: retryable}
 }

@@ -7,13 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/responses"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/loop/wire"
 )
 
 // The wire APIs a model is reached with.
@@ -52,18 +47,24 @@ func (it ReasoningItem) Check() error {
 // provider (store: false, no previous_response_id): every request carries
 // the whole conversation, so a run replays and resumes from its own
 // journal.
-func (m *OpenAI) respond(ctx context.Context, req Request, extra []option.RequestOption) (Response, error) {
+func (m *OpenAI) respond(ctx context.Context, req Request, extra map[string]json.RawMessage) (Response, error) {
 	params, err := toResponseParams(req)
+	if err != nil {
+		return Response{}, err
+	}
+	params.Stream = m.stream
+	body, err := wire.WithExtra(params, extra)
 	if err != nil {
 		return Response{}, err
 	}
 	var resp Response
 	err = m.retry.do(ctx, m.on, req.Model, m.shown, func(ctx context.Context) error {
-		var r *responses.Response
+		var r *wire.Response
 		if m.stream {
-			r, err = m.respondStreamed(ctx, params, extra)
+			r, err = m.respondStreamed(ctx, body)
 		} else {
-			r, err = m.resp.New(ctx, params, extra...)
+			r = &wire.Response{}
+			err = m.client.Post(ctx, wire.ResponsesPath, body, r)
 		}
 		if err != nil {
 			return err
@@ -77,17 +78,23 @@ func (m *OpenAI) respond(ctx context.Context, req Request, extra []option.Reques
 // respondStreamed reads the Responses event stream to its last event. The
 // response it ends with is the answer; output items announced one by one
 // stand in for an output the final event leaves out, as some servers do.
-func (m *OpenAI) respondStreamed(ctx context.Context, params responses.ResponseNewParams, extra []option.RequestOption) (*responses.Response, error) {
-	stream := m.resp.NewStreaming(ctx, params, extra...)
-	defer stream.Close()
-	var items []responses.ResponseOutputItemUnion
-	for stream.Next() {
-		ev := stream.Current()
+func (m *OpenAI) respondStreamed(ctx context.Context, body []byte) (*wire.Response, error) {
+	var items []json.RawMessage
+	var final *wire.Response
+	err := m.client.Stream(ctx, wire.ResponsesPath, body, func(e wire.Event) error {
+		ev, err := wire.DecodeResponsesEvent(e.Data)
+		if err != nil {
+			return &wire.DecodeError{Path: wire.ResponsesPath, Err: err, Body: wire.Shorten(string(e.Data))}
+		}
 		switch ev.Type {
 		case "response.output_item.done":
-			items = append(items, ev.Item)
+			// The event's buffer is the reader's: keep a copy.
+			items = append(items, append(json.RawMessage(nil), ev.Item...))
 		case "response.completed", "response.incomplete", "response.failed":
 			r := ev.Response
+			if r == nil {
+				r = &wire.Response{}
+			}
 			if len(r.Output) == 0 {
 				r.Output = items
 			}
@@ -95,21 +102,36 @@ func (m *OpenAI) respondStreamed(ctx context.Context, params responses.ResponseN
 			// whole: a failed event is a failure whatever status it
 			// claims, and an incomplete event is never completed.
 			switch {
-			case ev.Type == "response.failed" && r.Status != responses.ResponseStatusFailed:
-				return nil, &ProviderError{Message: fmt.Sprintf("the response stream ended with response.failed (status %s): nothing in it was used", r.Status)}
-			case ev.Type == "response.incomplete" && r.Status == responses.ResponseStatusCompleted:
-				r.Status = responses.ResponseStatusIncomplete
+			case ev.Type == "response.failed" && r.Status != statusFailed:
+				return &ProviderError{Message: fmt.Sprintf("the response stream ended with response.failed (status %s): nothing in it was used", r.Status)}
+			case ev.Type == "response.incomplete" && r.Status == statusCompleted:
+				r.Status = statusIncomplete
 			}
-			return &r, nil
+			final = r
+			return errStreamEnd
 		case "error":
-			return nil, streamError(ev.Code, ev.Message)
+			return streamError(ev.Code, ev.Message)
 		}
+		return nil
+	})
+	if errors.Is(err, errStreamEnd) {
+		return final, nil
 	}
-	if err := stream.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return nil, &transientError{errors.New("the response stream ended before response.completed")}
 }
+
+// errStreamEnd stops reading a stream at its last event.
+var errStreamEnd = errors.New("the stream's last event")
+
+// The statuses of a response harness tells apart.
+const (
+	statusCompleted  = "completed"
+	statusIncomplete = "incomplete"
+	statusFailed     = "failed"
+)
 
 // transientError is a failure the provider reported inside a response
 // that another attempt may not meet (its server failed, a rate limit).
@@ -129,64 +151,45 @@ func streamError(code, msg string) error {
 	return err
 }
 
-func toResponseParams(req Request) (responses.ResponseNewParams, error) {
-	p := responses.ResponseNewParams{
-		Model: shared.ResponsesModel(req.Model),
-		Store: openai.Bool(false),
+func toResponseParams(req Request) (wire.ResponsesRequest, error) {
+	p := wire.ResponsesRequest{
+		Model: req.Model,
+		Store: false,
 		// Reasoning stays with the run, encrypted, not with the provider.
-		Include: []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent},
+		Include: []string{"reasoning.encrypted_content"},
 	}
-	var input responses.ResponseInputParam
 	ids := wireIDs(req.Messages)
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleSystem, RoleUser:
-			input = append(input, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRole(m.Role)))
+			p.Input = append(p.Input, wire.InputMessage{Role: string(m.Role), Content: m.Content})
 		case RoleTool:
-			out := responses.ResponseInputItemParamOfFunctionCallOutput(m.Content)
-			out.OfFunctionCallOutput.CallID = openai.String(resultWireID(ids, m.ToolCallID))
-			input = append(input, out)
+			p.Input = append(p.Input, wire.FunctionCallOutput{Type: "function_call_output", CallID: resultWireID(ids, m.ToolCallID), Output: m.Content})
 		case RoleAssistant:
 			for _, it := range m.Reasoning {
-				r := param.Override[responses.ResponseReasoningItemParam](json.RawMessage(it.Raw))
-				input = append(input, responses.ResponseInputItemUnionParam{OfReasoning: &r})
+				p.Input = append(p.Input, json.RawMessage(it.Raw))
 			}
 			if m.Content != "" {
-				input = append(input, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRoleAssistant))
+				p.Input = append(p.Input, wire.InputMessage{Role: string(RoleAssistant), Content: m.Content})
 			}
 			for _, c := range m.ToolCalls {
-				input = append(input, responses.ResponseInputItemParamOfFunctionCall(c.Arguments, c.WireID(), c.Name))
+				p.Input = append(p.Input, wire.FunctionCallItem{Type: "function_call", CallID: c.WireID(), Name: c.Name, Arguments: c.Arguments})
 			}
 		default:
 			return p, fmt.Errorf("message role %q is not supported", m.Role)
 		}
 	}
-	p.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
 	for _, t := range req.Tools {
-		var params map[string]any
-		if len(t.Parameters) > 0 {
-			if err := json.Unmarshal(t.Parameters, &params); err != nil {
-				return p, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
-			}
+		params, err := toolParameters(t)
+		if err != nil {
+			return p, err
 		}
-		p.Tools = append(p.Tools, responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
-			Name:        t.Name,
-			Description: openai.String(t.Description),
-			Parameters:  params,
-			Strict:      openai.Bool(Strictable(params)),
-		}})
+		p.Tools = append(p.Tools, wire.ResponsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params, Strict: Strictable(params)})
 	}
-	if v := req.Params.Temperature; v != nil {
-		p.Temperature = openai.Float(*v)
-	}
-	if v := req.Params.TopP; v != nil {
-		p.TopP = openai.Float(*v)
-	}
-	if v := req.Params.MaxCompletionTokens; v > 0 {
-		p.MaxOutputTokens = openai.Int(v)
-	}
+	p.Temperature, p.TopP = req.Params.Temperature, req.Params.TopP
+	p.MaxOutputTokens = max(req.Params.MaxCompletionTokens, 0)
 	if v := req.Params.ReasoningEffort; v != "" {
-		p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(v)}
+		p.Reasoning = &wire.ReasoningConfig{Effort: v}
 	}
 	if len(req.Params.Stop) > 0 || req.Params.Seed != nil {
 		// runopts refuses these before a run starts; a cassette or a
@@ -194,11 +197,11 @@ func toResponseParams(req Request) (responses.ResponseNewParams, error) {
 		return p, errors.New("the Responses API takes no stop sequences and no seed: use --wire-api chat for them")
 	}
 	if len(req.Params.ResponseSchema) > 0 {
-		var schema map[string]any
-		if err := json.Unmarshal(req.Params.ResponseSchema, &schema); err != nil {
-			return p, fmt.Errorf("response schema: %w", err)
+		schema, err := responseSchema(req)
+		if err != nil {
+			return p, err
 		}
-		p.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigParamOfJSONSchema("answer", schema)}
+		p.Text = &wire.TextConfig{Format: wire.TextFormat{Type: "json_schema", Name: "answer", Schema: schema}}
 	}
 	return p, nil
 }
@@ -244,34 +247,42 @@ func Strictable(schema map[string]any) bool {
 // another or no reason), tool_calls, stop, refusal. Only a completed
 // response is an answer: any other status (cancelled, in_progress,
 // queued, one this code does not know) is a provider error.
-func fromResponse(r *responses.Response) (Response, error) {
+func fromResponse(r *wire.Response) (Response, error) {
 	switch r.Status {
-	case responses.ResponseStatusFailed:
-		return Response{}, streamError(string(r.Error.Code), r.Error.Message)
-	case responses.ResponseStatusCompleted, responses.ResponseStatusIncomplete:
+	case statusFailed:
+		var code, msg string
+		if r.Error != nil {
+			code, msg = r.Error.Code, r.Error.Message
+		}
+		return Response{}, streamError(code, msg)
+	case statusCompleted, statusIncomplete:
 	default:
 		return Response{}, &ProviderError{Message: fmt.Sprintf("the provider's response has status %s, not completed: nothing in it was used", r.Status)}
 	}
 	out := Response{Message: Message{Role: RoleAssistant}, FinishReason: "stop"}
 	var text, refusal, summary strings.Builder
 	cutItem := false
-	for _, item := range r.Output {
-		switch item.Type {
+	for _, raw := range r.Output {
+		typ := wire.ItemType(raw)
+		switch typ {
+		case "reasoning", "message", "function_call":
+		default:
+			// An item of a kind harness does not read (a server's own
+			// tool, a future kind) is left alone, whatever it holds.
+			continue
+		}
+		var item wire.OutputItem
+		if err := json.Unmarshal(raw, &item); err != nil {
+			return Response{}, &ProviderError{Message: fmt.Sprintf("the provider's %s item is not one the Responses API gives: %v", typ, err)}
+		}
+		switch typ {
 		case "reasoning":
-			raw := item.RawJSON()
-			if raw == "" {
-				b, err := json.Marshal(item)
-				if err != nil {
-					return Response{}, fmt.Errorf("reasoning item: %w", err)
-				}
-				raw = string(b)
-			}
-			out.Message.Reasoning = append(out.Message.Reasoning, NewReasoningItem([]byte(raw)))
-			for _, s := range item.AsReasoning().Summary {
+			out.Message.Reasoning = append(out.Message.Reasoning, NewReasoningItem(append([]byte(nil), raw...)))
+			for _, s := range item.Summary {
 				summary.WriteString(s.Text)
 			}
 		case "message":
-			for _, c := range item.AsMessage().Content {
+			for _, c := range item.Content {
 				switch c.Type {
 				case "output_text":
 					text.WriteString(c.Text)
@@ -280,20 +291,23 @@ func fromResponse(r *responses.Response) (Response, error) {
 				}
 			}
 		case "function_call":
-			fc := item.AsFunctionCall()
-			cutItem = cutItem || (fc.Status != "" && fc.Status != responses.ResponseFunctionToolCallStatusCompleted)
-			out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: fc.CallID, Name: fc.Name, Arguments: fc.Arguments})
+			cutItem = cutItem || (item.Status != "" && item.Status != "completed")
+			out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: item.CallID, Name: item.Name, Arguments: item.Arguments})
 		}
 	}
 	out.Message.Content, out.Reasoning, out.Refusal = text.String(), summary.String(), refusal.String()
+	var incomplete string
+	if r.IncompleteDetails != nil {
+		incomplete = r.IncompleteDetails.Reason
+	}
 	// An incomplete response says so even when it holds function calls:
 	// the last of them may be cut, and the loop must not run them.
 	switch {
-	case r.Status == responses.ResponseStatusIncomplete && r.IncompleteDetails.Reason == "max_output_tokens":
+	case r.Status == statusIncomplete && incomplete == "max_output_tokens":
 		out.FinishReason = "length"
-	case r.Status == responses.ResponseStatusIncomplete && r.IncompleteDetails.Reason == "content_filter":
+	case r.Status == statusIncomplete && incomplete == "content_filter":
 		out.FinishReason = "content_filter"
-	case r.Status == responses.ResponseStatusIncomplete || cutItem:
+	case r.Status == statusIncomplete || cutItem:
 		out.FinishReason = "incomplete"
 	case len(out.Message.ToolCalls) > 0:
 		out.FinishReason = "tool_calls"

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/openai/openai-go/v3/responses"
+	"github.com/harness-dev/harness/loop/wire"
 )
 
 // FuzzFromResponse: whatever a Responses endpoint sends that decodes, the
@@ -16,7 +16,7 @@ func FuzzFromResponse(f *testing.F) {
 	f.Add([]byte(`{"status":"failed","error":{"code":"server_error","message":"boom"}}`))
 	f.Add([]byte(`{"output":[{"type":"message","content":[{"type":"refusal","refusal":"no"}]},{"type":"mystery"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var r responses.Response
+		var r wire.Response
 		if json.Unmarshal(data, &r) != nil {
 			return
 		}

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openai/openai-go/v3"
+	"github.com/harness-dev/harness/loop/wire"
 )
 
 // RetryPolicy bounds how transient provider failures are retried. Zero
@@ -115,11 +115,11 @@ func (p RetryPolicy) delay(attempt int, err error) time.Duration {
 	if d > 0 {
 		d += time.Duration(rand.Int64N(int64(d)/2+1)) - d/4
 	}
-	var api *openai.Error
-	if errors.As(err, &api) && api.Response != nil {
-		if ms, err := strconv.Atoi(api.Response.Header.Get("retry-after-ms")); err == nil && ms >= 0 {
+	var api *wire.APIError
+	if errors.As(err, &api) && api.Header != nil {
+		if ms, err := strconv.Atoi(api.Header.Get("retry-after-ms")); err == nil && ms >= 0 {
 			d = time.Duration(ms) * time.Millisecond
-		} else if ra, ok := retryAfter(api.Response.Header.Get("Retry-After"), time.Now()); ok {
+		} else if ra, ok := retryAfter(api.Header.Get("Retry-After"), time.Now()); ok {
 			d = ra
 		}
 	}
@@ -143,7 +143,7 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 // errors and connections that broke mid-way are; everything the request
 // itself got wrong is not.
 func classify(err error) (status int, transient bool) {
-	var api *openai.Error
+	var api *wire.APIError
 	if errors.As(err, &api) {
 		s := api.StatusCode
 		return s, s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s == http.StatusConflict || s >= 500
