@@ -160,11 +160,11 @@ func (m *OpenAI) streamed(ctx context.Context, body []byte) (*wire.ChatCompletio
 }
 
 // ExtraBodyKeyPlain says whether an extra body key is a plain top-level
-// field name. Each key is applied with option.WithJSONSet, whose key is an
-// sjson path: ".", "#", "*", "|", "@", "\\" and the like would reach into
-// the conversation ("messages.0.content") or spell an owned field another
-// way ("mo\\del"). Letters, digits, "_" and "-" mean nothing to sjson on
-// an object, so a key of only these is set as itself.
+// field name. Each key is set as a member of the body's top level, but
+// proxies and servers that read keys as paths (sjson, jq: ".", "#", "*",
+// "|", "@", "\\") would take "messages.0.content" into the conversation
+// or "mo\\del" for an owned field. Letters, digits, "_" and "-" mean the
+// same to every reader, so ExtraBodyOwned judges what the server sees.
 func ExtraBodyKeyPlain(k string) bool {
 	if k == "" {
 		return false
