@@ -67,8 +67,8 @@ type FunctionDef struct {
 
 // ResponseFormat asks for an answer that is JSON of a schema.
 type ResponseFormat struct {
-	Type       string     `json:"type"` // "json_schema"
 	JSONSchema JSONSchema `json:"json_schema"`
+	Type       string     `json:"type"` // "json_schema"
 }
 
 // JSONSchema is a named schema.

@@ -66,9 +66,9 @@ type TextConfig struct {
 
 // TextFormat is a named JSON schema.
 type TextFormat struct {
-	Type   string         `json:"type"` // "json_schema"
 	Name   string         `json:"name"`
 	Schema map[string]any `json:"schema"`
+	Type   string         `json:"type"` // "json_schema"
 }
 
 // Response is the answer of the Responses API. Output items are kept as
