@@ -10,6 +10,7 @@ import (
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/internal/junit"
+	"github.com/harness-dev/harness/internal/mdtext"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 )
@@ -69,7 +70,7 @@ func WriteSummary(path string, res *record.PipelineResult) error {
 		if line := pendingLine(t); line != "" {
 			msg = line
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(t.Name), t.Status, t.ExitCode, t.Usage.TotalTokens, mdCellN(answerOf(res, t), 120), mdCell(msg))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdtext.Inline(t.Name, 200), t.Status, t.ExitCode, t.Usage.TotalTokens, mdtext.Inline(answerOf(res, t), 120), mdtext.Inline(msg, 200))
 	}
 	return artifacts.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -111,17 +112,6 @@ func clean(s string) string {
 		}
 		return -1
 	}, s)
-}
-
-func mdCell(s string) string { return mdCellN(s, 200) }
-
-// mdCellN is s as one Markdown table cell of at most n characters.
-func mdCellN(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n]) + "..."
-	}
-	return strings.ReplaceAll(s, "|", "\\|")
 }
 
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }

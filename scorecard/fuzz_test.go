@@ -11,29 +11,6 @@ import (
 	"github.com/harness-dev/harness/record"
 )
 
-// FuzzMdText: whatever a model writes, its cell stays one cell of one
-// row, and nothing in it becomes markup.
-func FuzzMdText(f *testing.F) {
-	for _, h := range hostile {
-		f.Add(h.text)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		cell := mdText(s, 200)
-		if strings.ContainsAny(cell, "\n\r") {
-			t.Fatalf("mdText(%q) = %q spans lines", s, cell)
-		}
-		html := renderGFM(t, []byte("| a | b |\n| --- | --- |\n| "+cell+" | end |\n"))
-		if n := strings.Count(html, "<td>"); n != 2 {
-			t.Fatalf("mdText(%q) = %q: the row has %d cells:\n%s", s, cell, n, html)
-		}
-		for _, bad := range []string{"<code", "<a ", "<img", "<em", "<strong", "<del", "raw HTML"} {
-			if strings.Contains(html, bad) {
-				t.Fatalf("mdText(%q) = %q became markup (%s):\n%s", s, cell, bad, html)
-			}
-		}
-	})
-}
-
 var endOrComment = regexp.MustCompile(`(?i)</script|<!--`)
 
 // FuzzBenchmarkText: whatever a grader writes, benchmark.json is JSON,

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
+	"github.com/harness-dev/harness/internal/mdtext"
 	"github.com/harness-dev/harness/record"
 )
 
 // Markdown is benchmark.md: an eval's numbers for a CI job summary. Every
 // text a skill, a model or an eval file wrote (names, expectations,
-// models, messages) goes through mdText: a table cell stays one cell and
+// models, messages) goes through mdtext.Inline: a table cell stays one cell and
 // nothing in it becomes markup.
 func Markdown(m record.EvalManifest, res record.EvalResult) []byte {
 	var b strings.Builder
@@ -19,12 +19,12 @@ func Markdown(m record.EvalManifest, res record.EvalResult) []byte {
 	if status == "" {
 		status = "not gated"
 	}
-	fmt.Fprintf(&b, "## harness eval %s: %s\n\n", mdText(res.Skill, 100), mdText(status, 40))
+	fmt.Fprintf(&b, "## harness eval %s: %s\n\n", mdtext.Inline(res.Skill, 100), mdtext.Inline(status, 40))
 	b.WriteString(cellsLine(res.Cells) + "\n\n")
 	b.WriteString("Pass rate is the share of a cell's expectations and checks that passed (ungraded ones count as not passed), as mean ± sample standard deviation over the cells, with a 95% interval of the mean (Student's t); n is the number of graded cells.\n\n")
 
 	for _, mod := range summaryModels(res.Summaries) {
-		fmt.Fprintf(&b, "### %s\n\n", mdText(mod, 100))
+		fmt.Fprintf(&b, "### %s\n\n", mdtext.Inline(mod, 100))
 		b.WriteString("| configuration | n | pass rate | seconds | tokens | cost (USD) | ungraded | runs failed |\n")
 		b.WriteString("| --- | ---: | --- | --- | --- | --- | ---: | ---: |\n")
 		for _, s := range res.Summaries {
@@ -35,13 +35,13 @@ func Markdown(m record.EvalManifest, res record.EvalResult) []byte {
 			if s.CostUSD != nil {
 				cost = spread(*s.CostUSD, "%.4f")
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %d | %d |\n", mdText(s.Configuration, 40), s.PassRate.N,
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %d | %d |\n", mdtext.Inline(s.Configuration, 40), s.PassRate.N,
 				withInterval(s.PassRate), spread(s.Seconds, "%.1f"), spread(s.Tokens, "%.0f"), cost, s.Ungraded, s.RunFailed)
 		}
 		b.WriteString("\n")
 		for _, d := range res.Deltas {
 			if d.Model == mod {
-				fmt.Fprintf(&b, "%s − %s: pass rate %+.2f, seconds %+.1f, tokens %+.0f.\n\n", mdText(d.Of, 40), mdText(d.Minus, 40), d.PassRate, d.Seconds, d.Tokens)
+				fmt.Fprintf(&b, "%s − %s: pass rate %+.2f, seconds %+.1f, tokens %+.0f.\n\n", mdtext.Inline(d.Of, 40), mdtext.Inline(d.Minus, 40), d.PassRate, d.Seconds, d.Tokens)
 			}
 		}
 	}
@@ -56,7 +56,7 @@ func Markdown(m record.EvalManifest, res record.EvalResult) []byte {
 			asked = append(asked, "--min-delta "+num(*g.MinDelta))
 		}
 		if g.NoRegressionFrom != "" {
-			asked = append(asked, "--no-regression-from "+mdText(g.NoRegressionFrom, 200))
+			asked = append(asked, "--no-regression-from "+mdtext.Inline(g.NoRegressionFrom, 200))
 		}
 		switch {
 		case len(asked) == 0:
@@ -66,7 +66,7 @@ func Markdown(m record.EvalManifest, res record.EvalResult) []byte {
 		default:
 			fmt.Fprintf(&b, "Missed (%s):\n\n", strings.Join(asked, ", "))
 			for _, line := range g.Missed {
-				fmt.Fprintf(&b, "- %s\n", mdText(line, 400))
+				fmt.Fprintf(&b, "- %s\n", mdtext.Inline(line, 400))
 			}
 			b.WriteString("\n")
 		}
@@ -75,7 +75,7 @@ func Markdown(m record.EvalManifest, res record.EvalResult) []byte {
 	if len(res.PerEval) > 0 {
 		b.WriteString("### Per eval\n\n| eval | model | configuration | n | pass rate | ungraded | runs failed |\n| --- | --- | --- | ---: | --- | ---: | ---: |\n")
 		for _, s := range res.PerEval {
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %d | %d |\n", mdText(evalLabel(m, s.EvalID), 120), mdText(s.Model, 60), mdText(s.Configuration, 40),
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %d | %d |\n", mdtext.Inline(evalLabel(m, s.EvalID), 120), mdtext.Inline(s.Model, 60), mdtext.Inline(s.Configuration, 40),
 				s.PassRate.N, withInterval(s.PassRate), s.Ungraded, s.RunFailed)
 		}
 		b.WriteString("\n")
@@ -84,7 +84,7 @@ func Markdown(m record.EvalManifest, res record.EvalResult) []byte {
 	if len(res.NonDiscriminating) > 0 {
 		b.WriteString("### Expectations that do not tell the configurations apart\n\nEach had the same outcome in every graded cell of every configuration: it says nothing of the skill.\n\n| eval | expectation | always |\n| --- | --- | --- |\n")
 		for _, nd := range res.NonDiscriminating {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdText(evalLabel(m, nd.EvalID), 120), mdText(nd.Text, 300), mdText(nd.Always, 20))
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdtext.Inline(evalLabel(m, nd.EvalID), 120), mdtext.Inline(nd.Text, 300), mdtext.Inline(nd.Always, 20))
 		}
 		b.WriteString("\n")
 	}
@@ -92,13 +92,13 @@ func Markdown(m record.EvalManifest, res record.EvalResult) []byte {
 	if len(res.Triggers) > 0 {
 		b.WriteString("### Triggers\n\nA ratio with nothing to count is 1 (precision when the skill was never reached for, recall when no query should have reached it); a query not decided counts as wrong.\n\n| model | n | precision | recall | accuracy | true positives | false positives | true negatives | false negatives |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, t := range res.Triggers {
-			fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f | %d | %d | %d | %d |\n", mdText(t.Model, 100), t.N, t.Precision, t.Recall, t.Accuracy,
+			fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f | %d | %d | %d | %d |\n", mdtext.Inline(t.Model, 100), t.N, t.Precision, t.Recall, t.Accuracy,
 				t.TruePositives, t.FalsePositives, t.TrueNegatives, t.FalseNegatives)
 		}
 		b.WriteString("\n")
 	}
 	if res.Message != "" {
-		b.WriteString(mdText(res.Message, 1000) + "\n")
+		b.WriteString(mdtext.Inline(res.Message, 1000) + "\n")
 	}
 	return []byte(b.String())
 }
@@ -120,7 +120,7 @@ func cellsLine(counts map[string]int) string {
 	}
 	slices.Sort(rest)
 	for _, k := range rest {
-		parts = append(parts, fmt.Sprintf("%d %s", counts[k], mdText(k, 40)))
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], mdtext.Inline(k, 40)))
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("%d cells.", total)
@@ -165,32 +165,4 @@ func evalLabel(m record.EvalManifest, id string) string {
 		}
 	}
 	return id
-}
-
-// mdText is s as inline Markdown text of at most n characters, on one
-// line, with nothing in it read as markup: whitespace (newlines included)
-// is collapsed, control and format characters dropped, and every ASCII
-// punctuation character backslash-escaped (CommonMark lets any be, and
-// GitHub's tables read `\|` as a pipe in the cell). Escaping "\" too is
-// what keeps a written `\|` from closing the cell; escaping "<" and "&"
-// keeps HTML and entities out; "`" keeps code spans out.
-func mdText(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && !unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n]) + "…"
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x80 && unicode.IsPunct(r) || r < 0x80 && unicode.IsSymbol(r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
