@@ -97,4 +97,3 @@ func FuzzInline(f *testing.F) {
 		}
 	})
 }
-
