@@ -148,7 +148,7 @@ func TestWireHostileResponsesStreamsHeld(t *testing.T) {
 		{"items only in output_item.done", events(`{"type":"response.output_item.done","item":`+msg+`}`, `{"type":"response.completed","response":{"status":"completed","output":[]}}`), "hi", ""},
 		{"failed with status completed", events(`{"type":"response.output_item.done","item":`+msg+`}`, `{"type":"response.failed","response":{"status":"completed","output":[`+msg+`]}}`), "", "response.failed"},
 		{"error event", events(`{"type":"error","code":"invalid_prompt","message":"the prompt is bad"}`), "", "the prompt is bad"},
-		{"incomplete event claiming completed", events(`{"type":"response.incomplete","response":{"status":"completed","output":[`+msg+`]}}`), "hi", ""},
+		{"incomplete event claiming completed", events(`{"type":"response.incomplete","response":{"status":"completed","output":[` + msg + `]}}`), "hi", ""},
 		{"completed with null response", events(`{"type":"response.completed","response":null}`), "", "status"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
