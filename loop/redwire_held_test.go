@@ -225,3 +225,68 @@ func TestWireHostileRetryAfterMs(t *testing.T) {
 		t.Errorf("retried after %v, the server asked for 300ms", d)
 	}
 }
+
+// TestWireHostileCrossHostRedirect: a redirect to another host name does
+// not carry the key.
+func TestWireHostileCrossHostRedirect(t *testing.T) {
+	var got string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	defer other.Close()
+	to := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, to+r.URL.Path, http.StatusPermanentRedirect)
+	})
+	ask(t, base, loop.WireChat, false, 1)
+	if got != "" {
+		t.Errorf("the key went to %s: %q", to, got)
+	}
+}
+
+// TestWireHostileTrickleStream: a stream that sends keep-alive comments
+// and never an answer is cut by the request timeout, each attempt.
+func TestWireHostileTrickleStream(t *testing.T) {
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for {
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Stream: true, Retry: loop.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, RequestTimeout: 300 * time.Millisecond}})
+	start := time.Now()
+	_, err := m.Complete(context.Background(), loop.Request{Model: "m", Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}})
+	if err == nil || !strings.Contains(err.Error(), "request timeout") || time.Since(start) > 3*time.Second {
+		t.Errorf("took %v: %v", time.Since(start), err)
+	}
+}
+
+// TestWireHostileExtraBodySpellings: an owned key in any letter case or
+// JSON escape is refused before anything is sent.
+func TestWireHostileExtraBodySpellings(t *testing.T) {
+	n := 0
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) { n++ })
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Retry: loop.RetryPolicy{MaxAttempts: 1}})
+	for _, tc := range []struct{ wire, extra string }{
+		{loop.WireChat, `{"MODEL":"x"}`}, {loop.WireChat, `{"mod\u0065l":"x"}`}, {loop.WireChat, `{"Stream":true}`},
+		{loop.WireChat, `{"messages.0.content":"x"}`}, {loop.WireChat, `{"Tool_Choice":"none"}`}, {loop.WireChat, `{"ſtream":true}`},
+		{loop.WireResponses, `{"STORE":true}`}, {loop.WireResponses, `{"Previous_Response_ID":"r"}`}, {loop.WireResponses, `{"instructions":"x"}`},
+	} {
+		_, err := m.Complete(context.Background(), loop.Request{Model: "m", WireAPI: tc.wire, Params: loop.Params{ExtraBody: json.RawMessage(tc.extra)}, Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}})
+		if err == nil {
+			t.Errorf("%s over %s was sent", tc.extra, tc.wire)
+		}
+	}
+	if n != 0 {
+		t.Errorf("%d requests reached the server", n)
+	}
+}

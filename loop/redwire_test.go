@@ -208,5 +208,83 @@ func TestRedWireRedirectDowngradeCarriesKey(t *testing.T) {
 	}
 }
 
+// TestRedWireRedirectToAnotherPort: a 302 to the same host on another
+// port (another service) is followed: the key goes there, the POST
+// becomes a GET without the conversation, and what the GET returns is
+// taken as the model's answer.
+func TestRedWireRedirectToAnotherPort(t *testing.T) {
+	var got, method string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, method = r.Header.Get("Authorization"), r.Method
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"content":"from elsewhere"},"finish_reason":"stop"}]}`)
+	}))
+	defer other.Close()
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+	})
+	resp, err := ask(t, base, loop.WireChat, false, 1)
+	if got != "" || err == nil {
+		t.Errorf("redirected to %s: Authorization %q, method %s, answer %q, err %v", other.URL, got, method, resp.Message.Content, err)
+	}
+}
+
+// TestRedWireStreamedServerErrorNotRetried: a 500 is retried; the same
+// failure reported inside a stream (a chat chunk with an error member, a
+// Responses error event with the error nested) is final at once, where the
+// Responses error event with code and message at its top is retried.
+func TestRedWireStreamedServerErrorNotRetried(t *testing.T) {
+	ok := map[string]string{
+		loop.WireChat:      events(`{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`),
+		loop.WireResponses: events(`{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}}`),
+	}
+	for _, tc := range []struct{ name, wire, fail string }{
+		{"chat error member", loop.WireChat, events(`{"error":{"message":"The server had an error while processing your request","type":"server_error","code":"server_error"}}`)},
+		{"responses nested error event", loop.WireResponses, events(`{"type":"error","error":{"type":"server_error","code":"server_error","message":"The server had an error"}}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				n++
+				if n == 1 {
+					rawStream(tc.fail)(w, r)
+					return
+				}
+				rawStream(ok[tc.wire])(w, r)
+			})
+			resp, err := ask(t, base, tc.wire, true, 2)
+			if err != nil || resp.Message.Content != "hi" {
+				t.Errorf("after %d attempts: %q, %v; a server_error is worth another attempt", n, resp.Message.Content, err)
+			}
+		})
+	}
+}
+
+// TestRedWireUnclearFailures: what the endpoint sent that is no answer is
+// reported as "model provider unreachable" (it was reached, and answered
+// 200), and an event line over the reader's bound as Go's
+// "bufio.Scanner: token too long".
+func TestRedWireUnclearFailures(t *testing.T) {
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<html><body>not an API</body></html>")
+	})
+	if _, err := ask(t, base, loop.WireChat, false, 1); err == nil || strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("a 200 HTML page: %v", err)
+	}
+	base = rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: ")
+		chunk := strings.Repeat("a", 1<<20)
+		for i := 0; i < 65; i++ {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, "\n\n")
+	})
+	if _, err := ask(t, base, loop.WireChat, true, 1); err == nil || strings.Contains(err.Error(), "bufio") || strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("a 65 MiB event line: %v", err)
+	}
+}
+
 // keep encoding/json imported for tests that build bodies.
 var _ = json.Marshal
