@@ -286,5 +286,55 @@ func TestRedWireUnclearFailures(t *testing.T) {
 	}
 }
 
+// TestRedWireEventStreamFraming: two framings the event-stream format
+// defines that the reader does not follow. A stream may start with a
+// byte order mark, which a reader drops; harness takes "\ufeffdata" for an
+// unknown field and loses the first event (here the answer's first
+// words, silently). An event whose data is empty ("data:" alone, a
+// heartbeat) is not dispatched; harness dispatches it and fails the
+// answer on decoding nothing.
+func TestRedWireEventStreamFraming(t *testing.T) {
+	for _, tc := range []struct{ name, stream string }{
+		{"byte order mark", "\ufeff" + events(`{"choices":[{"index":0,"delta":{"content":"Hello, "}}]}`, `{"choices":[{"index":0,"delta":{"content":"world"},"finish_reason":"stop"}]}`, "[DONE]")},
+		{"empty data heartbeat", events(`{"choices":[{"index":0,"delta":{"content":"Hello, "}}]}`) + "data:\n\n" + events(`{"choices":[{"index":0,"delta":{"content":"world"},"finish_reason":"stop"}]}`, "[DONE]")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := ask(t, rawServer(t, rawStream(tc.stream)), loop.WireChat, true, 1)
+			if err != nil || resp.Message.Content != "Hello, world" {
+				t.Errorf("got %q, %v; want %q", resp.Message.Content, err, "Hello, world")
+			}
+		})
+	}
+}
+
+// TestRedWireContradictingFinishReasons: choice 0 says tool_calls, then
+// length. The accumulator keeps the first reason, so calls the server
+// says were cut at the token limit are run; the reason that runs nothing
+// is the one to keep when they disagree.
+func TestRedWireContradictingFinishReasons(t *testing.T) {
+	stream := events(
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"a.tx"}}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, "[DONE]")
+	resp, err := ask(t, rawServer(t, rawStream(stream)), loop.WireChat, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.FinishReason == "tool_calls" {
+		t.Errorf("finish reason %q: a call the stream also said was cut at the limit would run", resp.FinishReason)
+	}
+}
+
+// TestRedWireTypedErrorEvent: an error sent as an event of type error
+// whose data is the error object itself (no "error" member) is read as a
+// chunk with no choices; the stream then ends and is retried as cut, the
+// server's words lost.
+func TestRedWireTypedErrorEvent(t *testing.T) {
+	stream := "event: error\ndata: {\"message\":\"model is overloaded, try later\",\"type\":\"overloaded_error\"}\n\n"
+	_, err := ask(t, rawServer(t, rawStream(stream)), loop.WireChat, true, 1)
+	if err == nil || !strings.Contains(err.Error(), "model is overloaded") {
+		t.Errorf("err %v; want the server's words", err)
+	}
+}
+
 // keep encoding/json imported for tests that build bodies.
 var _ = json.Marshal
