@@ -336,5 +336,22 @@ func TestRedWireTypedErrorEvent(t *testing.T) {
 	}
 }
 
+// TestRedWireExtraBodyStoreOverChat: over the Responses API "store" is
+// harness's (nothing is left with the provider); Chat Completions takes
+// "store" too (OpenAI keeps the completion, its messages included), and
+// over chat --extra-body '{"store": true}' is sent.
+func TestRedWireExtraBodyStoreOverChat(t *testing.T) {
+	var body []byte
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ = io.ReadAll(r.Body)
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}]}`)
+	})
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Retry: loop.RetryPolicy{MaxAttempts: 1}})
+	_, err := m.Complete(context.Background(), loop.Request{Model: "m", Params: loop.Params{ExtraBody: json.RawMessage(`{"store":true}`)}, Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}})
+	if err == nil {
+		t.Errorf("sent %s", body)
+	}
+}
+
 // keep encoding/json imported for tests that build bodies.
 var _ = json.Marshal
