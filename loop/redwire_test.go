@@ -1,14 +1,17 @@
 package loop_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -281,7 +284,9 @@ func TestRedWireUnclearFailures(t *testing.T) {
 		}
 		io.WriteString(w, "\n\n")
 	})
-	if _, err := ask(t, base, loop.WireChat, true, 1); err == nil || strings.Contains(err.Error(), "bufio") || strings.Contains(err.Error(), "unreachable") {
+	// A minute: the race detector makes reading 65 MiB slow.
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Stream: true, Retry: loop.RetryPolicy{MaxAttempts: 1, RequestTimeout: time.Minute}})
+	if _, err := m.Complete(context.Background(), loop.Request{Model: "m", Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}}); err == nil || strings.Contains(err.Error(), "bufio") || strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("a 65 MiB event line: %v", err)
 	}
 }
@@ -350,6 +355,42 @@ func TestRedWireExtraBodyStoreOverChat(t *testing.T) {
 	_, err := m.Complete(context.Background(), loop.Request{Model: "m", Params: loop.Params{ExtraBody: json.RawMessage(`{"store":true}`)}, Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}})
 	if err == nil {
 		t.Errorf("sent %s", body)
+	}
+}
+
+// TestRedWireCutPlainBodyNotRetried: a plain answer whose connection
+// drops mid-body is asked again when the framing shows the cut (a
+// Content-Length not reached), but not when the body is delimited by the
+// connection's close (HTTP/1.0, a proxy): then "unexpected end of JSON
+// input" is taken as the server's final word. A JSON text that stops
+// inside a value is a cut, as a stream without its finish is.
+func TestRedWireCutPlainBodyNotRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	n := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n++
+			http.ReadRequest(bufio.NewReader(c))
+			if n == 1 {
+				io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"+`{"choices":[{"index":0,"message":{"content":"hel`)
+			} else {
+				body := `{"choices":[{"index":0,"message":{"content":"hello"},"finish_reason":"stop"}]}`
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+			}
+			c.Close()
+		}
+	}()
+	resp, err := ask(t, "http://"+ln.Addr().String()+"/v1", loop.WireChat, false, 2)
+	if err != nil || resp.Message.Content != "hello" {
+		t.Errorf("after %d attempts: %q, %v; a body cut inside its JSON is worth another attempt", n, resp.Message.Content, err)
 	}
 }
 
