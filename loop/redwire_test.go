@@ -39,6 +39,19 @@ func TestRedWireStreamedCallsWithoutIndexOrID(t *testing.T) {
 	if !reflect.DeepEqual(resp.Message.ToolCalls, want) {
 		t.Errorf("calls %+v; a body without streaming holds %+v", resp.Message.ToolCalls, want)
 	}
+	// The same with one id given to both (servers that number calls per
+	// message, or not at all): the second is taken for more of the first.
+	stream = events(
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_0","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"call_0","type":"function","function":{"name":"list","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`, "[DONE]")
+	resp, err = ask(t, rawServer(t, rawStream(stream)), loop.WireChat, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Message.ToolCalls) != 2 {
+		t.Errorf("calls %+v; a body without streaming holds two", resp.Message.ToolCalls)
+	}
 }
 
 // TestRedWireErrorBodyWithStatus200: proxies (LiteLLM, OpenRouter and
