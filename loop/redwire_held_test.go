@@ -290,3 +290,21 @@ func TestWireHostileExtraBodySpellings(t *testing.T) {
 		t.Errorf("%d requests reached the server", n)
 	}
 }
+
+// TestWireHostileResponsesErrorEventRetried: a Responses error event with
+// a server_error code at its top level is asked again.
+func TestWireHostileResponsesErrorEventRetried(t *testing.T) {
+	n := 0
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n++
+		if n == 1 {
+			rawStream(events(`{"type":"error","code":"server_error","message":"flat words"}`))(w, r)
+			return
+		}
+		rawStream(events(`{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}}`))(w, r)
+	})
+	resp, err := ask(t, base, loop.WireResponses, true, 2)
+	if err != nil || resp.Message.Content != "hi" || n != 2 {
+		t.Errorf("after %d attempts: %q, %v", n, resp.Message.Content, err)
+	}
+}
