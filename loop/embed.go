@@ -30,17 +30,38 @@ func (m *OpenAI) Embed(ctx context.Context, model string, inputs []string) ([][]
 	if err != nil {
 		return nil, err
 	}
-	var resp wire.Embeddings
-	if err := m.client.Post(ctx, wire.EmbeddingsPath, body, &resp); err != nil {
-		return nil, providerError(err, 1, false)
+	// Bounded by the request timeout as a model request is, so that an
+	// endpoint that never answers does not hold find_skills; asked once,
+	// since find_skills ranks without vectors when they do not come.
+	once := m.retry
+	once.MaxAttempts = 1
+	var out [][]float64
+	err = once.do(ctx, m.on, model, m.shown, func(ctx context.Context) error {
+		var resp wire.Embeddings
+		if err := m.client.Post(ctx, wire.EmbeddingsPath, body, &resp); err != nil {
+			return err
+		}
+		out, err = vectors(resp, len(inputs))
+		return err
+	})
+	return out, err
+}
+
+// vectors puts an answer's vectors in input order: one per input, each
+// index once, none empty.
+func vectors(resp wire.Embeddings, n int) ([][]float64, error) {
+	if len(resp.Data) != n {
+		return nil, &ProviderError{Message: fmt.Sprintf("embeddings: asked for %d vectors, got %d", n, len(resp.Data)), Answered: true}
 	}
-	if len(resp.Data) != len(inputs) {
-		return nil, fmt.Errorf("embeddings: asked for %d vectors, got %d", len(inputs), len(resp.Data))
-	}
-	out := make([][]float64, len(inputs))
+	out := make([][]float64, n)
 	for _, d := range resp.Data {
-		if d.Index < 0 || int(d.Index) >= len(out) {
-			return nil, fmt.Errorf("embeddings: index %d out of range", d.Index)
+		switch {
+		case d.Index < 0 || d.Index >= int64(n):
+			return nil, &ProviderError{Message: fmt.Sprintf("embeddings: index %d out of range", d.Index), Answered: true}
+		case out[d.Index] != nil:
+			return nil, &ProviderError{Message: fmt.Sprintf("embeddings: index %d given twice", d.Index), Answered: true}
+		case len(d.Embedding) == 0:
+			return nil, &ProviderError{Message: fmt.Sprintf("embeddings: the vector of index %d is empty", d.Index), Answered: true}
 		}
 		out[d.Index] = d.Embedding
 	}

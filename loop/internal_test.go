@@ -136,7 +136,7 @@ func TestReplacedCallIDsGoBackAsTheModelGaveThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ = json.Marshal(resp)
+	b, _ = resp.Body(nil)
 	if n := strings.Count(string(b), `"w1\r\u001b[2K"`); n != 2 || strings.Contains(string(b), "call_t1_1") {
 		t.Errorf("responses request sends the model's id %d times (want 2, and never harness's): %s", n, b)
 	}

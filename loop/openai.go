@@ -42,7 +42,8 @@ type OpenAIConfig struct {
 // OpenAI is a Model backed by an OpenAI-compatible /chat/completions API.
 type OpenAI struct {
 	base string
-	// shown is base as messages name it: without credentials in it.
+	// shown is base as messages name it: without credentials or query
+	// string, where gateways carry keys.
 	shown  string
 	stream bool
 	// client is nil when base is no URL; every request then fails with
@@ -63,10 +64,10 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
 		baseRT = cfg.HTTPClient.Transport
 	}
-	hc := &http.Client{Transport: &transport{base: baseRT, maxBody: cfg.maxBody}}
+	hc := &http.Client{Transport: &transport{base: baseRT, maxBody: cfg.maxBody}, CheckRedirect: wire.ErrRedirect}
 	m := &OpenAI{
 		base:   base,
-		shown:  artifacts.WithoutUserinfo(base),
+		shown:  cmp.Or(artifacts.EndpointOf(base), "the endpoint given by --base-url"),
 		stream: cfg.Stream,
 		retry:  cfg.Retry.withDefaults(),
 		on:     cfg.OnAttempt,
@@ -107,7 +108,7 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	if m.stream {
 		params.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
 	}
-	body, err := wire.WithExtra(params, extra)
+	body, err := wire.Encode(params, nil, extra)
 	if err != nil {
 		return Response{}, err
 	}
@@ -143,6 +144,14 @@ func (m *OpenAI) streamed(ctx context.Context, body []byte) (*wire.ChatCompletio
 		acc.Add(chunk)
 		return nil
 	})
+	var ns *wire.NotStreamError
+	if errors.As(err, &ns) && ns.MediaType == "application/json" {
+		// A server that does not stream answers with the whole body.
+		var c wire.ChatCompletion
+		if json.Unmarshal(ns.Body, &c) == nil {
+			return &c, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +212,7 @@ func ExtraBodyOwned(wire, key string) bool {
 // extraBody checks --extra-body's object key by key. The options were
 // checked when the run was made; the keys are checked again here because
 // the wire API can change on resume and a path key must never be sent.
-func extraBody(raw json.RawMessage, wire string) (map[string]json.RawMessage, error) {
+func extraBody(raw json.RawMessage, wire string) (map[string][]byte, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -220,7 +229,11 @@ func extraBody(raw json.RawMessage, wire string) (map[string]json.RawMessage, er
 			return nil, fmt.Errorf("extra body sets %q, which harness sends itself over the %s wire API", k, cmp.Or(wire, WireChat))
 		}
 	}
-	return fields, nil
+	out := make(map[string][]byte, len(fields))
+	for k, v := range fields {
+		out[k] = v
+	}
+	return out, nil
 }
 
 func toParams(req Request) (wire.ChatRequest, error) {
@@ -288,7 +301,7 @@ func responseSchema(req Request) (map[string]any, error) {
 
 func fromCompletion(c *wire.ChatCompletion) (Response, error) {
 	if len(c.Choices) == 0 {
-		return Response{}, &ProviderError{Message: "the provider answered with no choices"}
+		return Response{}, &ProviderError{Message: "the provider answered with no choices", Answered: true}
 	}
 	// Choice 0 is the answer wherever the server put it in the array.
 	var ch *wire.ChatChoice
@@ -299,7 +312,7 @@ func fromCompletion(c *wire.ChatCompletion) (Response, error) {
 		}
 	}
 	if ch == nil {
-		return Response{}, &ProviderError{Message: "the provider answered with no choice of index 0"}
+		return Response{}, &ProviderError{Message: "the provider answered with no choice of index 0", Answered: true}
 	}
 	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
 	for _, tc := range ch.Message.ToolCalls {
@@ -334,6 +347,13 @@ type ProviderError struct {
 	Code      string // the provider's error code, if any
 	Message   string
 	Retryable bool // the failure was transient (the retry budget ran out)
+	// Answered is a provider that answered, with something that is no
+	// answer (a failure it reported, a body that is not the API's).
+	Answered bool
+	// Rejected is a failure the provider reported that another attempt
+	// would meet again (the request itself is refused), whatever the HTTP
+	// status it came with.
+	Rejected bool
 	Attempts  int
 	// Model and Endpoint are what was asked, for the message.
 	Model, Endpoint string
@@ -346,6 +366,10 @@ func (e *ProviderError) Error() string {
 		s = fmt.Sprintf("model provider answered HTTP %d", e.Status)
 	case e.Code == codeResponseTooLarge:
 		s = "model provider sent too much"
+	case e.Rejected:
+		s = "model provider rejected the request"
+	case e.Answered:
+		s = "model provider answered with no usable answer"
 	default:
 		s = "model provider unreachable"
 	}
@@ -380,9 +404,14 @@ func providerError(err error, attempts int, retryable bool) *ProviderError {
 	if errors.As(err, &api) {
 		return &ProviderError{Status: api.StatusCode, Code: api.Code, Message: api.Message, Attempts: attempts, Retryable: retryable}
 	}
-	var se *wire.StreamError
-	if errors.As(err, &se) {
-		return &ProviderError{Code: se.Code, Message: se.Message, Attempts: attempts, Retryable: retryable}
+	var re *wire.ReportedError
+	if errors.As(err, &re) {
+		return &ProviderError{Code: re.Code, Message: re.Message, Attempts: attempts, Retryable: retryable, Answered: true, Rejected: !transientCode(re.Code)}
+	}
+	var de *wire.DecodeError
+	var ns *wire.NotStreamError
+	if errors.As(err, &de) || errors.As(err, &ns) {
+		return &ProviderError{Message: err.Error(), Attempts: attempts, Retryable: retryable, Answered: true}
 	}
 	return &ProviderError{Message: err.Error(), Attempts: attempts, Retryable: retryable}
 }

@@ -1,10 +1,12 @@
 package loop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -47,13 +49,13 @@ func (it ReasoningItem) Check() error {
 // provider (store: false, no previous_response_id): every request carries
 // the whole conversation, so a run replays and resumes from its own
 // journal.
-func (m *OpenAI) respond(ctx context.Context, req Request, extra map[string]json.RawMessage) (Response, error) {
+func (m *OpenAI) respond(ctx context.Context, req Request, extra map[string][]byte) (Response, error) {
 	params, err := toResponseParams(req)
 	if err != nil {
 		return Response{}, err
 	}
 	params.Stream = m.stream
-	body, err := wire.WithExtra(params, extra)
+	body, err := params.Body(extra)
 	if err != nil {
 		return Response{}, err
 	}
@@ -70,9 +72,24 @@ func (m *OpenAI) respond(ctx context.Context, req Request, extra map[string]json
 			return err
 		}
 		resp, err = fromResponse(r)
+		resp.Message.Reasoning = withoutKey(resp.Message.Reasoning, m.client.Key)
 		return err
 	})
 	return resp, err
+}
+
+// withoutKey drops the reasoning items that hold the API key, as an
+// endpoint that echoes it would send. An item goes back byte for byte or
+// not at all, and is kept in the journal and a cassette as opaque bytes
+// where no redaction of the key's text reaches; the provider does without
+// an item it is not sent.
+func withoutKey(items []ReasoningItem, key string) []ReasoningItem {
+	if key == "" {
+		return items
+	}
+	return slices.DeleteFunc(items, func(it ReasoningItem) bool {
+		return bytes.Contains(it.Raw, []byte(key))
+	})
 }
 
 // respondStreamed reads the Responses event stream to its last event. The
@@ -103,7 +120,7 @@ func (m *OpenAI) respondStreamed(ctx context.Context, body []byte) (*wire.Respon
 			// claims, and an incomplete event is never completed.
 			switch {
 			case ev.Type == "response.failed" && r.Status != statusFailed:
-				return &ProviderError{Message: fmt.Sprintf("the response stream ended with response.failed (status %s): nothing in it was used", r.Status)}
+				return &ProviderError{Message: fmt.Sprintf("the response stream ended with response.failed (status %s): nothing in it was used", r.Status), Answered: true}
 			case ev.Type == "response.incomplete" && r.Status == statusCompleted:
 				r.Status = statusIncomplete
 			}
@@ -116,6 +133,14 @@ func (m *OpenAI) respondStreamed(ctx context.Context, body []byte) (*wire.Respon
 	})
 	if errors.Is(err, errStreamEnd) {
 		return final, nil
+	}
+	var ns *wire.NotStreamError
+	if errors.As(err, &ns) && ns.MediaType == "application/json" {
+		// A server that does not stream answers with the whole body.
+		var r wire.Response
+		if json.Unmarshal(ns.Body, &r) == nil {
+			return &r, nil
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -133,22 +158,27 @@ const (
 	statusFailed     = "failed"
 )
 
-// transientError is a failure the provider reported inside a response
-// that another attempt may not meet (its server failed, a rate limit).
+// transientError is a failure worth another attempt that no status or
+// code says is one: a stream cut before its end.
 type transientError struct{ err error }
 
 func (e *transientError) Error() string { return e.err.Error() }
 func (e *transientError) Unwrap() error { return e.err }
 
-// streamError is a failure the provider reported in the response itself;
-// a server error or rate limit is worth another attempt.
+// streamError is a failure the provider reported in the response itself.
 func streamError(code, msg string) error {
-	err := &ProviderError{Code: code, Message: msg}
+	return &wire.ReportedError{Code: code, Message: msg}
+}
+
+// transientCode says whether a failure the provider reported with code
+// is worth another attempt: its server failed, or a rate limit; any
+// other is the request's own and would be met again.
+func transientCode(code string) bool {
 	switch code {
-	case "server_error", "rate_limit_exceeded", "server_is_overloaded", "slow_down":
-		return &transientError{err}
+	case "server_error", "rate_limit_exceeded", "server_is_overloaded", "slow_down", "overloaded_error", "internal_error":
+		return true
 	}
-	return err
+	return false
 }
 
 func toResponseParams(req Request) (wire.ResponsesRequest, error) {
@@ -257,7 +287,7 @@ func fromResponse(r *wire.Response) (Response, error) {
 		return Response{}, streamError(code, msg)
 	case statusCompleted, statusIncomplete:
 	default:
-		return Response{}, &ProviderError{Message: fmt.Sprintf("the provider's response has status %s, not completed: nothing in it was used", r.Status)}
+		return Response{}, &ProviderError{Message: fmt.Sprintf("the provider's response has status %s, not completed: nothing in it was used", r.Status), Answered: true}
 	}
 	out := Response{Message: Message{Role: RoleAssistant}, FinishReason: "stop"}
 	var text, refusal, summary strings.Builder
@@ -273,7 +303,7 @@ func fromResponse(r *wire.Response) (Response, error) {
 		}
 		var item wire.OutputItem
 		if err := json.Unmarshal(raw, &item); err != nil {
-			return Response{}, &ProviderError{Message: fmt.Sprintf("the provider's %s item is not one the Responses API gives: %v", typ, err)}
+			return Response{}, &ProviderError{Message: fmt.Sprintf("the provider's %s item is not one the Responses API gives: %v", typ, err), Answered: true}
 		}
 		switch typ {
 		case "reasoning":

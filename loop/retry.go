@@ -117,8 +117,10 @@ func (p RetryPolicy) delay(attempt int, err error) time.Duration {
 	}
 	var api *wire.APIError
 	if errors.As(err, &api) && api.Header != nil {
-		if ms, err := strconv.Atoi(api.Header.Get("retry-after-ms")); err == nil && ms >= 0 {
-			d = time.Duration(ms) * time.Millisecond
+		if ms, err := strconv.ParseInt(api.Header.Get("retry-after-ms"), 10, 64); err == nil && ms >= 0 {
+			// Bounded before it is multiplied: a wait too long for a
+			// Duration must not wrap round to a negative one.
+			d = time.Duration(min(ms, p.MaxDelay.Milliseconds()+1)) * time.Millisecond
 		} else if ra, ok := retryAfter(api.Header.Get("Retry-After"), time.Now()); ok {
 			d = ra
 		}
@@ -130,8 +132,10 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
+		// Past a year the wait is as good as for ever, and no multiple
+		// of a second wraps round.
+		return time.Duration(min(s, 365*24*3600)) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0), true
@@ -147,6 +151,14 @@ func classify(err error) (status int, transient bool) {
 	if errors.As(err, &api) {
 		s := api.StatusCode
 		return s, s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s == http.StatusConflict || s >= 500
+	}
+	var re *wire.ReportedError
+	if errors.As(err, &re) {
+		return 0, transientCode(re.Code)
+	}
+	var de *wire.DecodeError
+	if errors.As(err, &de) {
+		return 0, de.Cut
 	}
 	var te *transientError
 	if errors.As(err, &te) {

@@ -70,7 +70,8 @@ func answerMessage(o *loop.Outcome) string {
 
 // providerOutcome decides what a provider failure means for the run: a
 // key or endpoint the operator must fix is a configuration error (exit 2);
-// a request the server rejects will be rejected again, so the run failed
+// a request the server rejects (with a 4xx status, or inside an answer it
+// sent as a success) will be rejected again, so the run failed
 // (exit 1, not resumable); a timeout, a conflict, a rate limit, a server
 // error or a broken connection, once the retries are spent, is an outage
 // (exit 4, resumable, possibly on another endpoint).
@@ -80,11 +81,15 @@ func providerOutcome(err error) error {
 		msg = err.Error()
 	}
 	var pe *loop.ProviderError
-	status := 0
+	status, rejected := 0, false
 	if errors.As(err, &pe) {
-		status = pe.Status
+		status, rejected = pe.Status, pe.Rejected
 	}
 	switch {
+	case rejected:
+		// Refused inside an answer the server sent as a success (a
+		// stream's error, a failed response): as refused as a 400.
+		return &outcome.Error{Code: "provider_rejected", Msg: msg, Exit: outcome.ExitFailed, Err: err}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return &outcome.Error{Code: "provider_auth", Msg: msg, Exit: outcome.ExitUsage, Err: err}
 	case status == http.StatusNotFound:

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 )
@@ -155,9 +156,10 @@ type ChatAccumulator struct {
 	content, refusal, reasoning strings.Builder
 	calls                       []*accCall
 	byIndex                     map[int64]*accCall
-	// FinishReason is the first finish_reason choice 0 gave: a later,
-	// contradicting one (length, then tool_calls) cannot make a cut call
-	// whole again. "" means the stream has not said why it stopped.
+	// FinishReason is why choice 0 ended: the first finish_reason it gave,
+	// unless another says it was cut (length, content_filter), which wins
+	// whenever it came, since a cut call must not run. "" means the stream
+	// has not said why it stopped.
 	FinishReason string
 	Usage        ChatUsage
 }
@@ -177,8 +179,8 @@ func (a *ChatAccumulator) Add(c ChatChunk) {
 		if ch.Index != 0 {
 			continue
 		}
-		if a.FinishReason == "" {
-			a.FinishReason = ch.FinishReason
+		if a.FinishReason == "" || ch.FinishReason == "length" || ch.FinishReason == "content_filter" && a.FinishReason != "length" {
+			a.FinishReason = cmp.Or(ch.FinishReason, a.FinishReason)
 		}
 		a.content.WriteString(ch.Delta.Content)
 		a.refusal.WriteString(ch.Delta.Refusal)
@@ -199,12 +201,14 @@ func (a *ChatAccumulator) addCall(d ToolCallDelta) {
 			a.byIndex = map[int64]*accCall{}
 		}
 		call = a.byIndex[i]
-		if call == nil {
+		// Some servers give every call index 0 and send each whole: a
+		// part with an id other than the call's is another call.
+		if call == nil || d.ID != "" && call.id != "" && d.ID != call.id {
 			call = &accCall{}
 			a.byIndex[i] = call
 			a.calls = append(a.calls, call)
 		}
-	case len(a.calls) > 0 && (d.ID == "" || d.ID == a.calls[len(a.calls)-1].id):
+	case len(a.calls) > 0 && !startsCall(a.calls[len(a.calls)-1], d):
 		call = a.calls[len(a.calls)-1]
 	default:
 		call = &accCall{}
@@ -222,6 +226,13 @@ func (a *ChatAccumulator) addCall(d ToolCallDelta) {
 		call.name = d.Function.Name
 	}
 	call.args.WriteString(d.Function.Arguments)
+}
+
+// startsCall says whether a part without an index begins a call after
+// last: it names a function (a call's first part does, and only it), or
+// carries an id other than last's.
+func startsCall(last *accCall, d ToolCallDelta) bool {
+	return d.Function.Name != "" && last.name != "" || d.ID != "" && last.id != "" && d.ID != last.id
 }
 
 // Message is choice 0's message as accumulated.

@@ -98,17 +98,30 @@ func TestSparseIndexesCostNothing(t *testing.T) {
 	}
 }
 
-func TestWithExtra(t *testing.T) {
-	b, err := WithExtra(ChatRequest{Model: "m", Temperature: new(0.5)}, map[string]json.RawMessage{"top_k": []byte("20"), "temperature": []byte("0.1")})
+func TestEncode(t *testing.T) {
+	b, err := Encode(ChatRequest{Model: "m", Temperature: new(0.5)}, nil, map[string][]byte{"top_k": []byte("20"), "temperature": []byte("0.1")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := string(b); got != `{"messages":null,"model":"m","temperature":0.1,"top_k":20}` {
 		t.Errorf("body %s", got)
 	}
-	b, _ = WithExtra(ChatRequest{Model: "m"}, nil)
-	if got := string(b); got != `{"model":"m","messages":null}` {
-		t.Errorf("body without extras %s", got)
+	// An item the server sent goes back as its bytes, spacing and <, >, &
+	// included; text harness writes is not escaped for HTML either.
+	item := "{ \"type\": \"reasoning\",\n \"text\": \"a < b && c > d\" }"
+	b, err = ResponsesRequest{Model: "m<", Input: []any{InputMessage{Role: "user", Content: "x & y"}, json.RawMessage(item)}}.Body(map[string][]byte{"top_k": []byte(" 20 ")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"input":[{"role":"user","content":"x & y"},` + item + `],"model":"m<","store":false,"top_k": 20 }`
+	if string(b) != want {
+		t.Errorf("body\n%s\nwant\n%s", b, want)
+	}
+	if !json.Valid(b) {
+		t.Error("the body is not JSON")
+	}
+	if _, err := (ResponsesRequest{Input: []any{json.RawMessage("{")}}).Body(nil); err == nil {
+		t.Error("an item that is not JSON was sent")
 	}
 }
 

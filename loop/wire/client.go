@@ -12,14 +12,20 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -61,6 +67,8 @@ type DecodeError struct {
 	Err  error
 	// Body is the start of what came, for the operator.
 	Body string
+	// Cut is true when the body is JSON that stops before its end.
+	Cut bool
 }
 
 func (e *DecodeError) Error() string {
@@ -69,7 +77,9 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// Post sends body to path and decodes the answer into out.
+// Post sends body to path and decodes the answer into out. A successful
+// answer whose body is an error object (proxies answer failures with 200)
+// is the server's failure, a *ReportedError.
 func (c *Client) Post(ctx context.Context, path string, body []byte, out any) error {
 	resp, err := c.post(ctx, path, body, false)
 	if err != nil {
@@ -80,45 +90,117 @@ func (c *Client) Post(ctx context.Context, path string, body []byte, out any) er
 	if err != nil {
 		return err
 	}
+	if re := reported(b); re != nil {
+		return re
+	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return &DecodeError{Path: path, Err: err, Body: Shorten(string(b))}
+		return &DecodeError{Path: path, Err: err, Body: Shorten(string(b)), Cut: cutShort(b)}
 	}
 	return nil
 }
 
+// cutShort says whether b is a JSON text that stops before its end: what
+// a connection closed in the middle of a body leaves, when nothing in
+// the framing said how long it was.
+func cutShort(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' && b[0] != '[' {
+		return false
+	}
+	var v any
+	err := json.Unmarshal(b, &v)
+	return err != nil && err.Error() == "unexpected end of JSON input"
+}
+
 // Stream sends body to path and hands each event of the answer to each,
 // in order, until the stream ends, [DONE] comes, or each fails. An event
-// whose data holds an "error" member is the server's failure, returned
-// as a StreamError.
+// of type error, or whose data holds an "error" member, is the server's
+// failure, a *ReportedError. An answer that is no event stream (a server
+// that ignores stream, a proxy's page) is a *NotStreamError holding it.
 func (c *Client) Stream(ctx context.Context, path string, body []byte, each func(Event) error) error {
 	resp, err := c.post(ctx, path, body, true)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	return ReadEvents(resp.Body, func(ev Event) error {
-		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
-			return errDone
+	answer := bufio.NewReader(resp.Body)
+	if mt := streamOrNot(resp.Header.Get("Content-Type"), answer); mt != "" {
+		b, err := io.ReadAll(answer)
+		if err != nil {
+			return err
 		}
-		if se := streamFailure(ev.Data); se != nil {
-			return se
+		if re := reported(b); re != nil {
+			return re
+		}
+		return &NotStreamError{MediaType: mt, Body: b}
+	}
+	err = ReadEvents(answer, func(ev Event) error {
+		data := bytes.TrimSpace(ev.Data)
+		switch {
+		case len(data) == 0:
+			// A keep-alive: nothing to read.
+			return nil
+		case bytes.Equal(data, []byte("[DONE]")):
+			return errDone
+		case ev.Type == "error":
+			msg, code := ErrorMessage(data)
+			return &ReportedError{Code: code, Message: msg}
+		}
+		if re := reported(data); re != nil {
+			return re
 		}
 		return each(ev)
 	})
+	if errors.Is(err, bufio.ErrTooLong) {
+		return &DecodeError{Path: path, Err: fmt.Errorf("a line of the event stream is longer than %d MiB", maxEventLine>>20)}
+	}
+	return err
 }
 
-// StreamError is a failure the server reported inside a stream.
-type StreamError struct {
+// streamOrNot is "" for an answer that is an event stream, else the
+// media type it is. Servers label streams loosely (text/plain, none at
+// all), so a body that is not labelled text/event-stream is judged by its
+// first byte: an object is a whole answer (a server that ignores stream),
+// markup a proxy's page; anything else is read as events.
+func streamOrNot(contentType string, body *bufio.Reader) string {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt == "text/event-stream" {
+		return ""
+	}
+	head, _ := body.Peek(512)
+	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	switch {
+	case len(head) > 0 && head[0] == '{':
+		return "application/json"
+	case len(head) > 0 && head[0] == '<':
+		return cmp.Or(mt, "text/html")
+	}
+	return ""
+}
+
+// NotStreamError is an answer to a streamed request that is no event
+// stream.
+type NotStreamError struct {
+	MediaType string
+	Body      []byte
+}
+
+func (e *NotStreamError) Error() string {
+	msg, _ := ErrorMessage(e.Body)
+	return fmt.Sprintf("asked for an event stream, the endpoint answered %s: %s", cmp.Or(e.MediaType, "without a content type"), msg)
+}
+
+// ReportedError is a failure the server reported in an answer it sent as
+// a success: an error object in a body or in a stream.
+type ReportedError struct {
 	Code, Message string
 }
 
-func (e *StreamError) Error() string {
-	return "the stream reported an error: " + e.Message
-}
+func (e *ReportedError) Error() string { return e.Message }
 
-// streamFailure is the failure an event reports with a top-level "error"
+// reported is the failure a body reports with a top-level "error"
 // member, or nil.
-func streamFailure(data []byte) *StreamError {
+func reported(data []byte) *ReportedError {
 	var probe struct {
 		Error json.RawMessage `json:"error"`
 	}
@@ -126,7 +208,7 @@ func streamFailure(data []byte) *StreamError {
 		return nil
 	}
 	msg, code := ErrorMessage(data)
-	return &StreamError{Code: code, Message: msg}
+	return &ReportedError{Code: code, Message: msg}
 }
 
 func (c *Client) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
@@ -155,6 +237,13 @@ func (c *Client) post(ctx context.Context, path string, body []byte, stream bool
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		// Go's text of a failed request quotes its URL, credentials and
+		// query string (where gateways carry keys) included; the caller
+		// names the endpoint as it may be shown.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return nil, &TransportError{Op: ue.Op, Err: ue.Err}
+		}
 		return nil, err
 	}
 	if resp.StatusCode < 400 {
@@ -169,21 +258,99 @@ func (c *Client) post(ctx context.Context, path string, body []byte, stream bool
 	return nil, &APIError{StatusCode: resp.StatusCode, Code: code, Message: msg, Header: resp.Header}
 }
 
-// WithExtra is body with each of extra's members set over it, in key
-// order. Validating the keys is the caller's.
-func WithExtra(body any, extra map[string]json.RawMessage) ([]byte, error) {
-	b, err := json.Marshal(body)
-	if err != nil || len(extra) == 0 {
-		return b, err
+// TransportError is a request that got no answer, without the URL.
+type TransportError struct {
+	Op  string
+	Err error
+}
+
+func (e *TransportError) Error() string { return e.Err.Error() }
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// ErrRedirect is how a client follows no redirect (its CheckRedirect): a
+// model endpoint has no reason to send one, and following it would send
+// the key and the conversation to a place nobody named (Go's client keeps
+// the Authorization header on a redirect to the same host, whatever its
+// port or scheme).
+func ErrRedirect(req *http.Request, via []*http.Request) error {
+	status := 0
+	if req.Response != nil {
+		status = req.Response.StatusCode
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
+	return fmt.Errorf("the endpoint redirected the request to %s (HTTP %d); harness follows no redirect from a model endpoint: give the address it redirects to as --base-url", req.URL.Host, status)
+}
+
+// Encode is body as a JSON object whose top-level members are body's,
+// then verbatim's and extra's set over them, in key order. The values of
+// verbatim and extra are written as their bytes: encoding/json would
+// compact raw JSON and escape <, > and & in it, and an item a server sent
+// (an encrypted reasoning item) goes back byte for byte. Validating
+// extra's keys is the caller's.
+func Encode(body any, verbatim, extra map[string][]byte) ([]byte, error) {
+	own, err := marshal(body)
+	if err != nil {
 		return nil, err
 	}
-	for k, v := range extra {
-		fields[k] = v
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(own, &fields); err != nil {
+		return nil, err
 	}
-	return json.Marshal(fields)
+	for _, set := range []map[string][]byte{verbatim, extra} {
+		for k, v := range set {
+			fields[k] = v
+		}
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(fields)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := marshal(k)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(fields[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Array is items as a JSON array, each written by marshal except raw
+// JSON (json.RawMessage), which is written as its bytes.
+func Array(items []any) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if raw, ok := it.(json.RawMessage); ok {
+			if !json.Valid(raw) {
+				return nil, errors.New("an item to send back is not JSON")
+			}
+			b.Write(raw)
+			continue
+		}
+		v, err := marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
+// marshal is json.Marshal without escaping <, > and &: the bodies go to
+// an API, not into HTML.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 var (

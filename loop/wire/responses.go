@@ -9,8 +9,9 @@ const ResponsesPath = "responses"
 type ResponsesRequest struct {
 	Model string `json:"model"`
 	// Input items are InputMessage, FunctionCallItem, FunctionCallOutput,
-	// or an item the server sent, as its bytes (json.RawMessage).
-	Input           []any            `json:"input"`
+	// or an item the server sent, as its bytes (json.RawMessage). They are
+	// sent by Body, which writes those bytes as they are.
+	Input           []any            `json:"-"`
 	Tools           []ResponsesTool  `json:"tools,omitempty"`
 	Store           bool             `json:"store"`
 	Include         []string         `json:"include,omitempty"`
@@ -20,6 +21,15 @@ type ResponsesRequest struct {
 	Reasoning       *ReasoningConfig `json:"reasoning,omitempty"`
 	Text            *TextConfig      `json:"text,omitempty"`
 	Stream          bool             `json:"stream,omitempty"`
+}
+
+// Body is the request as it is sent, extra's members set over it.
+func (r ResponsesRequest) Body(extra map[string][]byte) ([]byte, error) {
+	input, err := Array(r.Input)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(r, map[string][]byte{"input": input}, extra)
 }
 
 // InputMessage is a message of the conversation sent, in the API's short

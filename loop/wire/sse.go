@@ -30,7 +30,8 @@ const maxEventLine = 64 << 20
 // dropped; "data" lines accumulate, joined by LF; a blank line dispatches
 // the event; an event with no data is dropped; a stream that ends without
 // a blank line drops the event it was building. id and retry are for
-// reconnecting, which harness does not do (its retries are its own).
+// reconnecting, which harness does not do (its retries are its own). A
+// byte order mark before the first line is dropped.
 func ReadEvents(r io.Reader, each func(Event) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
@@ -40,8 +41,13 @@ func ReadEvents(r io.Reader, each func(Event) error) error {
 		data    []byte
 		hasData bool
 	)
+	first := true
 	for sc.Scan() {
 		line := sc.Bytes()
+		if first {
+			// The format allows one byte order mark before the first line.
+			line, first = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")), false
+		}
 		if len(line) == 0 {
 			if hasData {
 				ev := Event{Type: typ, Data: bytes.TrimSuffix(data, []byte("\n"))}

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// FuzzReadEvents: whatever a server sends, the reader does not panic,
+// FuzzReadEventsLineEndings: whatever a server sends, the reader does not panic,
 // and the same events come out whether lines end in LF, CRLF or CR.
-func FuzzReadEvents(f *testing.F) {
+func FuzzReadEventsLineEndings(f *testing.F) {
 	f.Add("data: {\"a\":1}\n\ndata: [DONE]\n\n")
 	f.Add(": c\nevent: x\ndata: a\ndata: b\n\n")
 	f.Add("data:\n\ndata: x\r\n\r")
