@@ -354,7 +354,7 @@ type ProviderError struct {
 	// would meet again (the request itself is refused), whatever the HTTP
 	// status it came with.
 	Rejected bool
-	Attempts  int
+	Attempts int
 	// Model and Endpoint are what was asked, for the message.
 	Model, Endpoint string
 }
