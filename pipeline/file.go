@@ -154,7 +154,8 @@ func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile 
 	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseJSONUnmarshaler()); err != nil {
 		return nil, outcome.Usage("pipeline_file_invalid", "%s: invalid YAML: %s", name, yamlMessage(err))
 	}
-	doc = jsonCompatible(doc)
+	exact := jsonCompatible(doc, false)
+	doc = jsonCompatible(doc, true)
 	var mismatch *schemaMismatch
 	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
@@ -166,7 +167,7 @@ func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile 
 	// The document the schema accepted is the one decoded, through
 	// encoding/json: the same reading as a JSONL task, and embedded
 	// structs (a Task's Phase) are filled as JSON fills them.
-	js, err := json.Marshal(doc)
+	js, err := json.Marshal(exact)
 	if err == nil {
 		err = json.Unmarshal(js, v)
 	}

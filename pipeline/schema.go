@@ -118,32 +118,42 @@ func lineOf(f *ast.File, loc []string) int {
 }
 
 // jsonCompatible turns decoded YAML into what the schema validator takes:
-// string-keyed maps, and numbers it knows.
-func jsonCompatible(v any) any {
+// string keys, and with floats every number a float64. Without floats,
+// integers stay as they are, for the document decoded into Go types (an
+// extra body's integer sent with every digit). It builds new maps and
+// slices, so the two readings of one document do not share them.
+func jsonCompatible(v any, floats bool) any {
 	switch x := v.(type) {
 	case map[string]any:
+		out := make(map[string]any, len(x))
 		for k, e := range x {
-			x[k] = jsonCompatible(e)
+			out[k] = jsonCompatible(e, floats)
 		}
-		return x
+		return out
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[fmt.Sprint(k)] = jsonCompatible(e)
+			out[fmt.Sprint(k)] = jsonCompatible(e, floats)
 		}
 		return out
 	case []any:
+		out := make([]any, len(x))
 		for i, e := range x {
-			x[i] = jsonCompatible(e)
+			out[i] = jsonCompatible(e, floats)
 		}
-		return x
+		return out
 	case int:
-		return float64(x)
+		if floats {
+			return float64(x)
+		}
 	case int64:
-		return float64(x)
+		if floats {
+			return float64(x)
+		}
 	case uint64:
-		return float64(x)
-	default:
-		return x
+		if floats {
+			return float64(x)
+		}
 	}
+	return v
 }

@@ -199,7 +199,8 @@ func apply(s record.Settings, o *run.Options) {
 	}
 	o.Stop, o.ReasoningEffort = s.Stop, s.ReasoningEffort
 	if s.ExtraBody != nil {
-		o.ExtraBody, _ = json.Marshal(s.ExtraBody)
+		// As written: a number is sent with every digit it has.
+		o.ExtraBody = slices.Clone(s.ExtraBody)
 	}
 	o.RequestTimeout, o.RetryMaxWait = dur(s.RequestTimeout), dur(s.RetryMaxWait)
 	if s.MaxRetries != nil {

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -29,23 +30,23 @@ type Settings struct {
 	Timeout   string `json:"timeout,omitempty"`
 
 	// The model and the connection to it.
-	FallbackModel       string         `json:"fallback-model,omitempty"`
-	Tier                []string       `json:"tier,omitempty"`
-	Price               []string       `json:"price,omitempty"`
-	Stream              *bool          `json:"stream,omitempty"`
-	WireAPI             string         `json:"wire-api,omitempty"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	TopP                *float64       `json:"top-p,omitempty"`
-	Seed                *int64         `json:"seed,omitempty"`
-	MaxCompletionTokens *int64         `json:"max-completion-tokens,omitempty"`
-	Stop                []string       `json:"stop,omitempty"`
-	ReasoningEffort     string         `json:"reasoning-effort,omitempty"`
-	ExtraBody           map[string]any `json:"extra-body,omitempty"`
-	RequestTimeout      string         `json:"request-timeout,omitempty"`
-	MaxRetries          *int           `json:"max-retries,omitempty"`
-	RetryMaxWait        string         `json:"retry-max-wait,omitempty"`
-	SchemaRetries       *int           `json:"schema-retries,omitempty"`
-	AllowEmptyAnswer    *bool          `json:"allow-empty-answer,omitempty"`
+	FallbackModel       string          `json:"fallback-model,omitempty"`
+	Tier                []string        `json:"tier,omitempty"`
+	Price               []string        `json:"price,omitempty"`
+	Stream              *bool           `json:"stream,omitempty"`
+	WireAPI             string          `json:"wire-api,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	TopP                *float64        `json:"top-p,omitempty"`
+	Seed                *int64          `json:"seed,omitempty"`
+	MaxCompletionTokens *int64          `json:"max-completion-tokens,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
+	ReasoningEffort     string          `json:"reasoning-effort,omitempty"`
+	ExtraBody           json.RawMessage `json:"extra-body,omitempty"`
+	RequestTimeout      string          `json:"request-timeout,omitempty"`
+	MaxRetries          *int            `json:"max-retries,omitempty"`
+	RetryMaxWait        string          `json:"retry-max-wait,omitempty"`
+	SchemaRetries       *int            `json:"schema-retries,omitempty"`
+	AllowEmptyAnswer    *bool           `json:"allow-empty-answer,omitempty"`
 
 	// The skill catalog and the skills a unit may create.
 	CatalogBudget   *int   `json:"catalog-budget,omitempty"`

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/eval"
 	"github.com/harness-dev/harness/grader"
 	"github.com/harness-dev/harness/loop"
@@ -111,7 +113,11 @@ func evalCommand() *cli.Command {
 			}
 			if m := cmd.String("grader-model"); m != "" {
 				o.GraderBaseURL = firstNonEmptyFlag(cmd.String("grader-base-url"), cmd.String("base-url"))
-				o.Grader = &graderModels{name: m, baseURL: o.GraderBaseURL, apiKey: graderKey(), record: o.Record, replay: o.Replay}
+				g := &graderModels{name: m, baseURL: o.GraderBaseURL, apiKey: graderKey(), record: o.Record, replay: o.Replay}
+				if err := g.settle(layer.Settings); err != nil {
+					return err
+				}
+				o.Grader = g
 			}
 			res, err := eval.Run(ctx, o)
 			return evalReport(cmd, res, err)
@@ -316,6 +322,34 @@ func firstNonEmptyFlag(xs ...string) string {
 type graderModels struct {
 	name, baseURL, apiKey string
 	record, replay        string
+	// retry and stream are the run settings' (--request-timeout,
+	// --max-retries, --retry-max-wait, --stream): a grader that never
+	// answers is bounded as a cell's model is.
+	retry  loop.RetryPolicy
+	stream bool
+}
+
+// settle takes the grader's retries and streaming from the run settings
+// the cells use.
+func (g *graderModels) settle(s record.Settings) error {
+	for _, d := range []struct {
+		flag, v string
+		to      *time.Duration
+	}{{"request-timeout", s.RequestTimeout, &g.retry.RequestTimeout}, {"retry-max-wait", s.RetryMaxWait, &g.retry.MaxDelay}} {
+		if d.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.v)
+		if err != nil {
+			return usagef(fmt.Sprintf("--%s %q: give a duration such as 30s", d.flag, d.v))
+		}
+		*d.to = v
+	}
+	if s.MaxRetries != nil {
+		g.retry.MaxAttempts = *s.MaxRetries + 1
+	}
+	g.stream = s.Stream != nil && *s.Stream
+	return nil
 }
 
 func (g *graderModels) Name() string { return g.name }
@@ -328,9 +362,10 @@ func (g *graderModels) ForCell(cell string) (*grader.Grader, error) {
 		}
 		return &grader.Grader{Model: c, Name: g.name}, nil
 	}
-	var m loop.Model = loop.NewOpenAI(loop.OpenAIConfig{BaseURL: g.baseURL, APIKey: g.apiKey})
+	var m loop.Model = loop.NewOpenAI(loop.OpenAIConfig{BaseURL: g.baseURL, APIKey: g.apiKey, Retry: g.retry, Stream: g.stream})
 	if g.record != "" {
-		r, err := loop.NewRecorder(m, filepath.Join(g.record, "grader", cell+".jsonl"), nil)
+		// Redacted as every cassette is: an endpoint may echo the key.
+		r, err := loop.NewRecorder(m, filepath.Join(g.record, "grader", cell+".jsonl"), artifacts.NewRedactor(g.apiKey, apiKey()))
 		if err != nil {
 			return nil, err
 		}
