@@ -197,6 +197,24 @@ func PendingCalls(msgs []Message) []ToolCall {
 	return nil
 }
 
+// maxCallsKept bounds the calls of one answer harness keeps when no
+// per-turn bound is set.
+const maxCallsKept = 1024
+
+// callsKept is how many calls of one answer harness keeps: twice the
+// per-turn bound, so that a model that asked for a few too many is told
+// which did not run, and no more. Every call kept is answered, recorded
+// and journaled whether it runs or not, so an answer of thousands of
+// calls (a few megabytes) would otherwise grow the run directory a
+// hundredfold; the calls past this are dropped from the answer before
+// anything records it, and the answer's record says how many.
+func (e *engine) callsKept() int {
+	if m := e.cfg.Limits.MaxToolCallsPerTurn; m > 0 {
+		return 2 * m
+	}
+	return maxCallsKept
+}
+
 // codeTooManyCalls answers a call past --max-tool-calls-per-turn.
 const codeTooManyCalls = "tool_calls_per_turn"
 

@@ -246,6 +246,11 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if resp.Usage.Model == "" {
 			resp.Usage.Model = req.Model
 		}
+		dropped := 0
+		if keep := e.callsKept(); len(resp.Message.ToolCalls) > keep {
+			dropped = len(resp.Message.ToolCalls) - keep
+			resp.Message.ToolCalls = slices.Clip(resp.Message.ToolCalls[:keep])
+		}
 		resp.Message.ToolCalls = stableCallIDs(turn, resp.Message.ToolCalls, e.out.Messages)
 		e.out.Turns = turn
 		e.out.Usage = e.out.Usage.Add(resp.Usage)
@@ -257,7 +262,7 @@ func (e *engine) loop(parent, ctx context.Context) Outcome {
 		if calls == nil {
 			calls = []ToolCall{}
 		}
-		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, ReasoningItems: msg.Reasoning, Refusal: resp.Refusal, Usage: resp.Usage, ReportedUsage: reported}); err != nil {
+		if err := e.journalDeferred("model.response", ModelResponseEvent{Turn: turn, Content: msg.Content, ToolCalls: calls, DroppedCalls: dropped, FinishReason: resp.FinishReason, Reasoning: resp.Reasoning, ReasoningItems: msg.Reasoning, Refusal: resp.Refusal, Usage: resp.Usage, ReportedUsage: reported}); err != nil {
 			return e.fail(err)
 		}
 		e.out.FinishReason = resp.FinishReason

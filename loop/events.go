@@ -13,11 +13,14 @@ type (
 		Messages int              `json:"messages"`
 	}
 	ModelResponseEvent struct {
-		Turn         int        `json:"turn"`
-		Content      string     `json:"content"`
-		ToolCalls    []ToolCall `json:"toolCalls"`
-		FinishReason string     `json:"finishReason"`
-		Reasoning    string     `json:"reasoning,omitempty"`
+		Turn      int        `json:"turn"`
+		Content   string     `json:"content"`
+		ToolCalls []ToolCall `json:"toolCalls"`
+		// DroppedCalls counts the calls of the answer past those harness
+		// keeps (callsKept), left out of ToolCalls and of the conversation.
+		DroppedCalls int    `json:"droppedCalls,omitempty"`
+		FinishReason string `json:"finishReason"`
+		Reasoning    string `json:"reasoning,omitempty"`
 		// ReasoningItems are the Responses API's opaque reasoning items,
 		// digested; resume sends them back as they are.
 		ReasoningItems []ReasoningItem `json:"reasoningItems,omitempty"`

@@ -14,11 +14,11 @@ import (
 	"github.com/harness-dev/harness/loop/wire"
 )
 
-// TestRedWireRetryAfterOverflow: a server that asks for a wait too long
-// for a time.Duration (retry-after-ms or Retry-After seconds that overflow
-// when multiplied) has it wrap to a negative delay: harness retries at
-// once, where it should wait the longest it waits (--retry-max-wait).
-func TestRedWireRetryAfterOverflow(t *testing.T) {
+// TestWireRetryAfterOverflow: a server that asks for a wait too long
+// for a time.Duration (retry-after-ms or Retry-After seconds that would
+// overflow when multiplied) gets the longest wait harness makes
+// (--retry-max-wait), never a wrapped, negative one.
+func TestWireRetryAfterOverflow(t *testing.T) {
 	p := RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 30 * time.Second}.withDefaults()
 	for _, h := range []http.Header{
 		{"Retry-After-Ms": {"9223372036854775807"}},

@@ -37,7 +37,7 @@ func rawStream(text string) http.HandlerFunc {
 // ask sends one user message over wireAPI.
 func ask(t *testing.T, base, wireAPI string, stream bool, attempts int) (loop.Response, error) {
 	t.Helper()
-	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, APIKey: "sk-redwire-key", Stream: stream,
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, APIKey: "sk-wire-key", Stream: stream,
 		Retry: loop.RetryPolicy{MaxAttempts: attempts, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, RequestTimeout: 5 * time.Second}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -20,13 +20,14 @@ import (
 	"github.com/harness-dev/harness/loop"
 )
 
-// Each test here is an answer a hostile or sloppy endpoint can give that
-// harness does not yet meet as it promises.
+// Each test here is an answer a hostile or sloppy endpoint can give, and
+// what harness makes of it.
 
-// TestRedWireStreamedCallsWithoutIndexOrID: a server that sends each call
-// whole, with neither index nor id (what a non-streamed body would hold as
-// two calls), gets them glued into one call with both argument texts.
-func TestRedWireStreamedCallsWithoutIndexOrID(t *testing.T) {
+// TestWireStreamedCallsWithoutIndexOrID: a server that sends each call
+// whole, with neither index nor id, or with one id for every call, gets
+// the calls a non-streamed body would hold: a part that names a function
+// begins a call.
+func TestWireStreamedCallsWithoutIndexOrID(t *testing.T) {
 	stream := events(
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}}]}}]}`,
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"type":"function","function":{"name":"list","arguments":"{}"}}]}}]}`,
@@ -54,11 +55,10 @@ func TestRedWireStreamedCallsWithoutIndexOrID(t *testing.T) {
 	}
 }
 
-// TestRedWireErrorBodyWithStatus200: proxies (LiteLLM, OpenRouter and
-// others) answer a failure with 200 and an error object. Streamed, harness
-// shows the server's words; not streamed, it says "no choices" (or "status
-// , not completed" over the Responses API) and the words are lost.
-func TestRedWireErrorBodyWithStatus200(t *testing.T) {
+// TestWireErrorBodyWithStatus200: proxies (LiteLLM, OpenRouter and
+// others) answer a failure with 200 and an error object: the server's own
+// words reach the error, streamed or not, over either wire API.
+func TestWireErrorBodyWithStatus200(t *testing.T) {
 	body := `{"error":{"message":"Upstream provider rejected the request: quota exhausted","code":"quota"}}`
 	for _, wireAPI := range []string{loop.WireChat, loop.WireResponses} {
 		t.Run(wireAPI, func(t *testing.T) {
@@ -104,12 +104,11 @@ func TestStreamAnsweredWithoutEvents(t *testing.T) {
 	}
 }
 
-// TestRedWireReasoningItemByteForByte: a reasoning item goes back as the
-// bytes the server sent. encoding/json compacts a RawMessage and escapes
-// <, > and & in it, so an item with spacing or those characters (a summary
-// that quotes code) goes back changed while the journal's digest names
-// the bytes received.
-func TestRedWireReasoningItemByteForByte(t *testing.T) {
+// TestWireReasoningItemByteForByte: a reasoning item goes back as the
+// bytes the server sent, spacing and <, > and & included (encoding/json
+// would compact and escape them), so the journal's digest names what is
+// sent back.
+func TestWireReasoningItemByteForByte(t *testing.T) {
 	item := "{\n  \"type\": \"reasoning\",\n  \"id\": \"rs_1\",\n  \"summary\": [{\"type\": \"summary_text\", \"text\": \"if a < b && c > d\"}],\n  \"encrypted_content\": \"gAAAA+/=\"\n}"
 	var mu sync.Mutex
 	var bodies [][]byte
@@ -146,11 +145,10 @@ func TestRedWireReasoningItemByteForByte(t *testing.T) {
 	}
 }
 
-// TestRedWireEmbeddingsRequestTimeout: a model request is bounded by the
-// request timeout; an embeddings request is not bounded at all (only by
-// the caller's context), so an endpoint that never answers /embeddings
-// holds find_skills until --timeout.
-func TestRedWireEmbeddingsRequestTimeout(t *testing.T) {
+// TestWireEmbeddingsRequestTimeout: an embeddings request is bounded
+// by the request timeout as a model request is, so an endpoint that never
+// answers /embeddings does not hold find_skills.
+func TestWireEmbeddingsRequestTimeout(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -170,10 +168,10 @@ func TestRedWireEmbeddingsRequestTimeout(t *testing.T) {
 	}
 }
 
-// TestRedWireEmbeddingsDuplicateIndex: two vectors with the same index
-// pass the count check and leave another input without a vector: nil,
-// taken as an answer (and put in the embedding cache).
-func TestRedWireEmbeddingsDuplicateIndex(t *testing.T) {
+// TestWireEmbeddingsDuplicateIndex: two vectors with the same index
+// leave another input without a vector: the answer is refused, never
+// taken with a hole in it.
+func TestWireEmbeddingsDuplicateIndex(t *testing.T) {
 	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"data":[{"index":0,"embedding":[1,0]},{"index":0,"embedding":[0,1]}]}`)
 	})
@@ -184,12 +182,11 @@ func TestRedWireEmbeddingsDuplicateIndex(t *testing.T) {
 	}
 }
 
-// TestRedWireUserinfoInTransportErrors: the base URL's userinfo is kept
-// out of what harness shows (the endpoint is named without it), but a
-// transport failure's text is Go's, which quotes the URL with its user
-// name (a token, for proxies that take one there) and shows a password
-// only as ***.
-func TestRedWireUserinfoInTransportErrors(t *testing.T) {
+// TestWireUserinfoInTransportErrors: a transport failure's text is
+// Go's, which quotes the URL with its user name (a token, for proxies
+// that take one there): the error harness reports names no URL, and the
+// endpoint only as it may be shown.
+func TestWireUserinfoInTransportErrors(t *testing.T) {
 	l := httptest.NewServer(http.NotFoundHandler())
 	addr := l.Listener.Addr().String()
 	l.Close() // nothing listens there now
@@ -205,12 +202,12 @@ func TestRedWireUserinfoInTransportErrors(t *testing.T) {
 	}
 }
 
-// TestRedWireRedirectDowngradeCarriesKey: Go's client keeps Authorization
-// on a redirect to the same host name, whatever the port or scheme, so an
-// https endpoint that answers 307 to http:// on another port has the key
-// sent there in clear text. A POST to a model API has no reason to follow
-// a redirect at all.
-func TestRedWireRedirectDowngradeCarriesKey(t *testing.T) {
+// TestWireRedirectNotFollowedAcrossSchemes: Go's client keeps Authorization on
+// a redirect to the same host name, whatever the port or scheme: an https
+// endpoint that answers 307 to http:// on another port would have the key
+// sent there in clear text. A POST to a model API has no reason to be
+// redirected, and no redirect is followed.
+func TestWireRedirectNotFollowedAcrossSchemes(t *testing.T) {
 	var got string
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Get("Authorization")
@@ -223,18 +220,17 @@ func TestRedWireRedirectDowngradeCarriesKey(t *testing.T) {
 		http.Redirect(w, r, u.String(), http.StatusTemporaryRedirect)
 	}))
 	defer tlsSrv.Close()
-	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: tlsSrv.URL + "/v1", APIKey: "sk-redwire-key", HTTPClient: tlsSrv.Client(), Retry: loop.RetryPolicy{MaxAttempts: 1}})
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: tlsSrv.URL + "/v1", APIKey: "sk-wire-key", HTTPClient: tlsSrv.Client(), Retry: loop.RetryPolicy{MaxAttempts: 1}})
 	m.Complete(context.Background(), loop.Request{Model: "m", Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}})
-	if strings.Contains(got, "sk-redwire-key") {
+	if strings.Contains(got, "sk-wire-key") {
 		t.Errorf("the key went in clear text to %s after a redirect from %s", plain.URL, tlsSrv.URL)
 	}
 }
 
-// TestRedWireRedirectToAnotherPort: a 302 to the same host on another
-// port (another service) is followed: the key goes there, the POST
-// becomes a GET without the conversation, and what the GET returns is
-// taken as the model's answer.
-func TestRedWireRedirectToAnotherPort(t *testing.T) {
+// TestWireRedirectToAnotherPort: a 302 to the same host on another
+// port (another service) is not followed: the key does not go there, and
+// what it would answer is not taken for the model's.
+func TestWireRedirectToAnotherPort(t *testing.T) {
 	var got, method string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, method = r.Header.Get("Authorization"), r.Method
@@ -250,11 +246,10 @@ func TestRedWireRedirectToAnotherPort(t *testing.T) {
 	}
 }
 
-// TestRedWireStreamedServerErrorNotRetried: a 500 is retried; the same
-// failure reported inside a stream (a chat chunk with an error member, a
-// Responses error event with the error nested) is final at once, where the
-// Responses error event with code and message at its top is retried.
-func TestRedWireStreamedServerErrorNotRetried(t *testing.T) {
+// TestWireStreamedServerErrorRetried: a 500 is retried, and so is the
+// same failure reported inside a stream (a chat chunk with an error
+// member, a Responses error event with the error nested).
+func TestWireStreamedServerErrorRetried(t *testing.T) {
 	ok := map[string]string{
 		loop.WireChat:      events(`{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`),
 		loop.WireResponses: events(`{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}}`),
@@ -281,11 +276,10 @@ func TestRedWireStreamedServerErrorNotRetried(t *testing.T) {
 	}
 }
 
-// TestRedWireUnclearFailures: what the endpoint sent that is no answer is
-// reported as "model provider unreachable" (it was reached, and answered
-// 200), and an event line over the reader's bound as Go's
-// "bufio.Scanner: token too long".
-func TestRedWireUnclearFailures(t *testing.T) {
+// TestWireFailuresSaidForWhatTheyAre: what the endpoint sent that is no
+// answer (a 200 HTML page, an event line over the reader's bound) is not
+// reported as an unreachable provider, nor in a reader's own words.
+func TestWireFailuresSaidForWhatTheyAre(t *testing.T) {
 	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<html><body>not an API</body></html>")
 	})
@@ -310,14 +304,11 @@ func TestRedWireUnclearFailures(t *testing.T) {
 	}
 }
 
-// TestRedWireEventStreamFraming: two framings the event-stream format
-// defines that the reader does not follow. A stream may start with a
-// byte order mark, which a reader drops; harness takes "\ufeffdata" for an
-// unknown field and loses the first event (here the answer's first
-// words, silently). An event whose data is empty ("data:" alone, a
-// heartbeat) is not dispatched; harness dispatches it and fails the
-// answer on decoding nothing.
-func TestRedWireEventStreamFraming(t *testing.T) {
+// TestWireEventStreamFraming: two framings of the event-stream
+// format: a stream may start with a byte order mark, which is dropped
+// (the first event, here the answer's first words, is kept); an event
+// whose data is empty ("data:" alone, a keep-alive) is skipped.
+func TestWireEventStreamFraming(t *testing.T) {
 	for _, tc := range []struct{ name, stream string }{
 		{"byte order mark", "\ufeff" + events(`{"choices":[{"index":0,"delta":{"content":"Hello, "}}]}`, `{"choices":[{"index":0,"delta":{"content":"world"},"finish_reason":"stop"}]}`, "[DONE]")},
 		{"empty data heartbeat", events(`{"choices":[{"index":0,"delta":{"content":"Hello, "}}]}`) + "data:\n\n" + events(`{"choices":[{"index":0,"delta":{"content":"world"},"finish_reason":"stop"}]}`, "[DONE]")},
@@ -331,11 +322,10 @@ func TestRedWireEventStreamFraming(t *testing.T) {
 	}
 }
 
-// TestRedWireContradictingFinishReasons: choice 0 says tool_calls, then
-// length. The accumulator keeps the first reason, so calls the server
-// says were cut at the token limit are run; the reason that runs nothing
-// is the one to keep when they disagree.
-func TestRedWireContradictingFinishReasons(t *testing.T) {
+// TestWireContradictingFinishReasons: choice 0 says tool_calls, then
+// length: the reason that runs nothing wins, so calls the server says
+// were cut at the token limit are not run.
+func TestWireContradictingFinishReasons(t *testing.T) {
 	stream := events(
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"a.tx"}}]},"finish_reason":"tool_calls"}]}`,
 		`{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, "[DONE]")
@@ -348,11 +338,10 @@ func TestRedWireContradictingFinishReasons(t *testing.T) {
 	}
 }
 
-// TestRedWireTypedErrorEvent: an error sent as an event of type error
-// whose data is the error object itself (no "error" member) is read as a
-// chunk with no choices; the stream then ends and is retried as cut, the
-// server's words lost.
-func TestRedWireTypedErrorEvent(t *testing.T) {
+// TestWireTypedErrorEvent: an error sent as an event of type error
+// whose data is the error object itself (no "error" member) is the
+// server's failure, in its words.
+func TestWireTypedErrorEvent(t *testing.T) {
 	stream := "event: error\ndata: {\"message\":\"model is overloaded, try later\",\"type\":\"overloaded_error\"}\n\n"
 	_, err := ask(t, rawServer(t, rawStream(stream)), loop.WireChat, true, 1)
 	if err == nil || !strings.Contains(err.Error(), "model is overloaded") {
@@ -360,13 +349,11 @@ func TestRedWireTypedErrorEvent(t *testing.T) {
 	}
 }
 
-// TestRedWireCutPlainBodyNotRetried: a plain answer whose connection
-// drops mid-body is asked again when the framing shows the cut (a
-// Content-Length not reached), but not when the body is delimited by the
-// connection's close (HTTP/1.0, a proxy): then "unexpected end of JSON
-// input" is taken as the server's final word. A JSON text that stops
-// inside a value is a cut, as a stream without its finish is.
-func TestRedWireCutPlainBodyNotRetried(t *testing.T) {
+// TestWireCutPlainBodyRetried: a plain answer whose connection
+// drops mid-body is asked again, whether the framing shows the cut (a
+// Content-Length not reached) or the body ends at the connection's close
+// (HTTP/1.0, a proxy) inside its JSON, as a stream without its finish is.
+func TestWireCutPlainBodyRetried(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
