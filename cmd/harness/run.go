@@ -89,7 +89,7 @@ var runOptions = []option{
 	{name: "max-retries", kind: kindInt, usage: "retries of a transient provider failure (`N`: timeouts, 408, 409, 429, 5xx, broken connections), with exponential backoff and jitter that honours Retry-After", def: runopts.DefaultMaxRetries},
 	{name: "retry-max-wait", kind: kindDuration, usage: "longest wait `DURATION` between retries", defText: "30s"},
 	{name: "max-turns", kind: kindInt, usage: "stop after `N` model turns (exit 3, resumable); 0 = no limit", def: runopts.DefaultMaxTurns, unitUsage: "stop each UNIT's run after `N` model turns (exit 3, resumable); 0 = no limit"},
-	{name: "max-tool-calls-per-turn", kind: kindInt, usage: "run at most `N` tool calls of one answer; the rest are answered tool_calls_per_turn without running", def: runopts.DefaultMaxToolCallsPerTurn},
+	{name: "max-tool-calls-per-turn", kind: kindInt, usage: "run at most `N` tool calls of one answer; the rest are answered tool_calls_per_turn without running, and calls past twice N are dropped from the answer", def: runopts.DefaultMaxToolCallsPerTurn},
 	{name: "timeout", kind: kindDuration, usage: "wall-clock limit `DURATION` for the run, e.g. 10m (exit 3, resumable)", defText: "none", unitUsage: "wall-clock limit `DURATION` for each UNIT's run, e.g. 10m (exit 3, resumable)"},
 	{name: "max-tokens", kind: kindInt, usage: "stop after `N` total tokens (exit 3, resumable); 0 = no limit", def: 0, defText: "0, no limit", unitUsage: "stop each UNIT's run after `N` total tokens (exit 3, resumable); 0 = no limit"},
 	{name: "artifacts-dir", usage: "`DIR` that holds run directories", def: ".harness/runs"},
