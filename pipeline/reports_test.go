@@ -1,16 +1,13 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
-
+	"github.com/harness-dev/harness/internal/mdtext/mdtexttest"
 	"github.com/harness-dev/harness/record"
 )
 
@@ -41,19 +38,16 @@ func TestSummaryShowsAnswersAsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var html bytes.Buffer
-	if err := goldmark.New(goldmark.WithExtensions(extension.GFM)).Convert(md, &html); err != nil {
-		t.Fatal(err)
-	}
+	html := mdtexttest.RenderGFM(t, md)
 	for _, bad := range []string{"<img", "<a ", "<code", "<b>", "raw HTML"} {
-		if strings.Contains(html.String(), bad) {
-			t.Errorf("the summary renders %s:\n%s\n%s", bad, md, html.String())
+		if strings.Contains(html, bad) {
+			t.Errorf("the summary renders %s:\n%s\n%s", bad, md, html)
 		}
 	}
-	if n := strings.Count(html.String(), "<td>"); n != 6 {
-		t.Errorf("the task's row has %d cells, want 6:\n%s", n, html.String())
+	if n := strings.Count(html, "<td>"); n != 6 {
+		t.Errorf("the task's row has %d cells, want 6:\n%s", n, html)
 	}
-	if !strings.Contains(html.String(), "attacker.example/leak?k=secret") {
-		t.Errorf("the answer is not shown as text:\n%s", html.String())
+	if !strings.Contains(html, "attacker.example/leak?k=secret") {
+		t.Errorf("the answer is not shown as text:\n%s", html)
 	}
 }

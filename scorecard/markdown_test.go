@@ -1,26 +1,14 @@
 package scorecard
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
+	"github.com/harness-dev/harness/internal/mdtext/mdtexttest"
 
 	"github.com/harness-dev/harness/record"
 )
-
-// renderGFM renders Markdown as GitHub does for a job summary.
-func renderGFM(t *testing.T, md []byte) string {
-	t.Helper()
-	var out bytes.Buffer
-	if err := goldmark.New(goldmark.WithExtensions(extension.GFM)).Convert(md, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out.String()
-}
 
 func TestMarkdown(t *testing.T) {
 	f := benchFixture()
@@ -41,7 +29,7 @@ func TestMarkdown(t *testing.T) {
 	res.Skill = "pdf <b>|</b>"
 	ApplyGate(&res, GateOptions{MinPassRate: ptr(0.9), MinDelta: ptr(0.1)}, nil)
 	md := Markdown(f.m, res)
-	html := renderGFM(t, md)
+	html := mdtexttest.RenderGFM(t, md)
 
 	for _, want := range []string{
 		"| with\\_skill | 4 | 0.79 ± 0.25 [0.39, 1.00] | 28.0 ± 19.8 | 2525 ± 1652 | — | 0 | 0 |",

@@ -1,13 +1,11 @@
 package mdtext
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
+	"github.com/harness-dev/harness/internal/mdtext/mdtexttest"
 )
 
 // hostile are texts a model, a grader or a skill's eval file could write.
@@ -24,17 +22,6 @@ var hostile = []struct{ name, text string }{
 	{"emphasis", "*a* _b_ **c** ~~d~~"},
 }
 
-// renderGFM renders Markdown as GitHub does for a job summary (tables,
-// autolinks, strikethrough), with raw HTML left out as GitHub does.
-func renderGFM(t *testing.T, md []byte) string {
-	t.Helper()
-	var out bytes.Buffer
-	if err := goldmark.New(goldmark.WithExtensions(extension.GFM)).Convert(md, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out.String()
-}
-
 func TestInline(t *testing.T) {
 	for _, tc := range hostile {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,7 +30,7 @@ func TestInline(t *testing.T) {
 				t.Fatalf("Inline(%q) = %q spans lines", tc.text, cell)
 			}
 			md := "| a | b |\n| --- | --- |\n| " + cell + " | end |\n"
-			html := renderGFM(t, []byte(md))
+			html := mdtexttest.RenderGFM(t, []byte(md))
 			if n := strings.Count(html, "<td>"); n != 2 {
 				t.Errorf("the row has %d cells, want 2:\n%s\n%s", n, md, html)
 			}
@@ -86,7 +73,7 @@ func FuzzInline(f *testing.F) {
 		if strings.ContainsAny(cell, "\n\r") {
 			t.Fatalf("Inline(%q) = %q spans lines", s, cell)
 		}
-		html := renderGFM(t, []byte("| a | b |\n| --- | --- |\n| "+cell+" | end |\n"))
+		html := mdtexttest.RenderGFM(t, []byte("| a | b |\n| --- | --- |\n| "+cell+" | end |\n"))
 		if n := strings.Count(html, "<td>"); n != 2 {
 			t.Fatalf("Inline(%q) = %q: the row has %d cells:\n%s", s, cell, n, html)
 		}
