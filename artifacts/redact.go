@@ -180,16 +180,34 @@ func (l *lineRedactor) flush() error {
 	return err
 }
 
-// WithoutUserinfo is a URL without the credentials written into it, as a
-// record or a message may show it: a base URL's password is a secret.
-func WithoutUserinfo(raw string) string {
+// URLSecrets are what a base URL carries that may be a credential: its
+// user name and password, and the values of query parameters named like
+// one (api-key, key, token, sig, code, secret, password, auth), as
+// gateways take keys there. An endpoint that echoes its request's URL
+// in an error (Cannot POST /v1/chat/completions?api-key=...) then has
+// them redacted with the API key. Values shorter than a redactor's
+// minimum are left: redacting "pw" everywhere would mangle every text.
+func URLSecrets(raw string) []string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
+	if err != nil {
+		return nil
 	}
-	u.User = nil
-	return u.String()
+	var out []string
+	if u.User != nil {
+		out = append(out, u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+	}
+	for name, vs := range u.Query() {
+		if credentialName.MatchString(name) {
+			out = append(out, vs...)
+		}
+	}
+	return out
 }
+
+var credentialName = regexp.MustCompile(`(?i)key|token|secret|sig|code|pass|auth|cred`)
 
 // EndpointOf is a base URL as it may be written anywhere: without
 // credentials, query string or fragment, where some gateways carry keys.

@@ -390,7 +390,8 @@ func (e *evalRun) writeResults(res *record.EvalResult, gradings []record.EvalGra
 
 // redact keeps the API key out of every file of the eval directory.
 func (e *evalRun) redact() *artifacts.Redactor {
-	return artifacts.NewRedactor(e.opts.Common.APIKey)
+	secrets := append([]string{e.opts.Common.APIKey}, artifacts.URLSecrets(e.opts.BaseURL)...)
+	return artifacts.NewRedactor(append(secrets, artifacts.URLSecrets(e.opts.GraderBaseURL)...)...)
 }
 
 // gradedCell is a grading written and not yet vouched for by the journal.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -335,7 +336,12 @@ func (e *evalRun) prepare(ctx context.Context, models []string) error {
 	m.Configurations = configs
 	if g := e.opts.Grader; g != nil {
 		m.GraderModel, m.GraderPromptDigest = g.Name(), grader.PromptDigest()
-		m.GraderBaseURL = artifacts.WithoutUserinfo(e.opts.GraderBaseURL)
+		m.GraderBaseURL = artifacts.EndpointOf(e.opts.GraderBaseURL)
+		st := e.opts.Settings.Settings
+		gs := record.Settings{RequestTimeout: st.RequestTimeout, MaxRetries: st.MaxRetries, RetryMaxWait: st.RetryMaxWait, Stream: st.Stream}
+		if !reflect.ValueOf(gs).IsZero() {
+			m.GraderSettings = &gs
+		}
 	}
 	m.SettingsDigest = settingsDigest(e.opts)
 	m.Cells = plan(s, configs, models, e.opts.Epochs)

@@ -233,7 +233,12 @@ func (e *engine) overBound() map[string]*ToolResult {
 	if m <= 0 || len(answer) <= m {
 		return nil
 	}
+	// The count is of the calls kept: those past callsKept were dropped
+	// from the answer, and the model is told so whenever there may be any.
 	msg := fmt.Sprintf("this answer made %d tool calls; at most %d run in one turn (--max-tool-calls-per-turn), so this one did not run: make fewer calls, and call again what is still needed", len(answer), m)
+	if len(answer) >= e.callsKept() {
+		msg = fmt.Sprintf("this answer made %d or more tool calls (any past %d were dropped unanswered); at most %d run in one turn (--max-tool-calls-per-turn), so this one did not run: make fewer calls, and call again what is still needed", len(answer), len(answer), m)
+	}
 	over := map[string]*ToolResult{}
 	for _, c := range answer[m:] {
 		res := ErrorResult(codeTooManyCalls, msg, nil)

@@ -188,15 +188,17 @@ func ExtraBodyKeyPlain(k string) bool {
 	return true
 }
 
-// OwnedBody are the request body keys harness sends itself, by wire API.
-// The extra body is set over the body harness built, so one of these would
-// replace the conversation the journal records, the tools the policy
-// allows, the model the identity names, or (over the Responses API) let
-// the provider store or extend the conversation.
+// OwnedBody are the request body keys harness sends itself, by wire API,
+// or that would undo what it sends. The extra body is set over the body
+// harness built, so one of these would replace the conversation the
+// journal records, the tools the policy allows (web search is a tool),
+// the model the identity names, the answer's schema (--output-schema), or
+// let the provider store, cut or extend the conversation.
 var OwnedBody = map[string][]string{
-	WireChat: {"model", "messages", "tools", "tool_choice", "functions", "function_call", "stream", "stream_options"},
+	WireChat: {"model", "messages", "tools", "tool_choice", "functions", "function_call", "stream", "stream_options",
+		"response_format", "store", "web_search_options"},
 	WireResponses: {"model", "input", "instructions", "tools", "tool_choice", "stream", "stream_options",
-		"store", "include", "previous_response_id", "conversation", "prompt", "background"},
+		"store", "include", "previous_response_id", "conversation", "prompt", "background", "text", "truncation"},
 }
 
 // ExtraBodyOwned says whether key is one harness sends over wire. Letter
@@ -410,7 +412,8 @@ func providerError(err error, attempts int, retryable bool) *ProviderError {
 	}
 	var de *wire.DecodeError
 	var ns *wire.NotStreamError
-	if errors.As(err, &de) || errors.As(err, &ns) {
+	var te *transientError
+	if errors.As(err, &de) || errors.As(err, &ns) || errors.As(err, &te) {
 		return &ProviderError{Message: err.Error(), Attempts: attempts, Retryable: retryable, Answered: true}
 	}
 	return &ProviderError{Message: err.Error(), Attempts: attempts, Retryable: retryable}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -88,8 +89,25 @@ func withoutKey(items []ReasoningItem, key string) []ReasoningItem {
 		return items
 	}
 	return slices.DeleteFunc(items, func(it ReasoningItem) bool {
-		return bytes.Contains(it.Raw, []byte(key))
+		return bytes.Contains(it.Raw, []byte(key)) || textHolds(it.Raw, key)
 	})
+}
+
+// textHolds says whether any string of the JSON raw, member names
+// included, holds key once its escapes are read (\u0073k-... spells the
+// key as surely as sk-... does). JSON that does not decode is judged by
+// its bytes alone.
+func textHolds(raw []byte, key string) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.Contains(s, key) {
+			return true
+		}
+	}
 }
 
 // respondStreamed reads the Responses event stream to its last event. The
@@ -171,12 +189,18 @@ func streamError(code, msg string) error {
 }
 
 // transientCode says whether a failure the provider reported with code
-// is worth another attempt: its server failed, or a rate limit; any
-// other is the request's own and would be met again.
+// (its error's code, else its type) is worth another attempt: its server
+// failed or is overloaded, or a rate limit, in the words OpenAI,
+// Anthropic-compatible servers and vLLM use, or as an HTTP status in
+// digits; any other is the request's own and would be met again.
 func transientCode(code string) bool {
 	switch code {
-	case "server_error", "rate_limit_exceeded", "server_is_overloaded", "slow_down", "overloaded_error", "internal_error":
+	case "server_error", "rate_limit_exceeded", "rate_limit_error", "server_is_overloaded", "slow_down",
+		"overloaded_error", "internal_error", "api_error", "InternalServerError", "ServiceUnavailableError", "timeout":
 		return true
+	}
+	if n, err := strconv.Atoi(code); err == nil {
+		return n == 408 || n == 409 || n == 429 || n >= 500 && n <= 599
 	}
 	return false
 }

@@ -199,7 +199,7 @@ func (p *pipe) sameAsked(f *File, o Options) error {
 		recorded = *m.Settings
 	}
 	if !reflect.DeepEqual(keysOf(recorded), keysOf(o.Settings.Settings)) || !reflect.DeepEqual(nonNilMap(m.VarOverrides), nonNilMap(o.Vars)) ||
-		m.BaseURL != artifacts.WithoutUserinfo(o.BaseURL) || m.Workspace != absOrEmpty(o.Workspace) || m.Record != absOrEmpty(o.Record) || m.Replay != absOrEmpty(o.Replay) {
+		m.BaseURL != artifacts.EndpointOf(o.BaseURL) || m.Workspace != absOrEmpty(o.Workspace) || m.Record != absOrEmpty(o.Record) || m.Replay != absOrEmpty(o.Replay) {
 		return outcome.Usage("phase_settings_differ", "%s was started with other --var, run settings, --workspace, --base-url or cassette flags: give every phase of one pipeline the same ones", p.dir)
 	}
 	return nil

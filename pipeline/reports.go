@@ -56,7 +56,7 @@ func WriteJUnit(path string, res *record.PipelineResult) error {
 // WriteSummary writes a batch result as a Markdown table, atomically.
 func WriteSummary(path string, res *record.PipelineResult) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## harness batch %s: %s\n\n", res.ID(), res.Status)
+	fmt.Fprintf(&b, "## harness batch %s: %s\n\n", mdtext.Inline(res.ID(), 200), mdtext.Inline(res.Status, 40))
 	var counts []string
 	for _, s := range []string{"succeeded", "failed", "limit", "provider_error", "refused", "interrupted", "awaiting_approval", statusSkipped, statusNotStarted} {
 		if n := res.Counts[s]; n > 0 {

@@ -212,7 +212,7 @@ func initDir(f *File, dir string, l layout, o Options, shape func(*record.Pipeli
 		Envelope:  artifacts.NewEnvelope(l.manifestType, l.version),
 		CreatedAt: clock(o.Now)().UTC(), HarnessVersion: o.Version,
 		File: f.Path, FileDigest: f.Digest, Vars: f.Vars, VarOverrides: o.Vars, Jobs: max(o.Jobs, 1),
-		Workspace: absOrEmpty(o.Workspace), BaseURL: artifacts.WithoutUserinfo(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
+		Workspace: absOrEmpty(o.Workspace), BaseURL: artifacts.EndpointOf(o.BaseURL), Record: absOrEmpty(o.Record), Replay: absOrEmpty(o.Replay),
 	}
 	m.SetID(l.kind, filepath.Base(dir))
 	p := newPipe(f, dir, l, o.Common)
@@ -287,7 +287,7 @@ func (p *pipe) declare() ([]record.PipelinePhase, artifacts.Digest) {
 
 // redact keeps the key out of everything the pipeline writes.
 func (p *pipe) redact() *artifacts.Redactor {
-	return artifacts.NewRedactor(p.common.APIKey, string(p.common.RunKey))
+	return artifacts.NewRedactor(append([]string{p.common.APIKey, string(p.common.RunKey)}, artifacts.URLSecrets(p.endpoint)...)...)
 }
 
 // runDir is where unit name's run directory is now; recordedRunDir is how

@@ -90,7 +90,11 @@ type EvalManifest struct {
 	// a resume asks it unless told otherwise.
 	GraderBaseURL      string           `json:"graderBaseUrl,omitempty"`
 	GraderPromptDigest artifacts.Digest `json:"graderPromptDigest,omitempty"`
-	Shard              string           `json:"shard,omitempty"`
+	// GraderSettings are the run settings the grader's requests take
+	// (request-timeout, max-retries, retry-max-wait, stream), so that a
+	// resume's grader is bounded as the eval's was.
+	GraderSettings *Settings `json:"graderSettings,omitempty"`
+	Shard          string    `json:"shard,omitempty"`
 	// SettingsDigest is the digest of the run settings and tools every
 	// cell got (not the endpoint): shards merged, or an eval resumed by
 	// --or-resume, must share them.

@@ -37,7 +37,7 @@ func inputsOf(o Options, lin lineage, res resolved) record.Inputs {
 		LearnedFrom:         o.LearnedFrom,
 		Skills:              nonNil(o.Skills),
 		Model:               o.Model,
-		BaseURL:             artifacts.NewRedactor(o.APIKey).String(artifacts.EndpointOf(o.BaseURL)),
+		BaseURL:             artifacts.NewRedactor(append([]string{o.APIKey}, artifacts.URLSecrets(o.BaseURL)...)...).String(artifacts.EndpointOf(o.BaseURL)),
 		PromptSource:        o.PromptSource,
 		Prompt:              o.Prompt,
 		PromptDigest:        artifacts.DigestString(o.Prompt),

@@ -222,7 +222,7 @@ func Resume(ctx context.Context, ro ResumeOptions) (*Result, error) {
 	}
 	r.opts.FallbackModel, r.opts.Stream = ro.FallbackModel, ro.Stream
 	r.opts.APIKey, r.opts.Record, r.opts.Replay, r.lin.model = ro.APIKey, ro.Record, ro.Replay, ro.model
-	r.redact = artifacts.NewRedactor(ro.APIKey, string(ro.RunKey))
+	r.redact = artifacts.NewRedactor(append([]string{ro.APIKey, string(ro.RunKey)}, artifacts.URLSecrets(ro.BaseURL)...)...)
 	r.opts.OnEvent, r.opts.Stderr, r.opts.Now, r.opts.Version = ro.OnEvent, ro.Stderr, ro.Now, ro.Version
 	r.opts.RequestTimeout, r.opts.MaxRetries, r.opts.RetryMaxWait = ro.RequestTimeout, ro.MaxRetries, ro.RetryMaxWait
 	r.acceptDrift = ro.AllowDrift

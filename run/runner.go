@@ -160,7 +160,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 func start(ctx context.Context, opts Options, lin lineage) (*Result, error) {
 	r := newRunner(opts.Now, opts.Stderr)
 	r.opts, r.lin = opts, lin
-	r.redact = artifacts.NewRedactor(opts.APIKey, string(opts.RunKey))
+	r.redact = artifacts.NewRedactor(append([]string{opts.APIKey, string(opts.RunKey)}, artifacts.URLSecrets(opts.BaseURL)...)...)
 	if err := runopts.Check(&r.opts, lin.model != nil); err != nil {
 		return nil, err
 	}

@@ -47,8 +47,13 @@ func Check(o *Options, modelGiven bool) error {
 	if o.MaxTurns < 0 || o.MaxTokens < 0 || o.Timeout < 0 {
 		return outcome.Usage("limit_invalid", "limits must not be negative (--max-turns, --max-tokens, --timeout)")
 	}
-	if o.MaxToolCallsPerTurn < 0 {
-		return outcome.Usage("limit_invalid", "--max-tool-calls-per-turn must be at least 1 (default %d)", DefaultMaxToolCallsPerTurn)
+	if o.MaxRetries != nil {
+		if err := CheckMaxRetries(*o.MaxRetries); err != nil {
+			return err
+		}
+	}
+	if o.MaxToolCallsPerTurn < 0 || o.MaxToolCallsPerTurn > maxToolCallsPerTurn {
+		return outcome.Usage("limit_invalid", "--max-tool-calls-per-turn %d: give a number from 1 to %d (default %d)", o.MaxToolCallsPerTurn, maxToolCallsPerTurn, DefaultMaxToolCallsPerTurn)
 	}
 	if o.MaxToolCallsPerTurn == 0 {
 		o.MaxToolCallsPerTurn = DefaultMaxToolCallsPerTurn
@@ -238,11 +243,29 @@ func checkTools(o *Options) error {
 	return nil
 }
 
+// maxRetries bounds --max-retries: more would wait for hours at the
+// longest --retry-max-wait, and one more than it must not wrap round.
+const maxRetries = 100
+
+// maxToolCallsPerTurn bounds --max-tool-calls-per-turn: an answer keeps
+// twice as many calls, each recorded.
+const maxToolCallsPerTurn = 4096
+
+// CheckMaxRetries refuses a retry count out of range.
+func CheckMaxRetries(n int) error {
+	if n < 0 || n > maxRetries {
+		return outcome.Usage("limit_invalid", "--max-retries %d: give a number from 0 to %d", n, maxRetries)
+	}
+	return nil
+}
+
 // CheckBaseURL refuses an endpoint that is not an http(s) URL.
 func CheckBaseURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return outcome.Usage("base_url_invalid", "--base-url %q must be an http(s) URL such as https://api.openai.com/v1", raw)
+		// Not the value itself: it may carry credentials or a gateway's
+		// key in its query string.
+		return outcome.Usage("base_url_invalid", "--base-url must be an http(s) URL such as https://api.openai.com/v1 (the value given is not shown: it may hold credentials)")
 	}
 	return nil
 }

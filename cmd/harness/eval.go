@@ -152,7 +152,12 @@ func evalResumeCommand() *cli.Command {
 					}
 					// --base-url moves the cells; the grader stays where it
 					// was recorded unless --grader-base-url moves it.
-					return &graderModels{name: m.GraderModel, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), m.GraderBaseURL, cmd.String("base-url")), apiKey: graderKey()}
+					g := &graderModels{name: m.GraderModel, baseURL: firstNonEmptyFlag(cmd.String("grader-base-url"), m.GraderBaseURL, cmd.String("base-url")), apiKey: graderKey()}
+					if m.GraderSettings != nil {
+						// Checked when the eval was made.
+						_ = g.settle(*m.GraderSettings)
+					}
+					return g
 				}})
 			return evalReport(cmd, res, err)
 		},
@@ -346,6 +351,9 @@ func (g *graderModels) settle(s record.Settings) error {
 		*d.to = v
 	}
 	if s.MaxRetries != nil {
+		if err := runopts.CheckMaxRetries(*s.MaxRetries); err != nil {
+			return err
+		}
 		g.retry.MaxAttempts = *s.MaxRetries + 1
 	}
 	g.stream = s.Stream != nil && *s.Stream

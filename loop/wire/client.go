@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -158,16 +159,15 @@ func (c *Client) Stream(ctx context.Context, path string, body []byte, each func
 }
 
 // streamOrNot is "" for an answer that is an event stream, else the
-// media type it is. Servers label streams loosely (text/plain, none at
-// all), so a body that is not labelled text/event-stream is judged by its
-// first byte: an object is a whole answer (a server that ignores stream),
-// markup a proxy's page; anything else is read as events.
+// media type it is. Servers and gateways label answers loosely (a stream
+// as text/plain or nothing, an error object or a page as
+// text/event-stream), so an answer is judged by its first byte that is
+// not a byte order mark or white space: an object is a whole answer (a
+// server that ignores stream, or its error), markup a page; an event
+// stream starts with a field name or a comment.
 func streamOrNot(contentType string, body *bufio.Reader) string {
 	mt, _, _ := mime.ParseMediaType(contentType)
-	if mt == "text/event-stream" {
-		return ""
-	}
-	head, _ := body.Peek(512)
+	head, _ := body.Peek(sniffLen)
 	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
 	switch {
 	case len(head) > 0 && head[0] == '{':
@@ -177,6 +177,10 @@ func streamOrNot(contentType string, body *bufio.Reader) string {
 	}
 	return ""
 }
+
+// sniffLen is how much of a streamed answer is looked at before it is
+// read as events: whitespace a server sends first is skipped.
+const sniffLen = 64 << 10
 
 // NotStreamError is an answer to a streamed request that is no event
 // stream.
@@ -198,13 +202,37 @@ type ReportedError struct {
 
 func (e *ReportedError) Error() string { return e.Message }
 
-// reported is the failure a body reports with a top-level "error"
-// member, or nil.
+// reported is the failure a body reports, or nil: an "error" member that
+// says something (an object with a message, code or type, or a non-empty
+// string), or an object that is itself an error (vLLM's {"object":
+// "error"}, {"type": "error"} without an event type), or FastAPI's
+// {"detail": ...} where no answer is.
 func reported(data []byte) *ReportedError {
 	var probe struct {
-		Error json.RawMessage `json:"error"`
+		Error   json.RawMessage `json:"error"`
+		Object  string          `json:"object"`
+		Type    string          `json:"type"`
+		Detail  json.RawMessage `json:"detail"`
+		Choices json.RawMessage `json:"choices"`
+		Output  json.RawMessage `json:"output"`
+		Data    json.RawMessage `json:"data"`
 	}
-	if json.Unmarshal(data, &probe) != nil || len(probe.Error) == 0 || string(probe.Error) == "null" {
+	if json.Unmarshal(data, &probe) != nil {
+		return nil
+	}
+	failed := probe.Object == "error" || probe.Type == "error" ||
+		len(probe.Detail) > 0 && string(probe.Detail) != "null" && probe.Choices == nil && probe.Output == nil && probe.Data == nil
+	switch e := bytes.TrimSpace(probe.Error); {
+	case len(e) == 0 || string(e) == "null" || string(e) == "false" || string(e) == `""`:
+	case e[0] == '{':
+		var obj map[string]any
+		if json.Unmarshal(e, &obj) == nil && (obj["message"] != nil && obj["message"] != "" || codeOf(obj) != "") {
+			failed = true
+		}
+	default:
+		failed = true
+	}
+	if !failed {
 		return nil
 	}
 	msg, code := ErrorMessage(data)
@@ -246,12 +274,16 @@ func (c *Client) post(ctx context.Context, path string, body []byte, stream bool
 		}
 		return nil, err
 	}
-	if resp.StatusCode < 400 {
+	if resp.StatusCode < 300 {
 		return resp, nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	msg, code := ErrorMessage(b)
+	if resp.StatusCode < 400 {
+		// A redirect without a place to go (ErrRedirect stops the others).
+		msg = fmt.Sprintf("a redirect (HTTP %d) with nowhere to go; harness follows no redirect from a model endpoint: give the endpoint's own address as --base-url", resp.StatusCode)
+	}
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
@@ -371,24 +403,21 @@ func ErrorMessage(body []byte) (msg, code string) {
 			return e, ""
 		case map[string]any:
 			m, _ := e["message"].(string)
-			c := fmt.Sprint(e["code"])
-			if c == "<nil>" {
-				c = ""
-			}
-			return m, c
+			return m, codeOf(e)
 		}
+		code := codeOf(v)
 		if m, ok := v["message"].(string); ok {
-			return m, ""
+			return m, code
 		}
 		switch d := v["detail"].(type) {
 		case string:
-			return d, ""
+			return d, code
 		case nil:
 		default:
 			b, _ := json.Marshal(d)
-			return string(b), ""
+			return string(b), code
 		}
-		return Shorten(string(body)), ""
+		return Shorten(string(body)), code
 	}
 	text := string(body)
 	if strings.Contains(strings.ToLower(text), "<html") {
@@ -398,6 +427,25 @@ func ErrorMessage(body []byte) (msg, code string) {
 		text = htmlTag.ReplaceAllString(text, " ")
 	}
 	return Shorten(text), ""
+}
+
+// codeOf is an error object's code: its "code" (a number, as vLLM sends
+// the HTTP status, in digits), else its "type" (where OpenAI's server
+// errors and Anthropic-compatible ones say what failed), "" for neither.
+// A type of "error" names the object's kind, not the failure.
+func codeOf(e map[string]any) string {
+	switch c := e["code"].(type) {
+	case string:
+		if c != "" {
+			return c
+		}
+	case float64:
+		return strconv.FormatFloat(c, 'f', -1, 64)
+	}
+	if t, ok := e["type"].(string); ok && t != "error" {
+		return t
+	}
+	return ""
 }
 
 // Shorten is s on one line, at most 500 runes.
