@@ -1,0 +1,103 @@
+package loop_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/harness-dev/harness/loop"
+)
+
+// What servers in use send when they fail inside an answer sent as a
+// success, and whether harness reads each failure for what it is.
+
+// okChat is a whole chat answer, as a stream and as one body.
+const (
+	okChatStream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	okChatBody   = `{"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}]}`
+)
+
+// failOnce answers the first request with fail (as ctype), every later
+// one with the whole answer, and counts the requests.
+func failOnce(ctype, fail string, stream bool, n *int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		*n++
+		if *n == 1 {
+			w.Header().Set("Content-Type", ctype)
+			io.WriteString(w, fail)
+			return
+		}
+		if stream {
+			rawStream(okChatStream)(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, okChatBody)
+	}
+}
+
+// TestWireServerFailureShapesRetried: the failure a server reports
+// inside a 200 answer says it is the server's in the shape that server
+// uses, not always in "code": OpenAI's own mid-stream failure has
+// "type":"server_error" and "code":null; vLLM puts the HTTP status in
+// "code" as a number (500); Anthropic's OpenAI-compatible stream sends an
+// error event whose "type" is overloaded_error, the very word
+// transientCode lists. docs/run.md: such a failure is "retried when its
+// code says the server failed or was rate-limited". Each is taken for a
+// rejection (exit 1, not resumable) and never asked again.
+func TestWireServerFailureShapesRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name, ctype, fail string
+		stream            bool
+	}{
+		{"openai stream, type server_error, code null", "text/event-stream",
+			events(`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`), true},
+		{"openai body 200, type server_error, code null", "application/json",
+			`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`, false},
+		{"vllm stream, numeric code 500", "text/event-stream",
+			events(`{"error":{"object":"error","message":"EngineCore encountered an issue","type":"InternalServerError","param":null,"code":500}}`), true},
+		{"vllm stream, numeric code 429", "text/event-stream",
+			events(`{"error":{"object":"error","message":"too many requests","type":"RateLimitError","param":null,"code":429}}`), true},
+		{"anthropic error event, type overloaded_error", "text/event-stream",
+			"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			base := rawServer(t, failOnce(tc.ctype, tc.fail, tc.stream, &n))
+			resp, err := ask(t, base, loop.WireChat, tc.stream, 2)
+			if err != nil || resp.Message.Content != "hi" || n != 2 {
+				var pe *loop.ProviderError
+				rejected := errors.As(err, &pe) && pe.Rejected
+				t.Errorf("after %d attempt(s): %q, %v (rejected %v); the server said it failed: worth another attempt", n, resp.Message.Content, err, rejected)
+			}
+		})
+	}
+}
+
+// TestWireErrorBodyLabelledAsStream: a gateway answers a streamed
+// request with its error object as the whole body, labelled
+// text/event-stream (as it labels every answer to stream: true). No line
+// of it is an event, so harness reads an empty stream, calls it cut, asks
+// again until the budget is spent and reports "the chat stream ended
+// before a finish_reason": the server's words are lost, and a rejection
+// (invalid_request_error) becomes a resumable outage (exit 4).
+func TestWireErrorBodyLabelledAsStream(t *testing.T) {
+	body := `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`
+	for _, ctype := range []string{"text/event-stream", "text/event-stream; charset=utf-8"} {
+		t.Run(ctype, func(t *testing.T) {
+			n := 0
+			base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				n++
+				w.Header().Set("Content-Type", ctype)
+				io.WriteString(w, body+"\n")
+			})
+			_, err := ask(t, base, loop.WireChat, true, 3)
+			var pe *loop.ProviderError
+			if err == nil || !strings.Contains(err.Error(), "maximum context length") || !errors.As(err, &pe) || !pe.Rejected || n != 1 {
+				t.Errorf("after %d attempt(s): %v; want the server's words, a rejection, asked once", n, err)
+			}
+		})
+	}
+}
