@@ -101,3 +101,70 @@ func TestWireErrorBodyLabelledAsStream(t *testing.T) {
 		})
 	}
 }
+
+// TestWireRedirectsNeverFollowedHeld: every redirect status, with an
+// absolute or relative Location to the same server, streamed or not, and
+// for embeddings: the server sees one request, and nothing the redirect
+// points at is taken for an answer.
+func TestWireRedirectsNeverFollowedHeld(t *testing.T) {
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		for _, loc := range []string{"/v1/elsewhere", "elsewhere", "//127.0.0.1:1/v1/x"} {
+			for _, stream := range []bool{false, true} {
+				n := 0
+				base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+					n++
+					if strings.HasSuffix(r.URL.Path, "elsewhere") {
+						rawStream(okChatStream)(w, r)
+						return
+					}
+					w.Header().Set("Location", loc)
+					w.WriteHeader(status)
+				})
+				resp, err := ask(t, base, loop.WireChat, stream, 1)
+				if err == nil || n != 1 || resp.Message.Content != "" {
+					t.Errorf("%d to %q (stream %v): %d request(s), %q, %v", status, loc, stream, n, resp.Message.Content, err)
+				}
+			}
+		}
+		n := 0
+		base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			n++
+			if strings.HasSuffix(r.URL.Path, "elsewhere") {
+				io.WriteString(w, `{"data":[{"index":0,"embedding":[1,0]}]}`)
+				return
+			}
+			w.Header().Set("Location", "elsewhere")
+			w.WriteHeader(status)
+		})
+		m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Retry: loop.RetryPolicy{MaxAttempts: 1}})
+		if vs, err := m.Embed(t.Context(), "e", []string{"a"}); err == nil || n != 1 {
+			t.Errorf("embeddings %d: %d request(s), %v, %v", status, n, vs, err)
+		}
+	}
+}
+
+// TestWireRedirectWithoutLocationNotAnAnswer: a 3xx with no Location
+// is returned by Go's client as the answer (it has nowhere to go), and
+// its body is read as if it were a 200's: a redirect status is taken for
+// a success. Asked over either mode, the answer is the body's.
+func TestWireRedirectWithoutLocationNotAnAnswer(t *testing.T) {
+	for _, status := range []int{300, 302, 307} {
+		for _, stream := range []bool{false, true} {
+			base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.WriteHeader(status)
+					io.WriteString(w, okChatStream)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				io.WriteString(w, okChatBody)
+			})
+			resp, err := ask(t, base, loop.WireChat, stream, 1)
+			if err == nil {
+				t.Errorf("HTTP %d without Location (stream %v) taken as the answer %q", status, stream, resp.Message.Content)
+			}
+		}
+	}
+}
