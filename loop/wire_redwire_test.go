@@ -168,3 +168,82 @@ func TestWireRedirectWithoutLocationNotAnAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestWireFailuresWithoutErrorMember: failures sent with 200 in the
+// shapes ErrorMessage already knows for error statuses, but with no
+// top-level "error" member: vLLM's own error object (older vLLM streams
+// it as an event, unwrapped), FastAPI's {"detail":…}, and an event whose
+// data says "type":"error" with no event line. None is an answer; each
+// is taken for a cut stream or an empty answer: asked again to the budget
+// and reported without the server's words.
+func TestWireFailuresWithoutErrorMember(t *testing.T) {
+	for _, tc := range []struct {
+		name, ctype, body, words string
+		stream                   bool
+	}{
+		{"vllm object error, streamed", "text/event-stream",
+			events(`{"object":"error","message":"max_tokens must be at least 1, got 0.","type":"BadRequestError","param":null,"code":400}`, "[DONE]"), "max_tokens must be at least 1", true},
+		{"vllm object error, body", "application/json",
+			`{"object":"error","message":"max_tokens must be at least 1, got 0.","type":"BadRequestError","param":null,"code":400}`, "max_tokens must be at least 1", false},
+		{"fastapi detail, body", "application/json", `{"detail":"Model m is not loaded"}`, "Model m is not loaded", false},
+		{"type error in data, no event line", "text/event-stream",
+			events(`{"type":"error","message":"context window exceeded","code":"context_length_exceeded"}`, "[DONE]"), "context window exceeded", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				n++
+				w.Header().Set("Content-Type", tc.ctype)
+				io.WriteString(w, tc.body)
+			})
+			_, err := ask(t, base, loop.WireChat, tc.stream, 3)
+			if err == nil || !strings.Contains(err.Error(), tc.words) {
+				t.Errorf("after %d attempt(s): %v; want the server's words %q", n, err, tc.words)
+			}
+		})
+	}
+}
+
+// TestWireResponsesFailedConsistentHeld: a Responses failed response
+// is read by its error's code the same way streamed or not: server_error
+// is asked again, invalid_prompt is a rejection asked once.
+func TestWireResponsesFailedConsistentHeld(t *testing.T) {
+	okStream := events(`{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}}`)
+	okBody := `{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}`
+	for _, code := range []string{"server_error", "invalid_prompt"} {
+		failed := `{"status":"failed","output":[],"error":{"code":"` + code + `","message":"it failed: ` + code + `"}}`
+		for _, stream := range []bool{false, true} {
+			n := 0
+			base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				n++
+				if stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+					if n == 1 {
+						io.WriteString(w, events(`{"type":"response.failed","response":`+failed+`}`))
+					} else {
+						io.WriteString(w, okStream)
+					}
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				if n == 1 {
+					io.WriteString(w, failed)
+				} else {
+					io.WriteString(w, okBody)
+				}
+			})
+			resp, err := ask(t, base, loop.WireResponses, stream, 2)
+			var pe *loop.ProviderError
+			switch code {
+			case "server_error":
+				if err != nil || resp.Message.Content != "hi" || n != 2 {
+					t.Errorf("%s stream %v: after %d: %q, %v", code, stream, n, resp.Message.Content, err)
+				}
+			default:
+				if err == nil || !errors.As(err, &pe) || !pe.Rejected || n != 1 || !strings.Contains(err.Error(), "it failed") {
+					t.Errorf("%s stream %v: after %d: %v", code, stream, n, err)
+				}
+			}
+		}
+	}
+}
