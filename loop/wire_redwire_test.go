@@ -247,3 +247,26 @@ func TestWireResponsesFailedConsistentHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestWireKeyEscapedInReasoningItem: an endpoint that echoes the API key
+// inside a reasoning item with one character written as a JSON escape
+// (sk-wire-ke\u0079) holds the key as surely as one that writes it
+// plainly (the redactor matches such spellings for that reason), but the
+// item is kept: it goes to the journal and a cassette as base64, where no
+// redaction reaches, and back to the endpoint.
+func TestWireKeyEscapedInReasoningItem(t *testing.T) {
+	for _, spelled := range []string{`sk-wire-ke\u0079`, `sk\u002dwire\u002dkey`, `\u0073\u006b-wire-key`} {
+		item := `{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"echo ` + spelled + `"}`
+		base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"status":"completed","output":[`+item+`,{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}`)
+		})
+		resp, err := ask(t, base, loop.WireResponses, false, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Message.Reasoning) != 0 {
+			t.Errorf("the item holding the key as %s is kept: %s", spelled, resp.Message.Reasoning[0].Raw)
+		}
+	}
+}
