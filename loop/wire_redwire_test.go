@@ -270,3 +270,35 @@ func TestWireKeyEscapedInReasoningItem(t *testing.T) {
 		}
 	}
 }
+
+// TestWireExtraBodyKeysThatReplaceWhatHarnessSends: keys OwnedBody does
+// not list that still replace or undo what harness sends and records:
+// response_format / text replace --output-schema's schema (part of the
+// run's identity), Responses truncation "auto" lets the provider drop the
+// start of the conversation the journal records, chat store: true keeps
+// the conversation with the provider (what store: false is owned for over
+// the Responses API), web_search_options lets a chat model fetch from the
+// web outside every tool the policy allows.
+func TestWireExtraBodyKeysThatReplaceWhatHarnessSends(t *testing.T) {
+	n := 0
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n++
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, okChatBody)
+	})
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Retry: loop.RetryPolicy{MaxAttempts: 1}})
+	schema := []byte(`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`)
+	for _, tc := range []struct{ wire, extra string }{
+		{loop.WireChat, `{"response_format":{"type":"text"}}`},
+		{loop.WireChat, `{"store":true}`},
+		{loop.WireChat, `{"web_search_options":{}}`},
+		{loop.WireResponses, `{"text":{"format":{"type":"text"}}}`},
+		{loop.WireResponses, `{"truncation":"auto"}`},
+	} {
+		before := n
+		m.Complete(t.Context(), loop.Request{Model: "m", WireAPI: tc.wire, Params: loop.Params{ExtraBody: []byte(tc.extra), ResponseSchema: schema}, Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}})
+		if n != before {
+			t.Errorf("%s over %s was sent", tc.extra, tc.wire)
+		}
+	}
+}
