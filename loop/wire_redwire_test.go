@@ -302,3 +302,77 @@ func TestWireExtraBodyKeysThatReplaceWhatHarnessSends(t *testing.T) {
 		}
 	}
 }
+
+// TestWireResponsesErrorEventWithEventLine: OpenAI's Responses stream
+// names each event's type on an event line as well as in its data:
+// "event: error" then {"type":"error","code":"server_error",...}. The
+// client reads the event line first and takes the code only from an
+// error member, which this shape has not: the server's failure becomes
+// a rejection (exit 1), asked once. Without the event line the same data
+// is retried (TestWireHostileResponsesErrorEventRetried).
+func TestWireResponsesErrorEventWithEventLine(t *testing.T) {
+	n := 0
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		n++
+		if n == 1 {
+			rawStream("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"The server had an error\",\"param\":null,\"sequence_number\":1}\n\n")(w, r)
+			return
+		}
+		rawStream("event: response.completed\n" + events(`{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}}`))(w, r)
+	})
+	resp, err := ask(t, base, loop.WireResponses, true, 2)
+	if err != nil || resp.Message.Content != "hi" || n != 2 {
+		t.Errorf("after %d attempt(s): %q, %v; a server_error is worth another attempt", n, resp.Message.Content, err)
+	}
+}
+
+// TestWireStreamSniffing: what a streamed request's answer is taken for
+// when its label and its first bytes disagree. A JSON answer behind more
+// than 512 bytes of whitespace (Peek's window) is read as events, none,
+// and asked again as a cut stream; so is a proxy's page labelled
+// text/event-stream: the answer, or the page's words, are lost.
+func TestWireStreamSniffing(t *testing.T) {
+	for _, tc := range []struct{ name, ctype, body, want string }{
+		{"json after 600 bytes of whitespace", "application/json", strings.Repeat(" ", 600) + okChatBody, "hi"},
+		{"json after 600 newlines, no label", "", strings.Repeat("\n", 600) + okChatBody, "hi"},
+		{"page labelled as a stream", "text/event-stream", "<html><head><title>Gateway quota exhausted</title></head></html>", "Gateway quota exhausted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				n++
+				if tc.ctype == "" {
+					w.Header()["Content-Type"] = nil
+				} else {
+					w.Header().Set("Content-Type", tc.ctype)
+				}
+				io.WriteString(w, tc.body)
+			})
+			resp, err := ask(t, base, loop.WireChat, true, 2)
+			got := resp.Message.Content
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.Contains(got, tc.want) || n != 1 {
+				t.Errorf("after %d attempt(s): %q; want %q, asked once", n, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWireErrorMemberThatSaysNoError: reported() takes any top-level
+// "error" member but null for a failure. A server that marks success with
+// "error": false, "" or {} (an empty error object) has answered, and its
+// answer is refused as a rejection.
+func TestWireErrorMemberThatSaysNoError(t *testing.T) {
+	for _, e := range []string{`false`, `""`, `{}`} {
+		base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}],"error":`+e+`}`)
+		})
+		resp, err := ask(t, base, loop.WireChat, false, 1)
+		if err != nil || resp.Message.Content != "hi" {
+			t.Errorf(`"error": %s beside a whole answer: %q, %v`, e, resp.Message.Content, err)
+		}
+	}
+}
