@@ -319,7 +319,7 @@ func TestWireResponsesErrorEventWithEventLine(t *testing.T) {
 			rawStream("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"The server had an error\",\"param\":null,\"sequence_number\":1}\n\n")(w, r)
 			return
 		}
-		rawStream("event: response.completed\n" + events(`{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}}`))(w, r)
+		rawStream("event: response.completed\n"+events(`{"type":"response.completed","response":{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"hi"}]}]}}`))(w, r)
 	})
 	resp, err := ask(t, base, loop.WireResponses, true, 2)
 	if err != nil || resp.Message.Content != "hi" || n != 2 {
