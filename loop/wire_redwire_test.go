@@ -58,7 +58,7 @@ func TestWireServerFailureShapesRetried(t *testing.T) {
 		{"openai body 200, type server_error, code null", "application/json",
 			`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`, false},
 		{"vllm stream, numeric code 500", "text/event-stream",
-			events(`{"error":{"object":"error","message":"EngineCore encountered an issue","type":"InternalServerError","param":null,"code":500}}`), true},
+			events(`{"error":{"object":"error","message":"EngineCore died","type":"InternalServerError","param":null,"code":500}}`), true},
 		{"vllm stream, numeric code 429", "text/event-stream",
 			events(`{"error":{"object":"error","message":"too many requests","type":"RateLimitError","param":null,"code":429}}`), true},
 		{"anthropic error event, type overloaded_error", "text/event-stream",
