@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/harness-dev/harness/loop"
 )
@@ -403,5 +404,26 @@ func TestWireReportedRateLimitRetryAfter(t *testing.T) {
 	}
 	if d := at[1].Sub(at[0]); d < 900*time.Millisecond {
 		t.Errorf("asked again after %v; the server asked for 1s", d)
+	}
+}
+
+// TestWireBodyIsUTF8: JSON text exchanged between systems is UTF-8 (RFC
+// 8259 section 8.1), and servers that decode the body as UTF-8 before
+// parsing it (Python's json.loads on bytes, FastAPI) refuse anything
+// else. An extra body value holding bytes that are no UTF-8 is kept as
+// its bytes (Go's decoder lets them through a json.RawMessage), so the
+// body harness sends is not JSON to such a server; every other string
+// harness sends is made valid by encoding/json.
+func TestWireBodyIsUTF8(t *testing.T) {
+	var got []byte
+	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, okChatBody)
+	})
+	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Retry: loop.RetryPolicy{MaxAttempts: 1}})
+	_, err := m.Complete(t.Context(), loop.Request{Model: "m", Params: loop.Params{ExtraBody: []byte("{\"x_knob\":\"a\xffb\"}")}, Messages: []loop.Message{{Role: loop.RoleUser, Content: "x\xfey"}}})
+	if err == nil && !utf8.Valid(got) {
+		t.Errorf("the body sent is not UTF-8: %q", got[len(got)-40:])
 	}
 }
