@@ -75,7 +75,7 @@ var overResponses = []string{
 	"run_success", "run_failed", "run_json", "run_cfc", "run_limit_turns", "run_output_schema", "run_stream",
 	"run_record_replay", "run_interrupt", "run_provider_failures",
 	"resume_after_limit", "resume_journal", "resume_model_change", "continue", "runs_crashed", "run_command_resume",
-	"run_stream_cut", "run_record_redacts_key", "run_tool_call_cut",
+	"run_stream_cut", "run_record_redacts_key", "run_tool_call_cut", "run_calls_dropped_hostile",
 }
 
 func TestScriptsOverResponses(t *testing.T) {
