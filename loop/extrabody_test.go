@@ -9,7 +9,8 @@ func TestExtraBodyKeys(t *testing.T) {
 		ok   bool
 	}{
 		{`{"top_k": 20, "max_tokens": 5, "chat_template-kwargs": {"a.b": 1}, "0": 1}`, WireChat, true},
-		{`{"store": true}`, WireChat, true},
+		{`{"store": true}`, WireChat, false},
+		{`{"top_k": 20}`, WireChat, true},
 		{`{"store": true}`, WireResponses, false},
 		{`{"STORE": true}`, WireResponses, false},
 		{`{"Model": "x"}`, "", false},

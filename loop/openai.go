@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/loop/wire"
@@ -229,6 +230,10 @@ func extraBody(raw json.RawMessage, wire string) (map[string][]byte, error) {
 			return nil, fmt.Errorf("extra body key %q is not a plain field name (letters, digits, _ and -)", k)
 		case ExtraBodyOwned(wire, k):
 			return nil, fmt.Errorf("extra body sets %q, which harness sends itself over the %s wire API", k, cmp.Or(wire, WireChat))
+		case !utf8.Valid(fields[k]):
+			// JSON between systems is UTF-8; servers that decode the
+			// body as text first would refuse the whole request.
+			return nil, fmt.Errorf("extra body value of %q is not UTF-8 text", k)
 		}
 	}
 	out := make(map[string][]byte, len(fields))

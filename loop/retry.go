@@ -115,13 +115,21 @@ func (p RetryPolicy) delay(attempt int, err error) time.Duration {
 	if d > 0 {
 		d += time.Duration(rand.Int64N(int64(d)/2+1)) - d/4
 	}
+	var header http.Header
 	var api *wire.APIError
-	if errors.As(err, &api) && api.Header != nil {
-		if ms, err := strconv.ParseInt(api.Header.Get("retry-after-ms"), 10, 64); err == nil && ms >= 0 {
+	var re *wire.ReportedError
+	switch {
+	case errors.As(err, &api):
+		header = api.Header
+	case errors.As(err, &re):
+		header = re.Header
+	}
+	if header != nil {
+		if ms, err := strconv.ParseInt(header.Get("retry-after-ms"), 10, 64); err == nil && ms >= 0 {
 			// Bounded before it is multiplied: a wait too long for a
 			// Duration must not wrap round to a negative one.
 			d = time.Duration(min(ms, p.MaxDelay.Milliseconds()+1)) * time.Millisecond
-		} else if ra, ok := retryAfter(api.Header.Get("Retry-After"), time.Now()); ok {
+		} else if ra, ok := retryAfter(header.Get("Retry-After"), time.Now()); ok {
 			d = ra
 		}
 	}

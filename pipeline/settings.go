@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -102,17 +103,27 @@ func settingProblems(s record.Settings) []settingProblem {
 
 // keysOf are the settings s sets.
 func keysOf(s record.Settings) map[string]json.RawMessage {
-	b, _ := json.Marshal(s)
+	b := plainJSON(s)
 	m := map[string]json.RawMessage{}
 	_ = json.Unmarshal(b, &m)
 	return m
+}
+
+// plainJSON is v as JSON without HTML escapes, so that an extra body's
+// "<" reaches the endpoint as written, whichever layer set it.
+func plainJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return b.Bytes()
 }
 
 // over lays top over base: each setting top has replaces base's.
 func over(base, top record.Settings) record.Settings {
 	m := keysOf(base)
 	maps.Copy(m, keysOf(top))
-	b, _ := json.Marshal(m)
+	b := plainJSON(m)
 	var out record.Settings
 	_ = json.Unmarshal(b, &out)
 	return out

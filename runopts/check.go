@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/harness-dev/harness/cfc"
 	"github.com/harness-dev/harness/discovery"
@@ -187,6 +188,9 @@ func checkParams(o *Options) error {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(o.ExtraBody, &obj); err != nil {
 			return outcome.Usage("extra_body_invalid", "--extra-body must be a JSON object, e.g. '{\"top_k\": 20}': %v", err)
+		}
+		if !utf8.Valid(o.ExtraBody) {
+			return outcome.Usage("extra_body_invalid", "--extra-body must be UTF-8 text: JSON sent to an endpoint is")
 		}
 		if err := checkExtraBody(obj, o.WireAPI); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package mdtext
 
 import (
+	"github.com/harness-dev/harness/internal/mdtext/mdtexttest"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,7 @@ func TestInlineAutolinksHeld(t *testing.T) {
 		"https://evil.example\u2028x", "x www\u00adevil.example", "<https://evil.example>", "[x]: https://evil.example",
 	} {
 		cell := Inline(s, 500)
-		html := renderGFM(t, []byte("| a | b |\n| --- | --- |\n| "+cell+" | end |\n"))
+		html := mdtexttest.RenderGFM(t, []byte("| a | b |\n| --- | --- |\n| "+cell+" | end |\n"))
 		if strings.Contains(html, "<a ") || strings.Count(html, "<td>") != 2 {
 			t.Errorf("%q as %q became markup:\n%s", s, cell, html)
 		}

@@ -92,6 +92,7 @@ func (c *Client) Post(ctx context.Context, path string, body []byte, out any) er
 		return err
 	}
 	if re := reported(b); re != nil {
+		re.Header = resp.Header
 		return re
 	}
 	if err := json.Unmarshal(b, out); err != nil {
@@ -198,6 +199,8 @@ func (e *NotStreamError) Error() string {
 // a success: an error object in a body or in a stream.
 type ReportedError struct {
 	Code, Message string
+	// Header is the answer's, for Retry-After; nil inside a stream.
+	Header http.Header
 }
 
 func (e *ReportedError) Error() string { return e.Message }

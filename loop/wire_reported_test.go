@@ -45,10 +45,7 @@ func failOnce(ctype, fail string, stream bool, n *int) http.HandlerFunc {
 // uses, not always in "code": OpenAI's own mid-stream failure has
 // "type":"server_error" and "code":null; vLLM puts the HTTP status in
 // "code" as a number (500); Anthropic's OpenAI-compatible stream sends an
-// error event whose "type" is overloaded_error, the very word
-// transientCode lists. docs/run.md: such a failure is "retried when its
-// code says the server failed or was rate-limited". Each is taken for a
-// rejection (exit 1, not resumable) and never asked again.
+// error event whose "type" is overloaded_error. Each is retried.
 func TestWireServerFailureShapesRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name, ctype, fail string
@@ -80,11 +77,9 @@ func TestWireServerFailureShapesRetried(t *testing.T) {
 
 // TestWireErrorBodyLabelledAsStream: a gateway answers a streamed
 // request with its error object as the whole body, labelled
-// text/event-stream (as it labels every answer to stream: true). No line
-// of it is an event, so harness reads an empty stream, calls it cut, asks
-// again until the budget is spent and reports "the chat stream ended
-// before a finish_reason": the server's words are lost, and a rejection
-// (invalid_request_error) becomes a resumable outage (exit 4).
+// text/event-stream (as it labels every answer to stream: true): the
+// answer is judged by its first byte, and the server's words and its
+// rejection reach the error.
 func TestWireErrorBodyLabelledAsStream(t *testing.T) {
 	body := `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`
 	for _, ctype := range []string{"text/event-stream", "text/event-stream; charset=utf-8"} {
@@ -145,10 +140,9 @@ func TestWireRedirectsNeverFollowedHeld(t *testing.T) {
 	}
 }
 
-// TestWireRedirectWithoutLocationNotAnAnswer: a 3xx with no Location
-// is returned by Go's client as the answer (it has nowhere to go), and
-// its body is read as if it were a 200's: a redirect status is taken for
-// a success. Asked over either mode, the answer is the body's.
+// TestWireRedirectWithoutLocationNotAnAnswer: a 3xx with no Location is
+// handed back by Go's client (it has nowhere to go); its body is never
+// read as an answer, streamed or not.
 func TestWireRedirectWithoutLocationNotAnAnswer(t *testing.T) {
 	for _, status := range []int{300, 302, 307} {
 		for _, stream := range []bool{false, true} {
@@ -171,13 +165,11 @@ func TestWireRedirectWithoutLocationNotAnAnswer(t *testing.T) {
 	}
 }
 
-// TestWireFailuresWithoutErrorMember: failures sent with 200 in the
-// shapes ErrorMessage already knows for error statuses, but with no
+// TestWireFailuresWithoutErrorMember: failures sent with 200 and no
 // top-level "error" member: vLLM's own error object (older vLLM streams
 // it as an event, unwrapped), FastAPI's {"detail":…}, and an event whose
-// data says "type":"error" with no event line. None is an answer; each
-// is taken for a cut stream or an empty answer: asked again to the budget
-// and reported without the server's words.
+// data says "type":"error" with no event line. Each is the server's
+// failure, in its words.
 func TestWireFailuresWithoutErrorMember(t *testing.T) {
 	for _, tc := range []struct {
 		name, ctype, body, words string
@@ -253,9 +245,8 @@ func TestWireResponsesFailedConsistentHeld(t *testing.T) {
 // TestWireKeyEscapedInReasoningItem: an endpoint that echoes the API key
 // inside a reasoning item with one character written as a JSON escape
 // (sk-wire-ke\u0079) holds the key as surely as one that writes it
-// plainly (the redactor matches such spellings for that reason), but the
-// item is kept: it goes to the journal and a cassette as base64, where no
-// redaction reaches, and back to the endpoint.
+// plainly: the item is dropped, as a plain one is, since the journal and
+// a cassette keep it as base64, where no redaction reaches.
 func TestWireKeyEscapedInReasoningItem(t *testing.T) {
 	for _, spelled := range []string{`sk-wire-ke\u0079`, `sk\u002dwire\u002dkey`, `\u0073\u006b-wire-key`} {
 		item := `{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"echo ` + spelled + `"}`
@@ -273,14 +264,13 @@ func TestWireKeyEscapedInReasoningItem(t *testing.T) {
 	}
 }
 
-// TestWireExtraBodyKeysThatReplaceWhatHarnessSends: keys OwnedBody does
-// not list that still replace or undo what harness sends and records:
+// TestWireExtraBodyKeysThatReplaceWhatHarnessSends: keys that replace or
+// undo what harness sends and records are refused as owned:
 // response_format / text replace --output-schema's schema (part of the
 // run's identity), Responses truncation "auto" lets the provider drop the
 // start of the conversation the journal records, chat store: true keeps
-// the conversation with the provider (what store: false is owned for over
-// the Responses API), web_search_options lets a chat model fetch from the
-// web outside every tool the policy allows.
+// the conversation with the provider, web_search_options lets a chat
+// model fetch from the web outside the tools the policy allows.
 func TestWireExtraBodyKeysThatReplaceWhatHarnessSends(t *testing.T) {
 	n := 0
 	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -308,10 +298,7 @@ func TestWireExtraBodyKeysThatReplaceWhatHarnessSends(t *testing.T) {
 // TestWireResponsesErrorEventWithEventLine: OpenAI's Responses stream
 // names each event's type on an event line as well as in its data:
 // "event: error" then {"type":"error","code":"server_error",...}. The
-// client reads the event line first and takes the code only from an
-// error member, which this shape has not: the server's failure becomes
-// a rejection (exit 1), asked once. Without the event line the same data
-// is retried (TestWireHostileResponsesErrorEventRetried).
+// code is read from the data either way, and the failure is retried.
 func TestWireResponsesErrorEventWithEventLine(t *testing.T) {
 	n := 0
 	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -329,10 +316,9 @@ func TestWireResponsesErrorEventWithEventLine(t *testing.T) {
 }
 
 // TestWireStreamSniffing: what a streamed request's answer is taken for
-// when its label and its first bytes disagree. A JSON answer behind more
-// than 512 bytes of whitespace (Peek's window) is read as events, none,
-// and asked again as a cut stream; so is a proxy's page labelled
-// text/event-stream: the answer, or the page's words, are lost.
+// when its label and its first bytes disagree: a JSON answer behind a lot
+// of whitespace is that answer, and a proxy's page labelled
+// text/event-stream is a failure that quotes it.
 func TestWireStreamSniffing(t *testing.T) {
 	for _, tc := range []struct{ name, ctype, body, want string }{
 		{"json after 600 bytes of whitespace", "application/json", strings.Repeat(" ", 600) + okChatBody, "hi"},
@@ -362,10 +348,9 @@ func TestWireStreamSniffing(t *testing.T) {
 	}
 }
 
-// TestWireErrorMemberThatSaysNoError: reported() takes any top-level
-// "error" member but null for a failure. A server that marks success with
-// "error": false, "" or {} (an empty error object) has answered, and its
-// answer is refused as a rejection.
+// TestWireErrorMemberThatSaysNoError: a server that marks success with
+// "error": false, "" or {} (an empty error object) beside its answer has
+// answered, and its answer is taken.
 func TestWireErrorMemberThatSaysNoError(t *testing.T) {
 	for _, e := range []string{`false`, `""`, `{}`} {
 		base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -381,9 +366,7 @@ func TestWireErrorMemberThatSaysNoError(t *testing.T) {
 
 // TestWireReportedRateLimitRetryAfter: a rate limit reported inside a
 // 200 answer (gateways that answer every failure with 200) with a
-// Retry-After header is retried, but on harness's own backoff: the
-// header is read only from an answer of status 400 or more, so the
-// server's ask (here one second) is not honoured.
+// Retry-After header is retried when the server asked.
 func TestWireReportedRateLimitRetryAfter(t *testing.T) {
 	n := 0
 	var at []time.Time
@@ -410,10 +393,9 @@ func TestWireReportedRateLimitRetryAfter(t *testing.T) {
 // TestWireBodyIsUTF8: JSON text exchanged between systems is UTF-8 (RFC
 // 8259 section 8.1), and servers that decode the body as UTF-8 before
 // parsing it (Python's json.loads on bytes, FastAPI) refuse anything
-// else. An extra body value holding bytes that are no UTF-8 is kept as
-// its bytes (Go's decoder lets them through a json.RawMessage), so the
-// body harness sends is not JSON to such a server; every other string
-// harness sends is made valid by encoding/json.
+// else: an extra body value holding bytes that are no UTF-8 is refused
+// rather than sent, and every other string harness sends is made valid by
+// encoding/json.
 func TestWireBodyIsUTF8(t *testing.T) {
 	var got []byte
 	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
