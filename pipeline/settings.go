@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -95,6 +96,18 @@ func settingProblems(s record.Settings) []settingProblem {
 		}
 		if _, err := runopts.ParseMemoryLimit(v, least); err != nil {
 			out = append(out, settingProblem{key, err.Error()})
+		}
+	}
+	if len(s.ExtraBody) > 0 {
+		// Refused as the file is read, before any directory is made:
+		// the same rules as --extra-body.
+		if err := runopts.CheckExtraBody(s.ExtraBody, s.WireAPI); err != nil {
+			var oe *outcome.Error
+			msg := err.Error()
+			if errors.As(err, &oe) {
+				msg = oe.Msg
+			}
+			out = append(out, settingProblem{"extra-body", msg})
 		}
 	}
 	slices.SortFunc(out, func(a, b settingProblem) int { return strings.Compare(a.key, b.key) })

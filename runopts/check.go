@@ -413,6 +413,21 @@ var ownedInstead = map[string]string{
 // checkExtraBody refuses a key of --extra-body that is not a plain field
 // name (it would be read as a JSON path into the body) or that harness
 // sends itself.
+// CheckExtraBody holds an extra body given anywhere (a pipeline's or a
+// batch's defaults, as --extra-body) to --extra-body's rules: a JSON
+// object of UTF-8 text whose keys are plain and not harness's own over
+// wire ("" is chat).
+func CheckExtraBody(raw []byte, wire string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return outcome.Usage("extra_body_invalid", "--extra-body must be a JSON object, e.g. '{\"top_k\": 20}': %v", err)
+	}
+	if !utf8.Valid(raw) {
+		return outcome.Usage("extra_body_invalid", "--extra-body must be UTF-8 text: JSON sent to an endpoint is")
+	}
+	return checkExtraBody(obj, wire)
+}
+
 func checkExtraBody(obj map[string]json.RawMessage, wire string) error {
 	if wire == "" {
 		wire = loop.WireChat
