@@ -200,29 +200,45 @@ func TestWireHostileHugeIndexAndDeepJSON(t *testing.T) {
 	}
 }
 
-// TestWireHostileRetryAfterMs: retry-after-ms is honoured over
-// Retry-After.
-func TestWireHostileRetryAfterMs(t *testing.T) {
-	n := 0
-	var at []time.Time
-	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
-		n++
-		at = append(at, time.Now())
-		if n == 1 {
-			w.Header().Set("retry-after-ms", "300")
-			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(429)
-			io.WriteString(w, `{"error":{"message":"slow down"}}`)
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]any{"content": "hi"}, "finish_reason": "stop"}}})
-	})
-	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Retry: loop.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Second}})
-	if _, err := m.Complete(context.Background(), loop.Request{Model: "m", Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if d := at[1].Sub(at[0]); d < 250*time.Millisecond {
-		t.Errorf("retried after %v, the server asked for 300ms", d)
+// TestWireHostileRetryAfter: the wait a server asks for is honoured,
+// retry-after-ms over Retry-After, whether it came with a 429 or with a
+// rate limit reported inside a 200 answer (gateways that answer every
+// failure with 200).
+func TestWireHostileRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		status  int
+		headers map[string]string
+		want    time.Duration
+	}{
+		{"429, retry-after-ms over Retry-After", 429, map[string]string{"retry-after-ms": "300", "Retry-After": "0"}, 250 * time.Millisecond},
+		{"200 with a rate limit", 200, map[string]string{"Retry-After": "1"}, 900 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			var at []time.Time
+			base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				n++
+				at = append(at, time.Now())
+				w.Header().Set("Content-Type", "application/json")
+				if n == 1 {
+					for k, v := range tc.headers {
+						w.Header().Set(k, v)
+					}
+					w.WriteHeader(tc.status)
+					io.WriteString(w, `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`)
+					return
+				}
+				json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]any{"content": "hi"}, "finish_reason": "stop"}}})
+			})
+			m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Retry: loop.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Second}})
+			if _, err := m.Complete(context.Background(), loop.Request{Model: "m", Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if d := at[1].Sub(at[0]); d < tc.want {
+				t.Errorf("asked again after %v; the server asked for about %v", d, tc.want)
+			}
+		})
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/harness-dev/harness/loop"
@@ -361,32 +360,6 @@ func TestWireErrorMemberThatSaysNoError(t *testing.T) {
 		if err != nil || resp.Message.Content != "hi" {
 			t.Errorf(`"error": %s beside a whole answer: %q, %v`, e, resp.Message.Content, err)
 		}
-	}
-}
-
-// TestWireReportedRateLimitRetryAfter: a rate limit reported inside a
-// 200 answer (gateways that answer every failure with 200) with a
-// Retry-After header is retried when the server asked.
-func TestWireReportedRateLimitRetryAfter(t *testing.T) {
-	n := 0
-	var at []time.Time
-	base := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
-		n++
-		at = append(at, time.Now())
-		w.Header().Set("Content-Type", "application/json")
-		if n == 1 {
-			w.Header().Set("Retry-After", "1")
-			io.WriteString(w, `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`)
-			return
-		}
-		io.WriteString(w, okChatBody)
-	})
-	m := loop.NewOpenAI(loop.OpenAIConfig{BaseURL: base, Retry: loop.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Second}})
-	if _, err := m.Complete(t.Context(), loop.Request{Model: "m", Messages: []loop.Message{{Role: loop.RoleUser, Content: "x"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if d := at[1].Sub(at[0]); d < 900*time.Millisecond {
-		t.Errorf("asked again after %v; the server asked for 1s", d)
 	}
 }
 
