@@ -215,7 +215,7 @@ func ExtraBodyOwned(wire, key string) bool {
 // extraBody checks --extra-body's object key by key. The options were
 // checked when the run was made; the keys are checked again here because
 // the wire API can change on resume and a path key must never be sent.
-func extraBody(raw json.RawMessage, wire string) (map[string][]byte, error) {
+func extraBody(raw json.RawMessage, wire string) (map[string]json.RawMessage, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -236,11 +236,7 @@ func extraBody(raw json.RawMessage, wire string) (map[string][]byte, error) {
 			return nil, fmt.Errorf("extra body value of %q is not UTF-8 text", k)
 		}
 	}
-	out := make(map[string][]byte, len(fields))
-	for k, v := range fields {
-		out[k] = v
-	}
-	return out, nil
+	return fields, nil
 }
 
 func toParams(req Request) (wire.ChatRequest, error) {

@@ -50,7 +50,7 @@ func (it ReasoningItem) Check() error {
 // provider (store: false, no previous_response_id): every request carries
 // the whole conversation, so a run replays and resumes from its own
 // journal.
-func (m *OpenAI) respond(ctx context.Context, req Request, extra map[string][]byte) (Response, error) {
+func (m *OpenAI) respond(ctx context.Context, req Request, extra map[string]json.RawMessage) (Response, error) {
 	params, err := toResponseParams(req)
 	if err != nil {
 		return Response{}, err

@@ -5,7 +5,6 @@
 package pipeline
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -168,14 +167,11 @@ func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile 
 	// The document the schema accepted is the one decoded, through
 	// encoding/json: the same reading as a JSONL task, and embedded
 	// structs (a Task's Phase) are filled as JSON fills them.
-	// Without HTML escapes: an extra body's "<" goes to the endpoint as
-	// written, as --extra-body's does.
-	var js bytes.Buffer
-	enc := json.NewEncoder(&js)
-	enc.SetEscapeHTML(false)
-	err = enc.Encode(exact)
+	// Without HTML escapes (plainJSON): an extra body's "<" goes to the
+	// endpoint as written, as --extra-body's does.
+	js, err := plainJSON(exact)
 	if err == nil {
-		err = json.Unmarshal(js.Bytes(), v)
+		err = json.Unmarshal(js, v)
 	}
 	switch {
 	case err != nil && mismatch != nil:

@@ -116,7 +116,7 @@ func settingProblems(s record.Settings) []settingProblem {
 
 // keysOf are the settings s sets.
 func keysOf(s record.Settings) map[string]json.RawMessage {
-	b := plainJSON(s)
+	b, _ := plainJSON(s)
 	m := map[string]json.RawMessage{}
 	_ = json.Unmarshal(b, &m)
 	return m
@@ -124,19 +124,19 @@ func keysOf(s record.Settings) map[string]json.RawMessage {
 
 // plainJSON is v as JSON without HTML escapes, so that an extra body's
 // "<" reaches the endpoint as written, whichever layer set it.
-func plainJSON(v any) []byte {
+func plainJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return b.Bytes()
+	err := enc.Encode(v)
+	return b.Bytes(), err
 }
 
 // over lays top over base: each setting top has replaces base's.
 func over(base, top record.Settings) record.Settings {
 	m := keysOf(base)
 	maps.Copy(m, keysOf(top))
-	b := plainJSON(m)
+	b, _ := plainJSON(m)
 	var out record.Settings
 	_ = json.Unmarshal(b, &out)
 	return out

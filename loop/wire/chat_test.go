@@ -99,7 +99,7 @@ func TestSparseIndexesCostNothing(t *testing.T) {
 }
 
 func TestEncode(t *testing.T) {
-	b, err := Encode(ChatRequest{Model: "m", Temperature: new(0.5)}, nil, map[string][]byte{"top_k": []byte("20"), "temperature": []byte("0.1")})
+	b, err := Encode(ChatRequest{Model: "m", Temperature: new(0.5)}, nil, map[string]json.RawMessage{"top_k": []byte("20"), "temperature": []byte("0.1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestEncode(t *testing.T) {
 	// An item the server sent goes back as its bytes, spacing and <, >, &
 	// included; text harness writes is not escaped for HTML either.
 	item := "{ \"type\": \"reasoning\",\n \"text\": \"a < b && c > d\" }"
-	b, err = ResponsesRequest{Model: "m<", Input: []any{InputMessage{Role: "user", Content: "x & y"}, json.RawMessage(item)}}.Body(map[string][]byte{"top_k": []byte(" 20 ")})
+	b, err = ResponsesRequest{Model: "m<", Input: []any{InputMessage{Role: "user", Content: "x & y"}, json.RawMessage(item)}}.Body(map[string]json.RawMessage{"top_k": []byte(" 20 ")})
 	if err != nil {
 		t.Fatal(err)
 	}

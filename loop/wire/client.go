@@ -110,8 +110,7 @@ func cutShort(b []byte) bool {
 		return false
 	}
 	var v any
-	err := json.Unmarshal(b, &v)
-	return err != nil && err.Error() == "unexpected end of JSON input"
+	return errors.Is(json.NewDecoder(bytes.NewReader(b)).Decode(&v), io.ErrUnexpectedEOF)
 }
 
 // Stream sends body to path and hands each event of the answer to each,
@@ -211,20 +210,25 @@ func (e *ReportedError) Error() string { return e.Message }
 // "error"}, {"type": "error"} without an event type), or FastAPI's
 // {"detail": ...} where no answer is.
 func reported(data []byte) *ReportedError {
+	// Every answer and every event passes here: only one that names an
+	// error or a detail is decoded a second time.
+	if !bytes.Contains(data, []byte(`"error"`)) && !bytes.Contains(data, []byte(`"detail"`)) {
+		return nil
+	}
 	var probe struct {
 		Error   json.RawMessage `json:"error"`
 		Object  string          `json:"object"`
 		Type    string          `json:"type"`
 		Detail  json.RawMessage `json:"detail"`
-		Choices json.RawMessage `json:"choices"`
-		Output  json.RawMessage `json:"output"`
-		Data    json.RawMessage `json:"data"`
+		Choices present         `json:"choices"`
+		Output  present         `json:"output"`
+		Data    present         `json:"data"`
 	}
 	if json.Unmarshal(data, &probe) != nil {
 		return nil
 	}
 	failed := probe.Object == "error" || probe.Type == "error" ||
-		len(probe.Detail) > 0 && string(probe.Detail) != "null" && probe.Choices == nil && probe.Output == nil && probe.Data == nil
+		len(probe.Detail) > 0 && string(probe.Detail) != "null" && !probe.Choices && !probe.Output && !probe.Data
 	switch e := bytes.TrimSpace(probe.Error); {
 	case len(e) == 0 || string(e) == "null" || string(e) == "false" || string(e) == `""`:
 	case e[0] == '{':
@@ -240,6 +244,14 @@ func reported(data []byte) *ReportedError {
 	}
 	msg, code := ErrorMessage(data)
 	return &ReportedError{Code: code, Message: msg}
+}
+
+// present records that a member is there without keeping its value.
+type present bool
+
+func (p *present) UnmarshalJSON([]byte) error {
+	*p = true
+	return nil
 }
 
 func (c *Client) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
@@ -273,7 +285,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte, stream bool
 		// names the endpoint as it may be shown.
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			return nil, &TransportError{Op: ue.Op, Err: ue.Err}
+			return nil, &TransportError{Err: ue.Err}
 		}
 		return nil, err
 	}
@@ -294,10 +306,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte, stream bool
 }
 
 // TransportError is a request that got no answer, without the URL.
-type TransportError struct {
-	Op  string
-	Err error
-}
+type TransportError struct{ Err error }
 
 func (e *TransportError) Error() string { return e.Err.Error() }
 func (e *TransportError) Unwrap() error { return e.Err }
@@ -321,7 +330,7 @@ func ErrRedirect(req *http.Request, via []*http.Request) error {
 // compact raw JSON and escape <, > and & in it, and an item a server sent
 // (an encrypted reasoning item) goes back byte for byte. Validating
 // extra's keys is the caller's.
-func Encode(body any, verbatim, extra map[string][]byte) ([]byte, error) {
+func Encode(body any, verbatim, extra map[string]json.RawMessage) ([]byte, error) {
 	own, err := marshal(body)
 	if err != nil {
 		return nil, err
@@ -330,7 +339,7 @@ func Encode(body any, verbatim, extra map[string][]byte) ([]byte, error) {
 	if err := json.Unmarshal(own, &fields); err != nil {
 		return nil, err
 	}
-	for _, set := range []map[string][]byte{verbatim, extra} {
+	for _, set := range []map[string]json.RawMessage{verbatim, extra} {
 		for k, v := range set {
 			fields[k] = v
 		}

@@ -24,12 +24,12 @@ type ResponsesRequest struct {
 }
 
 // Body is the request as it is sent, extra's members set over it.
-func (r ResponsesRequest) Body(extra map[string][]byte) ([]byte, error) {
+func (r ResponsesRequest) Body(extra map[string]json.RawMessage) ([]byte, error) {
 	input, err := Array(r.Input)
 	if err != nil {
 		return nil, err
 	}
-	return Encode(r, map[string][]byte{"input": input}, extra)
+	return Encode(r, map[string]json.RawMessage{"input": input}, extra)
 }
 
 // InputMessage is a message of the conversation sent, in the API's short
