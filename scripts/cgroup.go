@@ -1,11 +1,13 @@
 package scripts
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,6 +25,13 @@ const (
 
 var cgroupSeq atomic.Int64
 
+// sweepOnce removes, once per process, what harness processes that died
+// without cleaning up (killed, or the machine's CI job cancelled) left in
+// the hierarchies: cgroups are not files of a run, so nothing else would
+// remove them, and each empty memory cgroup of cgroup v1 keeps kernel
+// memory for as long as it exists.
+var sweepOnce sync.Once
+
 // callCgroups are the per-execution cgroups of one script call: a pids
 // cgroup capping the number of processes and a memory cgroup capping what
 // they use. Either is nil where no writable hierarchy exists.
@@ -31,6 +40,11 @@ type callCgroups struct {
 }
 
 func newCallCgroups(processes, memory uint64) *callCgroups {
+	sweepOnce.Do(func() {
+		for _, root := range []string{pidsCgroupRoot, memoryCgroupRoot} {
+			sweepStaleCgroups(root, time.Now())
+		}
+	})
 	name := fmt.Sprintf("harness-%d-%d", os.Getpid(), cgroupSeq.Add(1))
 	c := &callCgroups{
 		pids:   makeCgroup(pidsCgroupRoot, name, map[string]uint64{"pids.max": processes}),
@@ -68,6 +82,69 @@ func makeCgroup(root, name string, limits map[string]uint64) string {
 		}
 	}
 	return dir
+}
+
+// staleAfter is how old a dead process's cgroup must be before a sweep
+// removes it. A harness in another pid namespace sharing the hierarchy
+// looks dead from here; the cgroup of its call is joined within
+// milliseconds of being made, and the kernel refuses to remove a cgroup
+// that holds a process, so only one made and left empty this long is
+// taken.
+const staleAfter = time.Minute
+
+// sweepStaleCgroups removes root's call cgroups (harness-PID-N) whose
+// process no longer exists, that hold no process and that were made
+// before now-staleAfter. Each removal is the kernel's rmdir, which
+// refuses a cgroup with processes in it; anything it cannot remove stays.
+func sweepStaleCgroups(root string, now time.Time) (removed int) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return 0
+	}
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, ok := callCgroupPid(e.Name())
+		if !ok || !e.IsDir() || pid == self || processExists(pid) {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		fi, err := os.Lstat(dir)
+		if err != nil || now.Sub(fi.ModTime()) < staleAfter {
+			continue
+		}
+		if os.Remove(dir) == nil {
+			removed++
+		}
+	}
+	return removed
+}
+
+// callCgroupPid reads the harness process id from a call cgroup's name,
+// harness-PID-N.
+func callCgroupPid(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "harness-")
+	if !ok {
+		return 0, false
+	}
+	p, n, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(p)
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	if _, err := strconv.ParseUint(n, 10, 64); err != nil {
+		return 0, false
+	}
+	return pid, true
+}
+
+// processExists says whether pid names a process in this pid namespace;
+// a process of another user (EPERM) exists too.
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (c *callCgroups) dirs() []string {
