@@ -11,12 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/docschema"
 	"github.com/harness-dev/harness/skills"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Schema is the JSON Schema of an index (index.schema.json).
@@ -46,17 +45,7 @@ type Index struct {
 	Skills  []Entry `json:"skills"`
 }
 
-var schema = func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
-	if err != nil {
-		panic(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("index.schema.json", doc); err != nil {
-		panic(err)
-	}
-	return c.MustCompile("index.schema.json")
-}()
+func schema() *jsonschema.Schema { return docschema.Embedded("index.schema.json", Schema, "") }
 
 // Parse reads an index, refusing one that is too large or does not match
 // the schema.
@@ -68,7 +57,7 @@ func Parse(data []byte) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the index is not JSON: %v", err)
 	}
-	if err := schema.Validate(doc); err != nil {
+	if err := schema().Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("the index does not match its schema: %s", oneLine(ve))
@@ -82,11 +71,9 @@ func Parse(data []byte) (*Index, error) {
 	return &ix, nil
 }
 
+// oneLine is the first of the index's problems.
 func oneLine(ve *jsonschema.ValidationError) string {
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	return "/" + strings.Join(ve.InstanceLocation, "/") + ": " + strings.TrimPrefix(ve.Error(), "jsonschema validation failed with 'index.schema.json#' ")
+	return docschema.Problems(ve)[0]
 }
 
 // Of is the index of a registry's skills, each added from source (a git

@@ -16,15 +16,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/grant"
+	"github.com/harness-dev/harness/internal/docschema"
 	"github.com/harness-dev/harness/loop"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/scripts"
 	"github.com/harness-dev/harness/tools"
 	"github.com/harness-dev/harness/workspace"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Kind names what a check checks, as gradings record it.
@@ -212,7 +212,7 @@ func quoteEvidence(what, text string, ok bool) string {
 }
 
 func schemaValid(schema, data []byte, what string) (bool, string) {
-	sch, err := compileUser(schema)
+	sch, err := docschema.Compile("check.schema.json", schema)
 	if err != nil {
 		return false, fmt.Sprintf("the schema does not compile: %v", err)
 	}
@@ -223,7 +223,7 @@ func schemaValid(schema, data []byte, what string) (bool, string) {
 	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return false, fmt.Sprintf("%s does not match: %s", what, strings.Join(schemaProblems(ve), "; "))
+			return false, fmt.Sprintf("%s does not match: %s", what, strings.Join(docschema.Problems(ve), "; "))
 		}
 		return false, err.Error()
 	}

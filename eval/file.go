@@ -10,19 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/goccy/go-yaml"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
+	"github.com/goccy/go-yaml/parser"
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/docschema"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/yamlsafe"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Schema is the JSON Schema of an eval file (eval.schema.json): skill-
@@ -45,25 +42,6 @@ const (
 	EvalsYAML    = "evals.yaml"
 	TriggersJSON = "triggers.json"
 )
-
-var schemas sync.Map
-
-func compiled(name string, src []byte) *jsonschema.Schema {
-	if s, ok := schemas.Load(name); ok {
-		return s.(*jsonschema.Schema)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(src))
-	if err != nil {
-		panic(name + ": " + err.Error()) // embedded: a failure is a bug
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(name, doc); err != nil {
-		panic(name + ": " + err.Error())
-	}
-	s := c.MustCompile(name)
-	schemas.Store(name, s)
-	return s
-}
 
 // LoadOptions say where a suite is.
 type LoadOptions struct {
@@ -264,13 +242,16 @@ func decode(name string, data []byte, schemaName string, schema []byte, v any) e
 	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseJSONUnmarshaler()); err != nil {
 		return fileProblem("%s: not valid JSON or YAML: %s", name, yamlsafe.Reason(err))
 	}
-	doc = jsonCompatible(doc)
-	if err := compiled(schemaName, schema).Validate(doc); err != nil {
+	doc = yamlsafe.AsJSON(doc, true)
+	if err := docschema.Embedded(schemaName, schema, "").Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
 			return fileProblem("%s: %v", name, err)
 		}
-		return fileProblem("%s does not match the schema (eval/%s):\n  %s", name, schemaName, strings.Join(schemaProblems(ve), "\n  "))
+		// Parsed again only to place each problem on its line.
+		f, _ := parser.ParseBytes(data, 0)
+		lines := docschema.Lines(ve, name, func(loc []string) int { return yamlsafe.LineOf(f, loc) }, "")
+		return fileProblem("%s does not match the schema (eval/%s):\n%s", name, schemaName, strings.Join(lines, "\n"))
 	}
 	js, err := json.Marshal(doc)
 	if err != nil {
@@ -282,53 +263,6 @@ func decode(name string, data []byte, schemaName string, schema []byte, v any) e
 		return fileProblem("%s: %v", name, err)
 	}
 	return nil
-}
-
-// jsonCompatible turns YAML's decoded maps into what a JSON Schema
-// validator reads (string keys; integers as json.Number-free numbers).
-func jsonCompatible(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			t[k] = jsonCompatible(x)
-		}
-		return t
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[fmt.Sprint(k)] = jsonCompatible(x)
-		}
-		return m
-	case []any:
-		for i, x := range t {
-			t[i] = jsonCompatible(x)
-		}
-		return t
-	case uint64:
-		return float64(t)
-	case int64:
-		return float64(t)
-	case int:
-		return float64(t)
-	}
-	return v
-}
-
-func schemaProblems(ve *jsonschema.ValidationError) []string {
-	printer := message.NewPrinter(language.English)
-	var out []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			out = append(out, fmt.Sprintf("/%s: %s", strings.Join(e.InstanceLocation, "/"), e.ErrorKind.LocalizedString(printer)))
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 func fileProblem(format string, args ...any) error {
@@ -371,33 +305,12 @@ func (c *Check) prepare(dir string) error {
 			}
 			return fmt.Errorf("schema %s: %v", s, err)
 		}
-		if _, err := compileUser(data); err != nil {
+		if _, err := docschema.Compile("check.schema.json", data); err != nil {
 			return fmt.Errorf("schema %s: not a JSON Schema: %v", s, err)
 		}
 		c.schemaBytes = data
 	}
 	return nil
-}
-
-func compileUser(data []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	// A check's schema is the eval author's: it may not reach the
-	// network or the disk for a $ref.
-	c.UseLoader(refusingLoader{})
-	if err := c.AddResource("check.schema.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("check.schema.json")
-}
-
-type refusingLoader struct{}
-
-func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("$ref %s: a check's schema must be self-contained", url)
 }
 
 func firstNonEmpty(xs ...string) string {

@@ -211,7 +211,7 @@ func TestLoadHostile(t *testing.T) {
 		{name: "nothing measured", yaml: "evals:\n  - {id: 1, prompt: a}\n", want: "nothing would be measured"},
 		{name: "bad regexp", yaml: "evals:\n  - {id: 1, prompt: a, checks: [{answer-matches: \"(\"}]}\n", want: "regular expression"},
 		{name: "NaN cost", yaml: "evals:\n  - {id: 1, prompt: a, checks: [{max-cost: .nan}]}\n", want: "max-cost"},
-		{name: "infinite id", yaml: "evals:\n  - {id: .inf, prompt: a, expectations: [x]}\n", want: "/evals/0/id"},
+		{name: "infinite id", yaml: "evals:\n  - {id: .inf, prompt: a, expectations: [x]}\n", want: "evals.yaml:2: evals.0.id"},
 		{name: "not a mapping", yaml: "- 1\n- 2\n", want: "does not match the schema"},
 		{name: "empty", yaml: "", want: "want object"},
 	} {

@@ -185,7 +185,7 @@ func (e *engine) addTools(tools []Tool) error {
 		}
 		s, err := compileSchema(spec.Name, spec.Parameters)
 		if err != nil {
-			return fmt.Errorf("tool %s: %w", spec.Name, err)
+			return &SchemaError{Tool: spec.Name, Err: err}
 		}
 		e.tools[spec.Name], e.schemas[spec.Name] = t, s
 		e.names = append(e.names, spec.Name)

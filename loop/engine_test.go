@@ -407,3 +407,35 @@ func TestToolOutputsInlineUpToTheBound(t *testing.T) {
 		t.Errorf("carried in the line: %v, want the small output only", inline)
 	}
 }
+
+// refTool's schema is whatever a server or a skill declared.
+type refTool struct{ schema string }
+
+func (r *refTool) Spec() loop.ToolSpec {
+	return loop.ToolSpec{Name: "ref", Description: "a declared tool", Parameters: json.RawMessage(r.schema)}
+}
+func (r *refTool) Effect() loop.Effect { return loop.EffectRead }
+func (r *refTool) Call(ctx context.Context, c loop.ToolCall, args json.RawMessage) (loop.ToolResult, error) {
+	return loop.ToolResult{Content: "ran", Status: loop.StatusOK}, nil
+}
+
+// A tool's schema that points at a file of the host (an MCP server's
+// answer, a skill's declaration) is refused as the tools are added: the
+// run fails before asking the model, and harness opened nothing, so a
+// FIFO there cannot hold the run and a JSON file there cannot become part
+// of what arguments are checked against.
+func TestToolSchemaNamesNoHostFile(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "host.json")
+	if err := os.WriteFile(host, []byte(`{"type":"string","maxLength":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	schema := `{"type":"object","properties":{"a":{"$ref":"file://` + host + `"}}}`
+	out, srv, _ := run(t, h, []looptest.Reply{{Content: "never asked"}}, loop.Limits{}, &refTool{schema: schema})
+	if out.Reason != loop.ReasonFailed || out.Err == nil || !strings.Contains(out.Err.Error(), "must be self-contained") {
+		t.Fatalf("outcome %s: %v", out.Reason, out.Err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("the model was asked %d times", n)
+	}
+}

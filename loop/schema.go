@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/harness-dev/harness/internal/docschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // schema validates tool-call arguments against the tool's declared JSON
@@ -19,21 +18,27 @@ func compileSchema(name string, raw json.RawMessage) (*schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return &schema{}, nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	// Self-contained: a tool's schema is often an MCP server's or a
+	// skill's words, which must not make harness open a file of the host.
+	s, err := docschema.Compile("tool/"+name+".json", raw)
 	if err != nil {
-		return nil, fmt.Errorf("parameters: %w", err)
-	}
-	url := "harness:tool/" + name + ".json"
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("parameters: %w", err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, fmt.Errorf("parameters: %w", err)
+		return nil, err
 	}
 	return &schema{s: s}, nil
 }
+
+// SchemaError is a tool whose parameter schema harness cannot use: the
+// run fails before the model is asked (runresult gives it its code).
+type SchemaError struct {
+	Tool string
+	Err  error
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("tool %s: its parameter schema cannot be used: %v", e.Tool, e.Err)
+}
+
+func (e *SchemaError) Unwrap() error { return e.Err }
 
 func (s *schema) validate(args json.RawMessage) error {
 	if s.s == nil {
@@ -55,20 +60,10 @@ func (s *schema) validate(args json.RawMessage) error {
 // describe turns a validation error tree into one line per leaf, each
 // naming the argument it is about.
 func describe(ve *jsonschema.ValidationError) string {
-	p := message.NewPrinter(language.English)
 	var parts []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			parts = append(parts, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(p)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+	for _, e := range docschema.Leaves(ve) {
+		parts = append(parts, fmt.Sprintf("at %s: %s", docschema.Pointer(e), docschema.Message(e)))
 	}
-	walk(ve)
 	return strings.Join(parts, "; ")
 }
 

@@ -18,10 +18,11 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/internal/docschema"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/yamlsafe"
 )
 
 // BatchSchema is the JSON Schema of a batch file (batch.schema.json).
@@ -110,7 +111,7 @@ func LoadBatch(path string, vars map[string]string, matrix map[string][]string, 
 	}
 	var mismatch *schemaMismatch
 	if astFile == nil && raw.TasksFile != abs {
-		if astFile, err = decodeChecked(data, path, compile(BatchSchema, "batch.schema.json"), "pipeline/batch.schema.json", &raw); err != nil && !errors.As(err, &mismatch) {
+		if astFile, err = decodeChecked(data, path, docschema.Embedded("batch.schema.json", BatchSchema, ""), "pipeline/batch.schema.json", &raw); err != nil && !errors.As(err, &mismatch) {
 			return nil, nil, err
 		}
 	}
@@ -125,7 +126,7 @@ func LoadBatch(path string, vars map[string]string, matrix map[string][]string, 
 	}
 	tasks := raw.Tasks
 	for i := range tasks {
-		tasks[i].line = lineOf(astFile, []string{"tasks", strconv.Itoa(i)})
+		tasks[i].line = yamlsafe.LineOf(astFile, []string{"tasks", strconv.Itoa(i)})
 	}
 	if raw.TasksFile != "" {
 		more, digest, err := readTasksFile(f.abs(raw.TasksFile), path)

@@ -20,12 +20,12 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/harness-dev/harness/artifacts"
 	"github.com/harness-dev/harness/egress"
+	"github.com/harness-dev/harness/internal/docschema"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/yamlsafe"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Schema is the JSON Schema of a pipeline file, published beside this
@@ -154,15 +154,15 @@ func decodeChecked(data []byte, name string, sch *jsonschema.Schema, schemaFile 
 	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseJSONUnmarshaler()); err != nil {
 		return nil, outcome.Usage("pipeline_file_invalid", "%s: invalid YAML: %s", name, yamlMessage(err))
 	}
-	exact := jsonCompatible(doc, false)
-	doc = jsonCompatible(doc, true)
+	exact := yamlsafe.AsJSON(doc, false)
+	doc = yamlsafe.AsJSON(doc, true)
 	var mismatch *schemaMismatch
 	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if !errors.As(err, &ve) {
 			return nil, outcome.Usage("pipeline_file_invalid", "%s: %v", name, err)
 		}
-		mismatch = &schemaMismatch{schemaFile: schemaFile, problems: schemaProblems(ve, astFile, name)}
+		mismatch = &schemaMismatch{schemaFile: schemaFile, problems: docschema.Lines(ve, name, func(loc []string) int { return yamlsafe.LineOf(astFile, loc) }, oneOfPrompt)}
 	}
 	// The document the schema accepted is the one decoded, through
 	// encoding/json: the same reading as a JSONL task, and embedded
@@ -207,7 +207,7 @@ func parse(data []byte, name string) (*File, error) {
 		Vars     map[string]any `json:"vars"`
 		Phases   []Phase        `json:"phases"`
 	}
-	astFile, err := decodeChecked(data, name, compile(Schema, "pipeline.schema.json"), "pipeline/pipeline.schema.json", &raw)
+	astFile, err := decodeChecked(data, name, docschema.Embedded("pipeline.schema.json", Schema, ""), "pipeline/pipeline.schema.json", &raw)
 	var mismatch *schemaMismatch
 	if err != nil && !errors.As(err, &mismatch) {
 		return nil, err
@@ -217,7 +217,7 @@ func parse(data []byte, name string) (*File, error) {
 		f.Vars[k] = fmt.Sprint(v)
 	}
 	for i := range f.Phases {
-		f.Phases[i].line = lineOf(astFile, []string{"phases", strconv.Itoa(i)})
+		f.Phases[i].line = yamlsafe.LineOf(astFile, []string{"phases", strconv.Itoa(i)})
 		f.Phases[i].index = i
 	}
 	f.mismatch = mismatch
@@ -240,7 +240,7 @@ func (f *File) check(name string) error {
 		probs = append(probs, problem{line, fmt.Sprintf("  %s:%d: %s", name, line, fmt.Sprintf(format, args...))})
 	}
 	at := func(p *Phase, field string) int {
-		return lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), field})
+		return yamlsafe.LineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), field})
 	}
 	// A batch's tasks share a template: its problems are told for the
 	// first tasks, and counted for the rest.
@@ -252,7 +252,7 @@ func (f *File) check(name string) error {
 		}
 	}
 	for _, p := range settingProblems(f.Defaults) {
-		add(lineOf(f.ast, []string{"defaults", p.key}), "defaults.%s: %s", p.key, p.msg)
+		add(yamlsafe.LineOf(f.ast, []string{"defaults", p.key}), "defaults.%s: %s", p.key, p.msg)
 	}
 	seen := map[string]int{}
 	for _, p := range f.Phases {
@@ -298,10 +298,10 @@ func (f *File) check(name string) error {
 		for i, a := range p.Attach {
 			at, err := template.New("attach").Option("missingkey=error").Parse(a)
 			if err != nil {
-				add(lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach", strconv.Itoa(i)}), "%s %q: attach %q is not a valid template: %v", f.unit, p.Name, a, err)
+				add(yamlsafe.LineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach", strconv.Itoa(i)}), "%s %q: attach %q is not a valid template: %v", f.unit, p.Name, a, err)
 			}
 			for _, msg := range f.referenceProblems(at, err, a, p, fmt.Sprintf("attach %q", a)) {
-				addTemplate(lineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach"}), msg)
+				addTemplate(yamlsafe.LineOf(f.ast, []string{f.unit + "s", strconv.Itoa(p.index), "attach"}), msg)
 			}
 		}
 		if p.Model != "" && p.Tier != "" {
@@ -388,3 +388,7 @@ func (f *File) phase(name string) *Phase {
 	}
 	return nil
 }
+
+// oneOfPrompt is how a failed oneOf is told: the schema's only oneOf is a
+// unit's prompt source.
+const oneOfPrompt = "give exactly one of prompt and prompt-file"

@@ -11,14 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
+	"github.com/harness-dev/harness/internal/docschema"
 	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
 	"github.com/harness-dev/harness/run"
 	"github.com/harness-dev/harness/runopts"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Defaults are what every unit of a file shares: run settings spelled as
@@ -37,7 +35,7 @@ type Layer struct {
 
 // settingsSchema checks a layer as the file's defaults are checked.
 var settingsSchema = sync.OnceValue(func() *jsonschema.Schema {
-	return compileRef(Schema, "pipeline.schema.json", "#/$defs/defaults")
+	return docschema.Embedded("pipeline.schema.json", Schema, "#/$defs/defaults")
 })
 
 // check refuses a layer the file's defaults could not hold, naming each
@@ -50,17 +48,11 @@ func (l Layer) check() error {
 		err = settingsSchema().Validate(doc)
 	}
 	if ve, ok := err.(*jsonschema.ValidationError); ok {
-		printer := message.NewPrinter(language.English)
-		var walk func(e *jsonschema.ValidationError)
-		walk = func(e *jsonschema.ValidationError) {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			if len(e.Causes) == 0 && len(e.InstanceLocation) > 0 {
-				probs = append(probs, fmt.Sprintf("--%s: %s", e.InstanceLocation[0], e.ErrorKind.LocalizedString(printer)))
+		for _, e := range docschema.Leaves(ve) {
+			if len(e.InstanceLocation) > 0 {
+				probs = append(probs, fmt.Sprintf("--%s: %s", e.InstanceLocation[0], docschema.Message(e)))
 			}
 		}
-		walk(ve)
 	}
 	for _, p := range settingProblems(l.Settings) {
 		probs = append(probs, fmt.Sprintf("--%s: %s", p.key, p.msg))

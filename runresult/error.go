@@ -34,6 +34,11 @@ func ErrorOf(o *loop.Outcome) error {
 		if errors.As(o.Err, &oe) {
 			return oe
 		}
+		var se *loop.SchemaError
+		if errors.As(o.Err, &se) {
+			return &outcome.Error{Code: "tool_schema_invalid", Exit: outcome.ExitFailed, Err: o.Err,
+				Msg: se.Error() + ": the tool's author (its MCP server or skill) must fix it; until then leave the tool out of --allow-tool"}
+		}
 		msg := "the run failed"
 		if o.Err != nil {
 			msg = o.Err.Error()

@@ -10,6 +10,9 @@
 // before the parser sees them, and aliases are counted on the parsed
 // tree, where they are still references, before the decoder follows
 // them. It knows nothing of what the documents mean.
+//
+// A document that passed is then read as JSON tools read it (AsJSON),
+// and a problem found in it is placed on its line (LineOf).
 package yamlsafe
 
 import (

@@ -2,11 +2,13 @@
 // with the official Go SDK: echo, a write into the working directory, a
 // slow tool, one that crashes the server, a fetch through the proxy in
 // HTTP_PROXY (a networked sandbox's only way out), and one more tool when
-// MCPSERVER_EXTRA is set (so a test can change the tool list).
+// MCPSERVER_EXTRA is set (so a test can change the tool list), and one
+// whose schema points at the document MCPSERVER_SCHEMA_REF names.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -97,6 +99,14 @@ func main() {
 		mcp.AddTool(s, &mcp.Tool{Name: "extra", Description: "Only offered when MCPSERVER_EXTRA is set."},
 			func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
 				return text("extra"), nil, nil
+			})
+	}
+	if ref := os.Getenv("MCPSERVER_SCHEMA_REF"); ref != "" {
+		// A schema that points elsewhere: what harness must not follow.
+		schema := json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"a":{"$ref":%q}}}`, ref))
+		s.AddTool(&mcp.Tool{Name: "refd", Description: "Its argument's schema is another document.", InputSchema: schema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text("refd"), nil
 			})
 	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {

@@ -1,0 +1,109 @@
+package docschema
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// A schema from outside names only itself: a $ref to a file of the host,
+// to a device or to a FIFO (which would block the open for good) is
+// refused before anything is opened, and a $ref into its own $defs works.
+func TestCompileIsSelfContained(t *testing.T) {
+	dir := t.TempDir()
+	host := filepath.Join(dir, "host.json")
+	if err := os.WriteFile(host, []byte(`{"type":"string","maxLength":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, schema, want string
+	}{
+		{"host file", `{"properties":{"a":{"$ref":"file://` + host + `"}}}`, "must be self-contained"},
+		{"host file, fragment", `{"properties":{"a":{"$ref":"file://` + host + `#/type"}}}`, "must be self-contained"},
+		{"fifo", `{"properties":{"a":{"$ref":"file://` + fifo + `"}}}`, "must be self-contained"},
+		{"device", `{"$ref":"file:///dev/zero"}`, "must be self-contained"},
+		{"url", `{"$ref":"https://example.invalid/s.json"}`, "must be self-contained"},
+		{"relative", `{"$ref":"other.json"}`, "must be self-contained"},
+		{"$id moves the base", `{"$id":"file://` + dir + `/","properties":{"a":{"$ref":"host.json"}}}`, "must be self-contained"},
+		{"a meta-schema of the host", `{"$schema":"file://` + host + `","type":"object"}`, "must be self-contained"},
+		{"relative, up", `{"properties":{"a":{"$ref":"../../etc/passwd"}}}`, "must be self-contained"},
+		{"own defs", `{"$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s"}}}`, ""},
+		{"a draft's meta-schema", `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				_, err := Compile("harness:test.json", []byte(tc.schema))
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("compiling waited on a file the schema named")
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Two embedded schemas under one name are two schemas.
+func TestEmbeddedKeyedByContent(t *testing.T) {
+	a := Embedded("same.json", []byte(`{"type":"string"}`), "")
+	b := Embedded("same.json", []byte(`{"type":"number"}`), "")
+	if a == b {
+		t.Fatal("the second schema of a name got the first's compilation")
+	}
+	if err := b.Validate(1.0); err != nil {
+		t.Fatalf("the number schema refused a number: %v", err)
+	}
+	if Embedded("same.json", []byte(`{"type":"string"}`), "") != a {
+		t.Fatal("a schema was compiled twice")
+	}
+}
+
+func TestLinesAndProblems(t *testing.T) {
+	s := Embedded("t.json", []byte(`{"type":"object","additionalProperties":false,
+		"properties":{"n":{"type":"integer"},"p":{"oneOf":[{"required":["a"]},{"required":["b"]}]}}}`), "")
+	err := s.Validate(map[string]any{"n": "x", "stray": true, "p": map[string]any{}})
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("not a validation error: %v", err)
+	}
+	lines := map[string]int{"n": 2, "stray": 3, "p": 4}
+	lineOf := func(loc []string) int {
+		if len(loc) == 0 {
+			return 1
+		}
+		return lines[loc[len(loc)-1]]
+	}
+	got := strings.Join(Lines(ve, "f.yaml", lineOf, "give a or b"), "\n")
+	for _, want := range []string{
+		"  f.yaml:2: n: got string, want integer",
+		"  f.yaml:3: the top level: additional properties 'stray' not allowed",
+		"  f.yaml:4: p: give a or b",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lines lack %q:\n%s", want, got)
+		}
+	}
+	probs := strings.Join(Problems(ve), "\n")
+	if !strings.Contains(probs, "/n: got string, want integer") {
+		t.Errorf("problems:\n%s", probs)
+	}
+}
