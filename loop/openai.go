@@ -113,19 +113,28 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	return exchange(ctx, m, req.Model, wire.ChatPath, body, m.streamed, fromCompletion)
+}
+
+// exchange sends body to path, or as a stream through streamed, retrying
+// transient failures, and makes the answer a Response with convert: one
+// attempt's way for either wire API.
+func exchange[T any](ctx context.Context, m *OpenAI, model, path string, body []byte,
+	streamed func(context.Context, []byte) (*T, error), convert func(*T) (Response, error)) (Response, error) {
 	var resp Response
-	err = m.retry.do(ctx, m.on, req.Model, m.shown, func(ctx context.Context) error {
-		var c *wire.ChatCompletion
+	err := m.retry.do(ctx, m.on, model, m.shown, func(ctx context.Context) error {
+		var answer *T
+		var err error
 		if m.stream {
-			c, err = m.streamed(ctx, body)
+			answer, err = streamed(ctx, body)
 		} else {
-			c = &wire.ChatCompletion{}
-			err = m.client.Post(ctx, wire.ChatPath, body, c)
+			answer = new(T)
+			err = m.client.Post(ctx, path, body, answer)
 		}
 		if err != nil {
 			return err
 		}
-		resp, err = fromCompletion(c)
+		resp, err = convert(answer)
 		return err
 	})
 	return resp, err

@@ -60,23 +60,11 @@ func (m *OpenAI) respond(ctx context.Context, req Request, extra map[string]json
 	if err != nil {
 		return Response{}, err
 	}
-	var resp Response
-	err = m.retry.do(ctx, m.on, req.Model, m.shown, func(ctx context.Context) error {
-		var r *wire.Response
-		if m.stream {
-			r, err = m.respondStreamed(ctx, body)
-		} else {
-			r = &wire.Response{}
-			err = m.client.Post(ctx, wire.ResponsesPath, body, r)
-		}
-		if err != nil {
-			return err
-		}
-		resp, err = fromResponse(r)
+	return exchange(ctx, m, req.Model, wire.ResponsesPath, body, m.respondStreamed, func(r *wire.Response) (Response, error) {
+		resp, err := fromResponse(r)
 		resp.Message.Reasoning = withoutKey(resp.Message.Reasoning, m.client.Key)
-		return err
+		return resp, err
 	})
-	return resp, err
 }
 
 // withoutKey drops the reasoning items that hold the API key, as an
