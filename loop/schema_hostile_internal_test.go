@@ -92,3 +92,27 @@ func TestToolSchemaValidationIsBoundedUnderRefFanOut(t *testing.T) {
 		t.Fatal("checking {} against a 4 KB schema took more than 3 s: the schema must be refused or the check bounded")
 	}
 }
+
+// A number is one token to the JSON decoder but costs what its exponent
+// says once the schema library turns it into a big.Rat, which it does for
+// "type": "integer", minimum and maximum, multipleOf, enum and const, and
+// uniqueItems: 1e999999 takes tens of milliseconds and 400 KB of digits
+// each. A model's 30 KB answer (or tool-call arguments) of such numbers
+// against the operator's own --output-schema holds the answer check, on
+// the loop's goroutine, for minutes. A number's size must be bounded
+// before the library sees it (or the check bounded as a whole).
+func TestAnswerCheckIsBoundedUnderHugeExponents(t *testing.T) {
+	check, err := NewSchemaCheck(json.RawMessage(`{"type":"array","items":{"type":"integer"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := "[" + strings.TrimSuffix(strings.Repeat("1e999999,", 3000), ",") + "]"
+	done := make(chan error, 1)
+	go func() { done <- check.Check(answer) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		// The goroutine keeps a core busy until the test binary exits.
+		t.Fatalf("checking a %d-byte answer held the loop for more than 3 s", len(answer))
+	}
+}
