@@ -1,0 +1,118 @@
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A tool's schema is written by whoever wrote the tool: a skill's author
+// (the tools a destructive skill declares) or the MCP server it starts.
+// Compiling it must not make harness, on the host, open a file the
+// operator never named, whatever keyword names it.
+func TestToolSchemaOpensNoHostFileWhateverKeywordNamesIt(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"type":"string","const":"TOPSECRET-7f3a"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, schema string }{
+		// $schema is loaded as the metaschema through the same loader.
+		{"$schema", `{"$schema":"file://` + secret + `","type":"object"}`},
+		// A relative $ref against a file: $id: no "file:" in any $ref.
+		{"$id base", `{"$id":"file://` + dir + `/x.json","properties":{"a":{"$ref":"secret.json"}}}`},
+		{"$dynamicRef", `{"$dynamicRef":"file://` + secret + `"}`},
+		// A FIFO: the compile must not wait on it.
+		{"$schema fifo", `{"$schema":"file://` + fifo + `"}`},
+		{"$id base fifo", `{"$id":"file://` + dir + `/x.json","properties":{"a":{"$ref":"fifo.json"}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				s, err := compileSchema("t", json.RawMessage(tc.schema))
+				if err == nil {
+					err = s.validate(json.RawMessage(`{"a":"x"}`))
+					if err != nil && strings.Contains(err.Error(), "TOPSECRET") {
+						t.Errorf("the file's content reached the model: %v", err)
+					}
+					err = nil
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatalf("schema %s compiled: a file:// reference must be refused", tc.schema)
+				}
+			case <-time.After(3 * time.Second):
+				// Let the blocked open go before the test ends.
+				if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					f.Close()
+				}
+				t.Fatalf("compiling %s blocked on a FIFO for 3 s", tc.schema)
+			}
+		})
+	}
+}
+
+// Validation against a schema whose references fan out ($defs each
+// referring twice to the one before) costs 2^n while the schema grows
+// with n: a few hundred bytes of a server's tools/list hold every
+// argument check of the run (and with it --timeout and an interrupt,
+// since the check runs on the loop's goroutine) for longer than the
+// universe has. Such a schema must be refused, or its check bounded.
+func TestToolSchemaValidationIsBoundedUnderRefFanOut(t *testing.T) {
+	defs := `"d0":{"type":"object"}`
+	for i := 1; i <= 60; i++ {
+		defs += fmt.Sprintf(`,"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
+	}
+	raw := `{"$defs":{` + defs + `},"$ref":"#/$defs/d60"}`
+	t.Logf("schema: %d bytes", len(raw))
+	done := make(chan error, 1)
+	go func() {
+		s, err := compileSchema("t", json.RawMessage(raw))
+		if err == nil {
+			err = s.validate(json.RawMessage(`{}`))
+		}
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		// The goroutine keeps a core busy until the test binary exits.
+		t.Fatal("checking {} against a 4 KB schema took more than 3 s: the schema must be refused or the check bounded")
+	}
+}
+
+// A number is one token to the JSON decoder but costs what its exponent
+// says once the schema library turns it into a big.Rat, which it does for
+// "type": "integer", minimum and maximum, multipleOf, enum and const, and
+// uniqueItems: 1e999999 takes tens of milliseconds and 400 KB of digits
+// each. A model's 30 KB answer (or tool-call arguments) of such numbers
+// against the operator's own --output-schema holds the answer check, on
+// the loop's goroutine, for minutes. A number's size must be bounded
+// before the library sees it (or the check bounded as a whole).
+func TestAnswerCheckIsBoundedUnderHugeExponents(t *testing.T) {
+	check, err := NewSchemaCheck(json.RawMessage(`{"type":"array","items":{"type":"integer"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := "[" + strings.TrimSuffix(strings.Repeat("1e999999,", 3000), ",") + "]"
+	done := make(chan error, 1)
+	go func() { done <- check.Check(answer) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		// The goroutine keeps a core busy until the test binary exits.
+		t.Fatalf("checking a %d-byte answer held the loop for more than 3 s", len(answer))
+	}
+}
