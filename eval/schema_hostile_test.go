@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/docschema"
 )
 
 // An eval's schema check is the eval author's (or, for a SkillForge
@@ -18,7 +20,7 @@ func TestCheckSchemaValidationIsBoundedUnderRefFanOut(t *testing.T) {
 		defs += fmt.Sprintf(`,"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
 	}
 	schema := []byte(`{"$defs":{` + defs + `},"$ref":"#/$defs/d60"}`)
-	if _, err := compileUser(schema); err != nil {
+	if _, err := docschema.Compile("check.schema.json", schema); err != nil {
 		return // refused when the eval file is read: held
 	}
 	done := make(chan struct{})
