@@ -70,11 +70,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source) (*Index, Fetched, error
 		req.Header.Set("If-None-Match", etag)
 	}
 	req.Header.Set("Accept", "application/json")
-	client := f.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := withoutRedirects(f.Client).Do(req)
 	if err != nil {
 		if body != nil {
 			ix, perr := Parse(body)
@@ -93,7 +89,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source) (*Index, Fetched, error
 		}
 		return ix, Fetched{Cached: true}, nil
 	case resp.StatusCode != http.StatusOK:
-		return nil, Fetched{}, fmt.Errorf("source %s (%s) answered HTTP %d", src.Name, src.URL, resp.StatusCode)
+		return nil, Fetched{}, fmt.Errorf("source %s (%s) answered HTTP %d%s", src.Name, src.URL, resp.StatusCode, redirectAdvice(resp, "the index"))
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxIndexBytes+1))
 	if err != nil {
@@ -105,6 +101,30 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source) (*Index, Fetched, error
 	}
 	f.keep(src.URL, data, resp.Header.Get("ETag"))
 	return ix, Fetched{}, nil
+}
+
+// withoutRedirects is c (or a default client) made to follow no
+// redirect: the operator named the index's or registry's URL, not the
+// addresses its server points elsewhere (a loopback service, a cloud
+// metadata endpoint), whose answer would then reach an error the model
+// is given.
+func withoutRedirects(c *http.Client) *http.Client {
+	out := &http.Client{}
+	if c != nil {
+		*out = *c
+	}
+	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return out
+}
+
+// redirectAdvice says what to do about a redirect harness did not follow
+// ("" for another status). The target is not quoted: it is the server's
+// word.
+func redirectAdvice(resp *http.Response, what string) string {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return ""
+	}
+	return " (a redirect, which harness does not follow: give the URL " + what + " is served at)"
 }
 
 func isHTTP(u string) bool {

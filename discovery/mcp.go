@@ -56,16 +56,13 @@ func SearchMCP(ctx context.Context, client *http.Client, registry, query string,
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := withoutRedirects(client).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("MCP registry %s cannot be reached: %v", registry, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("MCP registry %s answered HTTP %d", registry, resp.StatusCode)
+		return nil, fmt.Errorf("MCP registry %s answered HTTP %d%s", registry, resp.StatusCode, redirectAdvice(resp, "the registry"))
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxIndexBytes+1))
 	if err != nil {
