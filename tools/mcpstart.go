@@ -268,12 +268,17 @@ func path2rel(p string) string {
 	return p
 }
 
-// headerClient sends the operator's headers with every request.
+// headerClient sends the operator's headers with every request, to the
+// URL the operator named only: a redirect is not followed (the answer is
+// the 3xx, which the MCP client reports), since the header transport would
+// put the headers, a bearer token among them, on the request to wherever
+// the server points.
 func headerClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return http.DefaultClient
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if len(headers) > 0 {
+		c.Transport = headerTransport{headers: headers, next: http.DefaultTransport}
 	}
-	return &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
+	return c
 }
 
 type headerTransport struct {
