@@ -127,13 +127,20 @@ func strs(v any) []string {
 
 // evaluate checks requirements against the environment. A binary counts
 // only as an executable regular file on PATH: a directory of that name
-// does not.
+// does not. A name that is not a file name (a slash, "..") is missing:
+// joined to a PATH directory it would name any path of the host, and the
+// skill's eligibility, which the model reads, would tell its author
+// whether an executable is there. So is a name found only under a
+// relative PATH entry, which depends on where harness was started.
 func evaluate(r Requirements, env Environment) Missing {
 	var m Missing
 	dirs := filepath.SplitList(env.Path)
 	onPath := func(name string) bool {
+		if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+			return false
+		}
 		for _, d := range dirs {
-			if d == "" {
+			if !filepath.IsAbs(d) {
 				continue
 			}
 			fi, err := os.Stat(filepath.Join(d, name))
