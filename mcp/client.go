@@ -135,8 +135,18 @@ func (e *endedError) Error() string {
 
 func (e *endedError) Unwrap() error { return e.err }
 
+// A server's tool list is held whole, digested, recorded and offered to
+// the model: a server that pages on and on (its author's code) is refused
+// once its list passes these, rather than filling memory until the
+// handshake's timeout.
+const (
+	maxTools     = 1024
+	maxToolBytes = 16 << 20
+)
+
 func listTools(ctx context.Context, s *sdk.ClientSession) ([]Tool, error) {
 	var out []Tool
+	size := 0
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
 			return nil, err
@@ -144,6 +154,10 @@ func listTools(ctx context.Context, s *sdk.ClientSession) ([]Tool, error) {
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: schema: %w", t.Name, err)
+		}
+		size += len(t.Name) + len(t.Description) + len(schema)
+		if len(out) == maxTools || size > maxToolBytes {
+			return nil, fmt.Errorf("the server lists more than %d tools or %d MiB of names, descriptions and schemas: harness offers a model no more than that", maxTools, maxToolBytes>>20)
 		}
 		tool := ToolOf(t.Name, t.Description, schema)
 		tool.Annotations = t.Annotations
