@@ -248,7 +248,8 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		}
 		o.OutputSchema = b
 	}
-	for _, a := range ph.Attach {
+	for _, entry := range ph.Attach {
+		a := entry
 		t, err := template.New("attach").Option("missingkey=error").Parse(a)
 		if err == nil {
 			a, err = render(t, data)
@@ -259,9 +260,30 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		if a == "" {
 			return o, outcome.Usage("phase_attach_invalid", "%s %s: an attach entry is empty once filled in (a phase it needs left no answer?)", p.layout.unit, ph.Name)
 		}
+		if strings.Contains(entry, ".phases") && !p.mayAttach(f.abs(a), o.Workspace) {
+			return o, outcome.Usage("phase_attach_outside", "%s %s: attach %q is filled in as %q, outside the workspace and the %s directory: a path an earlier phase's words give is attached only from there (name any other file in the entry itself)", p.layout.unit, ph.Name, entry, a, p.layout.kind)
+		}
 		o.Attach = append(o.Attach, f.abs(a))
 	}
 	return o, nil
+}
+
+// mayAttach says whether a path filled in from earlier phases (their
+// answers are model output) lies in the workspace or in this pipeline's
+// or batch's own directory (an answerFile). The run then reads a file of
+// the workspace without following a link (resolve.Attachments).
+func (p *pipe) mayAttach(path, workspace string) bool {
+	if ws, err := resolve.Workspace(p.file.abs(workspace)); err == nil {
+		if _, ok := resolve.Beneath(path, ws); ok {
+			return true
+		}
+	}
+	if dir, err := filepath.EvalSymlinks(p.dir); err == nil {
+		if _, ok := resolve.Beneath(path, dir); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshot scans the roots every unit shares, once, so that a batch of a

@@ -27,17 +27,28 @@ func TestAttachRefusesWhatIsNotAFile(t *testing.T) {
 	ok := filepath.Join(dir, "ok.md")
 	testenv.Must(t, os.WriteFile(ok, []byte("notes"), 0o644))
 	for _, tc := range []struct {
-		path, want string
+		path, ws, want string
 	}{
-		{fifo, "not a readable file"},
-		{zero, "not a readable file"},
-		{dir, "not a readable file"},
-		{filepath.Join(dir, "missing.md"), "not a readable file"},
-		{big, "at most 1048576 can be attached"},
-		{ok, ""},
+		{fifo, "", "not a readable file"},
+		{zero, "", "not a readable file"},
+		{dir, "", "not a readable file"},
+		{filepath.Join(dir, "missing.md"), "", "not a readable file"},
+		{big, "", "at most 1048576 can be attached"},
+		{ok, "", ""},
+		// The same files as files of the workspace.
+		{fifo, dir, "not a readable file"},
+		{zero, dir, "goes through a symbolic link"},
+		{dir, dir, "not a readable file"},
+		{filepath.Join(dir, "missing.md"), dir, "not a readable file"},
+		{big, dir, "at most 1048576 can be attached"},
+		{ok, dir, ""},
 	} {
-		t.Run(filepath.Base(tc.path), func(t *testing.T) {
-			got, err := Attachments([]string{tc.path})
+		name := filepath.Base(tc.path)
+		if tc.ws != "" {
+			name = "in the workspace: " + name
+		}
+		t.Run(name, func(t *testing.T) {
+			got, err := Attachments([]string{tc.path}, tc.ws)
 			if tc.want == "" {
 				if err != nil || len(got) != 1 || got[0].Content != "notes" {
 					t.Fatalf("Attachments = %+v, %v", got, err)
@@ -75,12 +86,57 @@ func TestAttachSwappedWhileRead(t *testing.T) {
 	}()
 	defer func() { stop.Store(true); <-done }()
 	for range 300 {
-		got, err := Attachments([]string{path})
+		got, err := Attachments([]string{path}, "")
 		if err != nil {
 			continue
 		}
 		if c := got[0].Content; c != "small" {
 			t.Fatalf("accepted %d bytes that are not the small file", len(c))
 		}
+	}
+}
+
+// A file of the workspace is attached only as itself: a link that a
+// model, a script or an earlier phase made there (to a host file, or
+// through a directory) is refused, however the workspace itself was
+// reached (here through a link of the operator's above it), and a file
+// outside the workspace is the operator's and is read as named.
+func TestAttachInTheWorkspaceFollowsNoLink(t *testing.T) {
+	top := t.TempDir()
+	ws := filepath.Join(top, "ws")
+	testenv.Must(t, os.MkdirAll(filepath.Join(ws, "sub"), 0o755))
+	host := filepath.Join(top, "host-secret.txt")
+	testenv.Must(t, os.WriteFile(host, []byte("root:x:0:0"), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(ws, "sub", "notes.md"), []byte("notes"), 0o644))
+	testenv.Must(t, os.Symlink(host, filepath.Join(ws, "notes.md")))
+	testenv.Must(t, os.Symlink(top, filepath.Join(ws, "up")))
+	testenv.Must(t, os.Symlink("sub/notes.md", filepath.Join(ws, "inside.md")))
+	operatorLink := filepath.Join(top, "via")
+	testenv.Must(t, os.Symlink(ws, operatorLink))
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"a link to a host file", filepath.Join(ws, "notes.md"), "goes through a symbolic link"},
+		{"through a linked directory", filepath.Join(ws, "up", "host-secret.txt"), "goes through a symbolic link"},
+		{"a link inside the workspace", filepath.Join(ws, "inside.md"), "goes through a symbolic link"},
+		{"through the operator's link to the workspace", filepath.Join(operatorLink, "notes.md"), "goes through a symbolic link"},
+		{"a file", filepath.Join(operatorLink, "sub", "notes.md"), ""},
+		{"a host file by its own path", host, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Attachments([]string{tc.path}, ws)
+			if tc.want == "" {
+				if err != nil || len(got) != 1 {
+					t.Fatalf("Attachments = %+v, %v", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "root:x") {
+				t.Fatalf("the host file reached the error: %v", err)
+			}
+		})
 	}
 }

@@ -216,7 +216,7 @@ func (r *runner) resolve() error {
 	if id == "" {
 		id = rundir.NewRunID(r.now())
 	}
-	atts, err := resolve.Attachments(r.opts.Attach)
+	atts, err := resolve.Attachments(r.opts.Attach, ws)
 	if err != nil {
 		return err
 	}
