@@ -3,6 +3,7 @@ package loop
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,7 +13,7 @@ import (
 
 // schema validates tool-call arguments against the tool's declared JSON
 // schema, so a tool never sees arguments its schema rules out.
-type schema struct{ s *jsonschema.Schema }
+type schema struct{ s *docschema.Schema }
 
 func compileSchema(name string, raw json.RawMessage) (*schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -49,7 +50,8 @@ func (s *schema) validate(args json.RawMessage) error {
 		return err
 	}
 	if err := s.s.Validate(v); err != nil {
-		if ve, ok := err.(*jsonschema.ValidationError); ok {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
 			return fmt.Errorf("%s", describe(ve))
 		}
 		return err

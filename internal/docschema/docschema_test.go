@@ -2,6 +2,7 @@ package docschema
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,59 @@ func TestLinesAndProblems(t *testing.T) {
 	probs := strings.Join(Problems(ve), "\n")
 	if !strings.Contains(probs, "/n: got string, want integer") {
 		t.Errorf("problems:\n%s", probs)
+	}
+}
+
+// A check of a value is bounded: a schema whose references multiply, or
+// a number too large to compare, ends it with ErrTooCostly; an ordinary
+// schema checks a large ordinary value, and a draft's own schema and
+// formats still compile and check.
+func TestValidateIsBounded(t *testing.T) {
+	fanOut := `"d0":{"type":"object"}`
+	for i := 1; i <= 40; i++ {
+		fanOut += fmt.Sprintf(`,"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
+	}
+	items := make([]string, 20000)
+	for i := range items {
+		items[i] = fmt.Sprintf(`{"id":%d,"name":"n%d"}`, i, i)
+	}
+	for _, tc := range []struct {
+		name, schema, value string
+		want                error // nil: valid
+	}{
+		{"references that multiply", `{"$defs":{` + fanOut + `},"$ref":"#/$defs/d40"}`, `{}`, ErrTooCostly},
+		{"a huge exponent", `{"type":"integer"}`, `1e999999`, ErrTooCostly},
+		{"a tiny exponent", `{"type":"number"}`, `1e-999999`, ErrTooCostly},
+		{"an exponent past int", `{"type":"number"}`, `1e99999999999999999999`, ErrTooCostly},
+		{"too many digits", `{"type":"number"}`, strings.Repeat("9", 401), ErrTooCostly},
+		{"deep in an array", `{"type":"array"}`, `[[{"a":1e500}]]`, ErrTooCostly},
+		{"float64's range", `{"type":"number","maximum":1e308}`, `1e308`, nil},
+		{"20,000 items", `{"type":"array","items":{"type":"object","required":["id"],"properties":{"id":{"type":"integer"},"name":{"type":"string"}}}}`, "[" + strings.Join(items, ",") + "]", nil},
+		{"a draft's schema", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"string","format":"email"}}}`, `{"a":"x@example.com"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Compile("t.json", []byte(tc.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Validate(v)
+			switch {
+			case tc.want == nil && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			// The schema serves the next check whatever ended this one.
+			if err := s.Validate(map[string]any{}); err != nil && !errors.Is(err, ErrTooCostly) {
+				var ve *jsonschema.ValidationError
+				if !errors.As(err, &ve) {
+					t.Fatalf("the next check: %v", err)
+				}
+			}
+		})
 	}
 }
