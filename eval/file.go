@@ -145,8 +145,32 @@ type evalFile struct {
 	} `json:"evals"`
 }
 
+// readFile reads one of the suite's files. One inside the skill's
+// directory is its author's and is read beneath it without following a
+// link (a link out of the skill would have harness open what it names on
+// the host; the copy of the skill refuses it too); one named from
+// elsewhere is the operator's and is read as named.
+func (s *Suite) readFile(path string) ([]byte, error) {
+	rel, err := filepath.Rel(s.SkillDir, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return artifacts.ReadRegular(path, maxEvalFile)
+	}
+	f, err := artifacts.OpenBeneath(s.SkillDir, rel, os.O_RDONLY, 0)
+	if errors.Is(err, artifacts.ErrOutsideDir) {
+		return nil, errors.New("it goes through a symbolic link, and a skill's own files are read only as themselves")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxEvalFile {
+		return nil, &artifacts.TooLargeError{Size: fi.Size(), Max: maxEvalFile}
+	}
+	return artifacts.ReadAtMost(f, maxEvalFile)
+}
+
 func (s *Suite) readEvals() error {
-	data, err := artifacts.ReadRegular(s.File, maxEvalFile)
+	data, err := s.readFile(s.File)
 	if err != nil {
 		return fileProblem("eval file %s: %v", s.File, err)
 	}
@@ -214,7 +238,7 @@ func inputPath(p string) error {
 }
 
 func (s *Suite) readTriggers() error {
-	data, err := artifacts.ReadRegular(s.TriggersFile, maxEvalFile)
+	data, err := s.readFile(s.TriggersFile)
 	if err != nil {
 		return fileProblem("triggers file %s: %v", s.TriggersFile, err)
 	}
