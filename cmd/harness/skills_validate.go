@@ -115,12 +115,22 @@ func printValidation(w io.Writer, v *skills.Validation) {
 // parses, a command under the skill is an executable file of it, and
 // every argument that names a file (server.py, ./scripts/serve.js) names
 // one the skill has.
+// maxMCPConfig bounds a skill's mcp.json as validate reads it.
+const maxMCPConfig = 1 << 20
+
 func checkMCPConfig(s *skills.Skill) []skills.Diagnostic {
 	diag := func(code, format string, args ...any) skills.Diagnostic {
 		return skills.Diagnostic{Severity: skills.SeverityError, Code: code, Detail: fmt.Sprintf(format, args...), Path: s.SkillPath}
 	}
 	servers, file, _, err := tools.SkillServers(s, func(rel string) ([]byte, error) {
-		return os.ReadFile(filepath.Join(s.SkillDir, filepath.FromSlash(rel)))
+		// Read again after the scan: beneath the skill, no link, no FIFO
+		// or device, bounded, whatever was put there since.
+		f, err := artifacts.OpenBeneath(s.SkillDir, filepath.FromSlash(rel), os.O_RDONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return artifacts.ReadAtMost(f, maxMCPConfig)
 	})
 	if err != nil {
 		return []skills.Diagnostic{diag(skills.CodeMCPConfigInvalid, "%v", err)}
