@@ -116,3 +116,27 @@ func TestAnswerCheckIsBoundedUnderHugeExponents(t *testing.T) {
 		t.Fatalf("checking a %d-byte answer held the loop for more than 3 s", len(answer))
 	}
 }
+
+// The same numbers in a tool's schema cost at compile time: each of
+// minimum, maximum, multipleOf, enum and const is turned into a big.Rat
+// when the schema is compiled, so a server's tools/list (or a skill's
+// declared tools) of a few kilobytes holds the loop before the model has
+// been asked anything.
+func TestToolSchemaCompileIsBoundedUnderHugeExponents(t *testing.T) {
+	var props []string
+	for i := 0; i < 400; i++ {
+		props = append(props, fmt.Sprintf(`"p%d":{"maximum":1e999999}`, i))
+	}
+	raw := `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
+	done := make(chan error, 1)
+	go func() {
+		_, err := compileSchema("t", json.RawMessage(raw))
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		// The goroutine keeps a core busy until the test binary exits.
+		t.Fatalf("compiling a %d-byte tool schema took more than 3 s", len(raw))
+	}
+}
