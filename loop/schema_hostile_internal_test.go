@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,5 +139,37 @@ func TestToolSchemaCompileIsBoundedUnderHugeExponents(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		// The goroutine keeps a core busy until the test binary exits.
 		t.Fatalf("compiling a %d-byte tool schema took more than 3 s", len(raw))
+	}
+}
+
+// A model's tool-call arguments are bounded only by the response body
+// (256 MiB). The schema library collects every failure, and describe
+// joins them all: a 1 MB argument of 500,000 numbers where the schema
+// wants strings (run_command's argv) becomes 500,000 errors, about 550
+// MiB allocated and a 20 MB message, which goes back to the model as the
+// tool's result and into the run directory. A 100 MB argument exhausts
+// the host's memory. The check must stop early and its message stay
+// small, whatever the arguments.
+func TestArgumentErrorStaysSmallWhateverTheArguments(t *testing.T) {
+	s, err := compileSchema("t", json.RawMessage(`{"type":"object","properties":{"argv":{"type":"array","items":{"type":"string"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := `{"argv":[` + strings.TrimSuffix(strings.Repeat("0,", 500000), ",") + "]}"
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	verr := s.validate(json.RawMessage(args))
+	runtime.ReadMemStats(&after)
+	if verr == nil {
+		t.Fatal("numbers passed as strings")
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes of arguments: a %d-byte error, %d MiB allocated", len(args), len(verr.Error()), alloc>>20)
+	if len(verr.Error()) > 64<<10 {
+		t.Errorf("the error for %d bytes of arguments is %d bytes: it goes to the model and the run directory whole", len(args), len(verr.Error()))
+	}
+	if alloc > 128<<20 {
+		t.Errorf("checking %d bytes of arguments allocated %d MiB", len(args), alloc>>20)
 	}
 }
