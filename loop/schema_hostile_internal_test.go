@@ -126,18 +126,18 @@ func TestToolSchemaCompileIsBoundedUnderHugeExponents(t *testing.T) {
 
 // A model's tool-call arguments are bounded only by the response body
 // (256 MiB). The schema library collects every failure, and describe
-// joins them all: a 1 MB argument of 500,000 numbers where the schema
-// wants strings (run_command's argv) becomes 500,000 errors, about 550
-// MiB allocated and a 20 MB message, which goes back to the model as the
-// tool's result and into the run directory. A 100 MB argument exhausts
-// the host's memory. The check must stop early and its message stay
+// joins them all: 400 KB of arguments, 200,000 numbers where the schema
+// wants strings (run_command's argv), become 200,000 errors, over 200
+// MiB allocated and an 8 MB message, which goes back to the model as the
+// tool's result and into the run directory; 1 MB, 550 MiB and 20 MB; a
+// 100 MB argument exhausts the host's memory. The check must stop early and its message stay
 // small, whatever the arguments.
 func TestArgumentErrorStaysSmallWhateverTheArguments(t *testing.T) {
 	s, err := compileSchema("t", json.RawMessage(`{"type":"object","properties":{"argv":{"type":"array","items":{"type":"string"}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := `{"argv":[` + strings.TrimSuffix(strings.Repeat("0,", 500000), ",") + "]}"
+	args := `{"argv":[` + strings.TrimSuffix(strings.Repeat("0,", 200000), ",") + "]}"
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
