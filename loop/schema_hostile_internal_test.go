@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,20 +78,12 @@ func TestToolSchemaValidationIsBoundedUnderRefFanOut(t *testing.T) {
 		defs += fmt.Sprintf(`,"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
 	}
 	raw := `{"$defs":{` + defs + `},"$ref":"#/$defs/d60"}`
-	t.Logf("schema: %d bytes", len(raw))
-	done := make(chan error, 1)
-	go func() {
-		s, err := compileSchema("t", json.RawMessage(raw))
-		if err == nil {
-			err = s.validate(json.RawMessage(`{}`))
-		}
-		done <- err
-	}()
-	select {
-	case <-done:
-	case <-time.After(3 * time.Second):
-		// The goroutine keeps a core busy until the test binary exits.
-		t.Fatal("checking {} against a 4 KB schema took more than 3 s: the schema must be refused or the check bounded")
+	if !inBoundedChild(t, 3*time.Second, "checking {} against a 4 KB schema") {
+		return
+	}
+	s, err := compileSchema("t", json.RawMessage(raw))
+	if err == nil {
+		s.validate(json.RawMessage(`{}`))
 	}
 }
 
@@ -107,12 +101,88 @@ func TestAnswerCheckIsBoundedUnderHugeExponents(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer := "[" + strings.TrimSuffix(strings.Repeat("1e999999,", 3000), ",") + "]"
-	done := make(chan error, 1)
-	go func() { done <- check.Check(answer) }()
-	select {
-	case <-done:
-	case <-time.After(3 * time.Second):
-		// The goroutine keeps a core busy until the test binary exits.
-		t.Fatalf("checking a %d-byte answer held the loop for more than 3 s", len(answer))
+	if !inBoundedChild(t, 3*time.Second, fmt.Sprintf("checking a %d-byte answer", len(answer))) {
+		return
 	}
+	check.Check(answer)
+}
+
+// The same numbers in a tool's schema cost at compile time: each of
+// minimum, maximum, multipleOf, enum and const is turned into a big.Rat
+// when the schema is compiled, so a server's tools/list (or a skill's
+// declared tools) of a few kilobytes holds the loop before the model has
+// been asked anything.
+func TestToolSchemaCompileIsBoundedUnderHugeExponents(t *testing.T) {
+	var props []string
+	for i := 0; i < 400; i++ {
+		props = append(props, fmt.Sprintf(`"p%d":{"maximum":1e999999}`, i))
+	}
+	raw := `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
+	if !inBoundedChild(t, 3*time.Second, fmt.Sprintf("compiling a %d-byte tool schema", len(raw))) {
+		return
+	}
+	compileSchema("t", json.RawMessage(raw))
+}
+
+// A model's tool-call arguments are bounded only by the response body
+// (256 MiB). The schema library collects every failure, and describe
+// joins them all: 400 KB of arguments, 200,000 numbers where the schema
+// wants strings (run_command's argv), become 200,000 errors, over 200
+// MiB allocated and an 8 MB message, which goes back to the model as the
+// tool's result and into the run directory; 1 MB, 550 MiB and 20 MB; a
+// 100 MB argument exhausts the host's memory. The check must stop early and its message stay
+// small, whatever the arguments.
+func TestArgumentErrorStaysSmallWhateverTheArguments(t *testing.T) {
+	s, err := compileSchema("t", json.RawMessage(`{"type":"object","properties":{"argv":{"type":"array","items":{"type":"string"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := `{"argv":[` + strings.TrimSuffix(strings.Repeat("0,", 200000), ",") + "]}"
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	verr := s.validate(json.RawMessage(args))
+	runtime.ReadMemStats(&after)
+	if verr == nil {
+		t.Fatal("numbers passed as strings")
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes of arguments: a %d-byte error, %d MiB allocated", len(args), len(verr.Error()), alloc>>20)
+	if len(verr.Error()) > 64<<10 {
+		t.Errorf("the error for %d bytes of arguments is %d bytes: it goes to the model and the run directory whole", len(args), len(verr.Error()))
+	}
+	if alloc > 128<<20 {
+		t.Errorf("checking %d bytes of arguments allocated %d MiB", len(args), alloc>>20)
+	}
+}
+
+// inBoundedChild runs the calling test again in a child process and gives
+// it limit: true in the child, which then does the work (and exits when
+// the test returns), false in the parent, which fails the test when the
+// child outlives limit and kills it, so that work the library cannot be
+// told to stop does not keep a core busy for the rest of the package.
+func inBoundedChild(t *testing.T, limit time.Duration, what string) bool {
+	t.Helper()
+	const env = "HARNESS_TEST_BOUNDED_CHILD"
+	if os.Getenv(env) == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+t.Name())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: the child failed: %v", what, err)
+		}
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s took more than %s: refuse it, or bound the work", what, limit)
+	}
+	return false
 }
