@@ -59,12 +59,15 @@ func (s *schema) validate(args json.RawMessage) error {
 	return nil
 }
 
-// describe turns a validation error tree into one line per leaf, each
-// naming the argument it is about.
+// describe turns a validation error tree into one line per leaf (at most
+// docschema.MaxProblems of them), each naming the argument it is about.
 func describe(ve *jsonschema.ValidationError) string {
 	var parts []string
-	for _, e := range docschema.Leaves(ve) {
-		parts = append(parts, fmt.Sprintf("at %s: %s", docschema.Pointer(e), docschema.Message(e)))
+	for _, p := range docschema.Problems(ve) {
+		if strings.HasPrefix(p, "/") {
+			p = "at " + p
+		}
+		parts = append(parts, p)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -11,11 +11,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -68,6 +72,11 @@ func Compile(name string, src []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Its numbers become exact fractions as it compiles, as a value's do
+	// as it is checked.
+	if err := checkValue(doc); err != nil {
+		return nil, err
+	}
 	out := &Schema{}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(selfContained{})
@@ -91,6 +100,9 @@ func Compile(name string, src []byte) (*Schema, error) {
 	if out.s, err = c.Compile(u); err != nil {
 		return nil, err
 	}
+	if err := inPlaceBounded(out.s); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -98,19 +110,39 @@ func Compile(name string, src []byte) (*Schema, error) {
 // makes. A schema is a graph: $defs that each refer twice to the one
 // before make a few hundred bytes whose check of {} takes 2^n steps, and
 // the validator has no bound or cancellation of its own. A legitimate
-// check makes a few steps per value of the document.
+// check makes a few steps per value of the document. The count is kept
+// where the validator lets a schema's own keywords run, at the end of
+// each evaluation that did not stop early, so it counts every schema
+// that applies others (anyOf, properties, items), not each leaf; under
+// "not" and "if", which the validator evaluates only for a yes or no, a
+// failing evaluation is not counted at all, and MaxInPlace and
+// MaxCheckTime bound those.
 const MaxSteps = 1 << 18
 
-// ErrTooCostly is a check that passed MaxSteps, or a number too large to
-// compare (see MaxNumberDigits).
+// MaxInPlace bounds how many schemas apply to one value through one
+// schema in place ($ref, allOf, anyOf, oneOf, not, if, then, else,
+// dependentSchemas), each counted as often as it is reached.
+const MaxInPlace = 1 << 12
+
+// MaxCheckTime bounds one check's wall time, whatever the step count
+// saw. A check past it is left to end on its own, and its schema checks
+// nothing more: the validator cannot be stopped from outside.
+const MaxCheckTime = 5 * time.Second
+
+// checkTime is MaxCheckTime; a test shortens it.
+var checkTime = MaxCheckTime
+
+// ErrTooCostly is a check that passed MaxSteps or MaxCheckTime, a schema
+// past MaxInPlace, or a document past MaxValues or MaxNumberDigits.
 var ErrTooCostly = errors.New("too costly to check")
 
 // Schema is a compiled schema from outside, checked within bounds. Checks
 // of one Schema run one at a time (they share its step count).
 type Schema struct {
-	s     *jsonschema.Schema
-	mu    sync.Mutex
-	steps int
+	s         *jsonschema.Schema
+	mu        sync.Mutex
+	steps     int
+	abandoned atomic.Bool
 }
 
 // stepCounter is a Schema seen as the extension every schema object of
@@ -122,17 +154,35 @@ type overBudget struct{}
 func (c *stepCounter) Validate(*jsonschema.ValidatorContext, any) {
 	c.steps++
 	if c.steps > MaxSteps {
-		// Unwinds the validator, which recovers nothing, to Validate.
+		// Unwinds the validator, which recovers nothing, to check.
 		panic(overBudget{})
 	}
 }
 
 // Validate checks v (as jsonschema.UnmarshalJSON decodes it): nil, a
 // *jsonschema.ValidationError, or an error wrapping ErrTooCostly.
-func (s *Schema) Validate(v any) (err error) {
-	if err := checkNumbers(v); err != nil {
+func (s *Schema) Validate(v any) error {
+	if err := checkValue(v); err != nil {
 		return err
 	}
+	if s.abandoned.Load() {
+		return fmt.Errorf("%w: a check against this schema ran past %v and was left; it checks nothing more", ErrTooCostly, checkTime)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.check(v) }()
+	timer := time.NewTimer(checkTime)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		s.abandoned.Store(true)
+		return fmt.Errorf("%w: checking it against the schema ran past %v (a schema whose references multiply, or a value too large for it)", ErrTooCostly, checkTime)
+	}
+}
+
+// check runs one check under the step count.
+func (s *Schema) check(v any) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.steps = 0
@@ -147,6 +197,97 @@ func (s *Schema) Validate(v any) (err error) {
 	return s.s.Validate(v)
 }
 
+// inPlaceBounded refuses a schema any of whose parts has more than
+// MaxInPlace schemas applying in place, each counted as often as it is
+// reached (so $defs that each refer twice to the one before count 2^n).
+// A part that refers back to itself in place counts once there: the
+// validator stops such a cycle.
+func inPlaceBounded(root *jsonschema.Schema) error {
+	weight := map[*jsonschema.Schema]int{}
+	const visiting = -1
+	var inPlace func(s *jsonschema.Schema) int
+	inPlace = func(s *jsonschema.Schema) int {
+		if s == nil {
+			return 0
+		}
+		switch w, ok := weight[s]; {
+		case ok && w == visiting:
+			return 1
+		case ok:
+			return w
+		}
+		weight[s] = visiting
+		w := 1
+		for _, c := range inPlaceParts(s) {
+			w = min(w+inPlace(c), MaxInPlace+1)
+		}
+		weight[s] = w
+		return w
+	}
+	seen := map[*jsonschema.Schema]bool{}
+	var walk func(s *jsonschema.Schema) error
+	walk = func(s *jsonschema.Schema) error {
+		if s == nil || seen[s] {
+			return nil
+		}
+		seen[s] = true
+		if inPlace(s) > MaxInPlace {
+			return fmt.Errorf("%w: more than %d schemas apply to one value through %s (its references multiply)", ErrTooCostly, MaxInPlace, s.Location)
+		}
+		for _, c := range append(inPlaceParts(s), descentParts(s)...) {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(root)
+}
+
+// inPlaceParts are the schemas that apply to the same value as s.
+func inPlaceParts(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	for _, k := range slices.Sorted(maps.Keys(s.DependentSchemas)) {
+		out = append(out, s.DependentSchemas[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Dependencies)) {
+		if d, ok := s.Dependencies[k].(*jsonschema.Schema); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// descentParts are the schemas that apply to the values inside s's.
+func descentParts(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}
+	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+		out = append(out, s.Properties[k])
+	}
+	for _, p := range s.PatternProperties {
+		out = append(out, p)
+	}
+	out = append(out, s.PrefixItems...)
+	for _, a := range []any{s.AdditionalProperties, s.Items, s.AdditionalItems} {
+		switch x := a.(type) {
+		case *jsonschema.Schema:
+			out = append(out, x)
+		case []*jsonschema.Schema:
+			out = append(out, x...)
+		}
+	}
+	return out
+}
+
+// MaxProblems is how many problems Problems tells; the rest are counted.
+const MaxProblems = 20
+
 // MaxNumberDigits bounds a number's digits and the size of its exponent.
 // The validator compares numbers as exact fractions (math/big): 1e999999
 // is nine bytes of JSON and a million digits to compare, tens of
@@ -154,18 +295,34 @@ func (s *Schema) Validate(v any) (err error) {
 // float64's range.
 const MaxNumberDigits = 400
 
-// checkNumbers refuses a document holding a number past MaxNumberDigits.
-func checkNumbers(v any) error {
+// MaxValues bounds the values (objects, arrays, strings, numbers,
+// booleans, nulls) of a document checked against a schema. The library
+// allocates for every value it checks, and keeps a problem for each that
+// fails: a model's 400 KB of arguments of 200,000 numbers where strings
+// are wanted took hundreds of MiB.
+const MaxValues = 1 << 17
+
+// checkValue refuses a document of more than MaxValues values or holding
+// a number past MaxNumberDigits.
+func checkValue(v any) error {
+	n := 0
+	return walkValue(v, &n)
+}
+
+func walkValue(v any, n *int) error {
+	if *n++; *n > MaxValues {
+		return fmt.Errorf("%w: it holds more than %d values", ErrTooCostly, MaxValues)
+	}
 	switch x := v.(type) {
 	case map[string]any:
 		for _, e := range x {
-			if err := checkNumbers(e); err != nil {
+			if err := walkValue(e, n); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if err := checkNumbers(e); err != nil {
+			if err := walkValue(e, n); err != nil {
 				return err
 			}
 		}
@@ -231,14 +388,30 @@ func Pointer(e *jsonschema.ValidationError) string {
 }
 
 // Problems are a validation error's problems as sorted lines
-// "/pointer: what", each once.
+// "/pointer: what", each once, at most MaxProblems and a line that counts
+// the rest.
 func Problems(ve *jsonschema.ValidationError) []string {
 	var out []string
 	for _, e := range Leaves(ve) {
-		out = append(out, Pointer(e)+": "+Message(e))
+		out = append(out, cut(Pointer(e)+": "+Message(e), 300))
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	out = slices.Compact(out)
+	if n := len(out) - MaxProblems; n > 0 {
+		out = append(out[:MaxProblems], fmt.Sprintf("and %d more", n))
+	}
+	return out
+}
+
+// cut shortens a line to at most n bytes, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // Lines tells a validation error of the document file as one sorted line

@@ -126,7 +126,9 @@ func TestValidateIsBounded(t *testing.T) {
 		name, schema, value string
 		want                error // nil: valid
 	}{
-		{"references that multiply", `{"$defs":{` + fanOut + `},"$ref":"#/$defs/d40"}`, `{}`, ErrTooCostly},
+		{"references that multiply in place", `{"$defs":{` + fanOut + `},"$ref":"#/$defs/d40"}`, `{}`, ErrTooCostly},
+		{"references that multiply with the value's depth", `{"$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"}]},
+			"b":{"type":"object","properties":{"a":{"$ref":"#/$defs/a"}}}},"$ref":"#/$defs/a"}`, strings.Repeat(`{"a":`, 40) + `{}` + strings.Repeat(`}`, 40), ErrTooCostly},
 		{"a huge exponent", `{"type":"integer"}`, `1e999999`, ErrTooCostly},
 		{"a tiny exponent", `{"type":"number"}`, `1e-999999`, ErrTooCostly},
 		{"an exponent past int", `{"type":"number"}`, `1e99999999999999999999`, ErrTooCostly},
@@ -139,6 +141,9 @@ func TestValidateIsBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Compile("t.json", []byte(tc.schema))
 			if err != nil {
+				if tc.want != nil && errors.Is(err, tc.want) {
+					return // refused as it compiled
+				}
 				t.Fatal(err)
 			}
 			v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
@@ -160,5 +165,74 @@ func TestValidateIsBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What a check tells of a value that does not match stays small: at most
+// MaxProblems problems and a count of the rest; a value of more than
+// MaxValues values is not checked.
+func TestProblemsStaySmall(t *testing.T) {
+	s, err := Compile("t.json", []byte(`{"type":"array","items":{"type":"string"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	numbers := func(n int) any {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader("[" + strings.TrimSuffix(strings.Repeat("0,", n), ",") + "]"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var ve *jsonschema.ValidationError
+	if err := s.Validate(numbers(1000)); !errors.As(err, &ve) {
+		t.Fatalf("1,000 numbers: %v", err)
+	}
+	probs := Problems(ve)
+	if len(probs) != MaxProblems+1 || probs[MaxProblems] != "and 980 more" {
+		t.Fatalf("problems: %d lines, the last %q", len(probs), probs[len(probs)-1])
+	}
+	if err := s.Validate(numbers(50000)); !errors.As(err, &ve) || len(Problems(ve)) != MaxProblems+1 {
+		t.Fatalf("50,000 numbers: %v", err)
+	}
+	if err := s.Validate(numbers(MaxValues)); !errors.Is(err, ErrTooCostly) {
+		t.Fatalf("%d numbers: %v", MaxValues, err)
+	}
+}
+
+// Under "not" and "if" the validator asks only yes or no, and a failing
+// evaluation there is not counted: references that multiply in place are
+// refused as the schema compiles, and a check that multiplies with the
+// value's depth is left once it runs past the time bound, after which its
+// schema checks nothing more.
+func TestBoundsWhereStepsAreNotCounted(t *testing.T) {
+	fanOut := `"d0":{"type":"string"}`
+	for i := 1; i <= 40; i++ {
+		fanOut += fmt.Sprintf(`,"d%d":{"anyOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
+	}
+	for _, root := range []string{`{"not":{"$ref":"#/$defs/d40"}}`, `{"if":{"$ref":"#/$defs/d40"}}`, `{"$ref":"#/$defs/d40"}`} {
+		_, err := Compile("t.json", []byte(`{"$defs":{`+fanOut+`},`+root[1:]))
+		if !errors.Is(err, ErrTooCostly) {
+			t.Errorf("%s over references that multiply in place compiled: %v", root, err)
+		}
+	}
+
+	defer func(d time.Duration) { checkTime = d }(checkTime)
+	checkTime = 200 * time.Millisecond
+	// Two ways in at each level of the value, under "not".
+	s, err := Compile("t.json", []byte(`{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"}]},
+		"b":{"type":"object","required":["a"],"properties":{"a":{"$ref":"#/$defs/a"}}}},"not":{"$ref":"#/$defs/a"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := strings.Repeat(`{"a":`, 60) + `{}` + strings.Repeat(`}`, 60)
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(deep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(v); !errors.Is(err, ErrTooCostly) {
+		t.Fatalf("a check that doubles with each level: %v", err)
+	}
+	if err := s.Validate(map[string]any{}); !errors.Is(err, ErrTooCostly) || !strings.Contains(err.Error(), "checks nothing more") {
+		t.Fatalf("the schema checked again after a check was left: %v", err)
 	}
 }
