@@ -23,14 +23,24 @@ func WriteJSON(path string, v any) error {
 	if s, ok := v.(JSONStreamer); ok {
 		return WriteStream(path, 0o644, s.StreamJSON)
 	}
+	b, err := EncodeJSON(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return WriteFile(path, b, 0o644)
+}
+
+// EncodeJSON is v as WriteJSON writes it: indented, without HTML
+// escapes, ending in a newline.
+func EncodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+		return nil, err
 	}
-	return WriteFile(path, buf.Bytes(), 0o644)
+	return buf.Bytes(), nil
 }
 
 // JSONStreamer is an artifact large enough that encoding it whole in

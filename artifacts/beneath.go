@@ -190,3 +190,53 @@ func ReadJSONBeneath(dir, rel, wantType string, maxVersion int, v any) error {
 	}
 	return nil
 }
+
+// MkdirAllBeneath makes the directory rel inside dir and every missing
+// directory on the way, each made by its parent's descriptor, under
+// ReadBeneath's rules: a link on the way is ErrOutsideDir, never
+// followed.
+func MkdirAllBeneath(dir, rel string, perm os.FileMode) error {
+	rel = filepath.Clean(rel)
+	if rel == "." {
+		return nil
+	}
+	parent, name := filepath.Split(rel)
+	if parent == "" {
+		parent = "."
+	}
+	if err := MkdirAllBeneath(dir, parent, perm); err != nil {
+		return err
+	}
+	pd, err := openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pd)
+	if err := unix.Mkdirat(pd, name, uint32(perm.Perm())); err != nil && err != unix.EEXIST {
+		return &os.PathError{Op: "mkdir", Path: rel, Err: err}
+	}
+	// What is there now must be a directory reached without a link.
+	fd, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// RemoveBeneath removes the file rel inside dir, reaching its directory
+// under ReadBeneath's rules; a file that is not there is no error.
+func RemoveBeneath(dir, rel string) error {
+	parent, name := filepath.Split(filepath.Clean(rel))
+	if parent == "" {
+		parent = "."
+	}
+	pd, err := openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pd)
+	if err := unix.Unlinkat(pd, name, 0); err != nil && err != unix.ENOENT {
+		return &os.PathError{Op: "remove", Path: rel, Err: err}
+	}
+	return nil
+}

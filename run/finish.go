@@ -87,7 +87,7 @@ func (r *runner) finish(o *loop.Outcome, runErr error) (*Result, error) {
 	_, jerr := r.journal.Append(record.EventRunFinished, record.RunFinished{Segment: r.segment, Status: status, ExitCode: exit, Reason: m.Reason, Resumable: resumable, Error: rec, Result: result, PolicySnapshot: r.policyDigestIfGated()})
 	m.JournalHead = r.journal.Head()
 	werrs = append(werrs, jerr, r.writeManifest())
-	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit, Record: result, Outputs: r.opts.Outputs}
+	res := &Result{RunID: r.res.runID, RunDir: r.res.runDir, Status: status, ExitCode: exit, Record: result, Outputs: r.opts.Outputs, Workspace: r.res.workspace}
 	if m.Final != nil {
 		res.Final = m.Final.Content
 	}

@@ -35,6 +35,9 @@ type Result struct {
 	// Outputs are the files a job reads, where the caller delivers Record
 	// and the answer: the run's own, or a resume's override.
 	Outputs record.Outputs
+	// Workspace is the run's workspace, resolved: what the model could
+	// change, so an output there is written without following a link.
+	Workspace string
 }
 
 // runner carries one invocation's state from stage to stage. Run and

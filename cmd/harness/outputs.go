@@ -14,7 +14,9 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/harness-dev/harness/artifacts"
+	"github.com/harness-dev/harness/outcome"
 	"github.com/harness-dev/harness/record"
+	"github.com/harness-dev/harness/resolve"
 	"github.com/harness-dev/harness/run"
 	"github.com/harness-dev/harness/runresult"
 )
@@ -52,7 +54,7 @@ func deliver(cmd *cli.Command, res *run.Result, err error, outs record.Outputs) 
 	cmd.Root().Metadata[deliveredKey] = true
 	switch {
 	case res != nil && res.Record != nil:
-		return writeDelivery(res.Record, outs)
+		return writeDelivery(res.Record, outs, res.Workspace)
 	case err != nil:
 		return deliverAttempt(err, outs)
 	}
@@ -60,30 +62,70 @@ func deliver(cmd *cli.Command, res *run.Result, err error, outs record.Outputs) 
 }
 
 // writeDelivery writes rec and its answer where outs say, creating their
-// directories (a CI step names a file in a directory it uploads).
-func writeDelivery(rec *record.Result, outs record.Outputs) error {
-	for _, p := range []string{outs.ResultFile, outs.LastMessage} {
-		if p != "" {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return fmt.Errorf("the directory of %s: %w", p, err)
-			}
+// directories (a CI step names a file in a directory it uploads). A
+// target in the workspace (ws, "" when no run began) is written beneath
+// it without following a link: the model may have made one there, and
+// the answer would land, verbatim, wherever it points.
+func writeDelivery(rec *record.Result, outs record.Outputs, ws string) error {
+	for _, t := range []struct {
+		flag, path string
+		data       func() ([]byte, bool, error) // the bytes, or false to remove
+	}{
+		{"--result-file", outs.ResultFile, func() ([]byte, bool, error) {
+			b, err := artifacts.EncodeJSON(rec)
+			return b, true, err
+		}},
+		{"--output-last-message", outs.LastMessage, func() ([]byte, bool, error) {
+			return []byte(rec.Answer), rec.Answer != "", nil
+		}},
+	} {
+		if t.path == "" {
+			continue
 		}
-	}
-	if outs.LastMessage != "" {
-		if rec.Answer != "" {
-			if werr := artifacts.WriteFile(outs.LastMessage, []byte(rec.Answer), 0o644); werr != nil {
-				return fmt.Errorf("--output-last-message: %w", werr)
-			}
-		} else if rerr := os.Remove(outs.LastMessage); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			return fmt.Errorf("--output-last-message: an earlier answer could not be removed: %w", rerr)
+		b, write, err := t.data()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.flag, err)
 		}
-	}
-	if outs.ResultFile != "" {
-		if werr := artifacts.WriteJSON(outs.ResultFile, rec); werr != nil {
-			return fmt.Errorf("--result-file: %w", werr)
+		if rel, ok := resolve.Beneath(t.path, ws); ok && ws != "" {
+			err = writeBeneath(ws, rel, b, write)
+			if errors.Is(err, artifacts.ErrOutsideDir) {
+				return outcome.Policy("output_link_refused", "%s %s is in the workspace and its way goes through a symbolic link, which a model or a script may have made: harness writes there only through directories; name a path outside the workspace, or remove the link", t.flag, t.path)
+			}
+		} else {
+			err = writeByPath(t.path, b, write)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.flag, err)
 		}
 	}
 	return nil
+}
+
+// writeByPath writes (or, when !write, removes) path, making its
+// directory.
+func writeByPath(path string, b []byte, write bool) error {
+	if !write {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("an earlier answer could not be removed: %w", err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("the directory of %s: %w", path, err)
+	}
+	return artifacts.WriteFile(path, b, 0o644)
+}
+
+// writeBeneath is writeByPath for rel inside dir, under
+// artifacts.WriteBeneath's rules.
+func writeBeneath(dir, rel string, b []byte, write bool) error {
+	if !write {
+		return artifacts.RemoveBeneath(dir, rel)
+	}
+	if err := artifacts.MkdirAllBeneath(dir, filepath.Dir(rel), 0o755); err != nil {
+		return err
+	}
+	return artifacts.WriteBeneath(dir, rel, b, 0o644)
 }
 
 // deliveredKey marks, in the root command's metadata, that an action
@@ -161,7 +203,7 @@ func targetsIn(rest []string, takesValue func(string) bool) map[string]string {
 
 // deliverAttempt is deliver for an invocation that ran nothing.
 func deliverAttempt(err error, outs record.Outputs) error {
-	return writeDelivery(runresult.Attempt(err), outs)
+	return writeDelivery(runresult.Attempt(err), outs, "")
 }
 
 // holdsRunResult says whether the result file at path is a result record
