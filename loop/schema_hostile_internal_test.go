@@ -124,6 +124,22 @@ func TestToolSchemaCompileIsBoundedUnderHugeExponents(t *testing.T) {
 	compileSchema("t", json.RawMessage(raw))
 }
 
+// Nesting costs more than its size: compiling a schema of n nested
+// "items" takes time that grows faster than n squared (depth 1,000, 10 KB:
+// 2.6 s; depth 2,000, 20 KB: 14 s; JSON allows 10,000 levels, and a
+// tools/list frame 16 MiB). A server's tools/list, a skill's declared
+// tools or an eval's check schema of that shape holds harness for many
+// minutes. Such a schema must be refused by its depth, or compiled in time
+// that grows with its size.
+func TestToolSchemaCompileIsBoundedUnderDeepNesting(t *testing.T) {
+	const depth = 2000
+	raw := strings.Repeat(`{"items":`, depth) + `{"type":"string"}` + strings.Repeat(`}`, depth)
+	if !inBoundedChild(t, 3*time.Second, fmt.Sprintf("compiling a %d-byte tool schema nested %d deep", len(raw), depth)) {
+		return
+	}
+	compileSchema("t", json.RawMessage(raw))
+}
+
 // A model's tool-call arguments are bounded only by the response body
 // (256 MiB). The schema library collects every failure, and describe
 // joins them all, each enum failure with every allowed value: 400 KB of
