@@ -124,35 +124,65 @@ func TestToolSchemaCompileIsBoundedUnderHugeExponents(t *testing.T) {
 	compileSchema("t", json.RawMessage(raw))
 }
 
+// Nesting costs more than its size: compiling a schema of n nested
+// "items" takes time that grows faster than n squared (depth 1,000, 10 KB:
+// 2.6 s; depth 2,000, 20 KB: 14 s; JSON allows 10,000 levels, and a
+// tools/list frame 16 MiB). A server's tools/list, a skill's declared
+// tools or an eval's check schema of that shape holds harness for many
+// minutes. Such a schema must be refused by its depth, or compiled in time
+// that grows with its size.
+func TestToolSchemaCompileIsBoundedUnderDeepNesting(t *testing.T) {
+	const depth = 2000
+	raw := strings.Repeat(`{"items":`, depth) + `{"type":"string"}` + strings.Repeat(`}`, depth)
+	if !inBoundedChild(t, 3*time.Second, fmt.Sprintf("compiling a %d-byte tool schema nested %d deep", len(raw), depth)) {
+		return
+	}
+	compileSchema("t", json.RawMessage(raw))
+}
+
 // A model's tool-call arguments are bounded only by the response body
 // (256 MiB). The schema library collects every failure, and describe
-// joins them all: 400 KB of arguments, 200,000 numbers where the schema
-// wants strings (run_command's argv), become 200,000 errors, over 200
-// MiB allocated and an 8 MB message, which goes back to the model as the
-// tool's result and into the run directory; 1 MB, 550 MiB and 20 MB; a
-// 100 MB argument exhausts the host's memory. The check must stop early and its message stay
+// joins them all, each enum failure with every allowed value: 400 KB of
+// arguments, 200,000 numbers where the schema wants strings (run_command's
+// argv), become an 8 MB message and over 200 MiB allocated; 4 KB of
+// arguments, 1,000 words none of which is among an enum's 1,000 values,
+// a 14 MB message. The message goes back to the model as the tool's
+// result and into the run directory; a few megabytes of arguments exhaust
+// the host's memory. The check must stop early and its message stay
 // small, whatever the arguments.
 func TestArgumentErrorStaysSmallWhateverTheArguments(t *testing.T) {
-	s, err := compileSchema("t", json.RawMessage(`{"type":"object","properties":{"argv":{"type":"array","items":{"type":"string"}}}}`))
-	if err != nil {
-		t.Fatal(err)
+	var values []string
+	for i := 0; i < 1000; i++ {
+		values = append(values, fmt.Sprintf(`"value-%04d"`, i))
 	}
-	args := `{"argv":[` + strings.TrimSuffix(strings.Repeat("0,", 200000), ",") + "]}"
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	verr := s.validate(json.RawMessage(args))
-	runtime.ReadMemStats(&after)
-	if verr == nil {
-		t.Fatal("numbers passed as strings")
-	}
-	alloc := after.TotalAlloc - before.TotalAlloc
-	t.Logf("%d bytes of arguments: a %d-byte error, %d MiB allocated", len(args), len(verr.Error()), alloc>>20)
-	if len(verr.Error()) > 64<<10 {
-		t.Errorf("the error for %d bytes of arguments is %d bytes: it goes to the model and the run directory whole", len(args), len(verr.Error()))
-	}
-	if alloc > 128<<20 {
-		t.Errorf("checking %d bytes of arguments allocated %d MiB", len(args), alloc>>20)
+	for _, tc := range []struct{ name, schema, args string }{
+		{"numbers for strings", `{"type":"object","properties":{"argv":{"type":"array","items":{"type":"string"}}}}`,
+			`{"argv":[` + strings.TrimSuffix(strings.Repeat("0,", 200000), ",") + "]}"},
+		{"words outside an enum", `{"type":"object","properties":{"tags":{"type":"array","items":{"enum":[` + strings.Join(values, ",") + `]}}}}`,
+			`{"tags":[` + strings.TrimSuffix(strings.Repeat(`"x",`, 1000), ",") + "]}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := compileSchema("t", json.RawMessage(tc.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			verr := s.validate(json.RawMessage(tc.args))
+			runtime.ReadMemStats(&after)
+			if verr == nil {
+				t.Fatal("the arguments passed")
+			}
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes of arguments: a %d-byte error, %d MiB allocated", len(tc.args), len(verr.Error()), alloc>>20)
+			if len(verr.Error()) > 64<<10 {
+				t.Errorf("the error for %d bytes of arguments is %d bytes: it goes to the model and the run directory whole", len(tc.args), len(verr.Error()))
+			}
+			if alloc > 128<<20 {
+				t.Errorf("checking %d bytes of arguments allocated %d MiB", len(tc.args), alloc>>20)
+			}
+		})
 	}
 }
 
