@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/harness-dev/harness/internal/shellquote"
 )
 
 // DefaultMCPRegistry is the Model Context Protocol's public registry.
@@ -114,23 +116,32 @@ func installHint(kind, id, version string) string {
 	if version != "" {
 		at = "@" + version
 	}
+	var words []string
 	switch kind {
 	case "npm":
-		return "npx -y " + id + at
+		words = []string{"npx", "-y", id + at}
 	case "pypi":
 		if version != "" {
-			return "uvx " + id + "==" + version
+			words = []string{"uvx", id + "==" + version}
+		} else {
+			words = []string{"uvx", id}
 		}
-		return "uvx " + id
 	case "oci", "docker":
 		if version != "" && !strings.Contains(id, ":") {
 			id += ":" + version
 		}
-		return "docker run -i --rm " + id
+		words = []string{"docker", "run", "-i", "--rm", id}
 	case "nuget":
-		return "dnx " + id + at
+		words = []string{"dnx", id + at}
+	default:
+		words = []string{kind, id + at}
 	}
-	return kind + " " + id + at
+	// The registry's words: each stays one word of one command.
+	line, ok := shellquote.Line(words...)
+	if !ok {
+		return ""
+	}
+	return line
 }
 
 func firstOf(xs ...string) string {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/harness-dev/harness/internal/shellquote"
 )
 
 // Requirements are what a skill needs from the machine, read from
@@ -173,32 +175,36 @@ func evaluate(r Requirements, env Environment) Missing {
 func installHints(specs []InstallSpec, goos string) []string {
 	var out []string
 	for _, s := range specs {
-		var cmd string
+		var words []string
 		switch s.Kind {
 		case "brew":
 			if goos == "darwin" || goos == "linux" {
-				cmd = "brew install " + first(s.Formula, s.Package)
+				words = []string{"brew", "install", first(s.Formula, s.Package)}
 			}
 		case "apt":
 			if goos == "linux" {
-				cmd = "sudo apt-get install -y " + first(s.Package, s.Formula)
+				words = []string{"sudo", "apt-get", "install", "-y", first(s.Package, s.Formula)}
 			}
 		case "node":
-			cmd = "npm install -g " + first(s.Package, s.Module)
+			words = []string{"npm", "install", "-g", first(s.Package, s.Module)}
 		case "go":
-			cmd = "go install " + first(s.Module, s.Package)
+			words = []string{"go", "install", first(s.Module, s.Package)}
 		case "uv":
-			cmd = "uv tool install " + first(s.Package, s.Module)
+			words = []string{"uv", "tool", "install", first(s.Package, s.Module)}
 		case "download":
-			if s.URL != "" {
-				cmd = "download " + s.URL
-			}
+			words = []string{"download", s.URL}
 		}
-		if strings.TrimSpace(cmd) == "" || strings.HasSuffix(cmd, " ") {
+		// The names are the skill author's words: each stays one word
+		// of one command, and the label one comment.
+		if len(words) == 0 || words[len(words)-1] == "" {
 			continue
 		}
-		if s.Label != "" {
-			cmd += "  # " + s.Label
+		cmd, ok := shellquote.Line(words...)
+		if !ok {
+			continue
+		}
+		if label := shellquote.Comment(s.Label); label != "" {
+			cmd += "  # " + label
 		}
 		out = append(out, cmd)
 	}
