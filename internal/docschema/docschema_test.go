@@ -134,6 +134,8 @@ func TestValidateIsBounded(t *testing.T) {
 		{"an exponent past int", `{"type":"number"}`, `1e99999999999999999999`, ErrTooCostly},
 		{"too many digits", `{"type":"number"}`, strings.Repeat("9", 401), ErrTooCostly},
 		{"deep in an array", `{"type":"array"}`, `[[{"a":1e500}]]`, ErrTooCostly},
+		{"nested past the bound", `{}`, strings.Repeat(`[`, MaxDepth+2) + strings.Repeat(`]`, MaxDepth+2), ErrTooCostly},
+		{"a schema nested past the bound", strings.Repeat(`{"items":`, MaxDepth+2) + `{}` + strings.Repeat(`}`, MaxDepth+2), `[]`, ErrTooCostly},
 		{"float64's range", `{"type":"number","maximum":1e308}`, `1e308`, nil},
 		{"20,000 items", `{"type":"array","items":{"type":"object","required":["id"],"properties":{"id":{"type":"integer"},"name":{"type":"string"}}}}`, "[" + strings.Join(items, ",") + "]", nil},
 		{"a draft's schema", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"string","format":"email"}}}`, `{"a":"x@example.com"}`, nil},
