@@ -387,8 +387,32 @@ func Leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 var english = message.NewPrinter(language.English)
 
 // Message says what is wrong at e, in English, without the location.
+// The library's words for an enum or a const quote the value and every
+// allowed one: where either is large (a model's megabyte string, an
+// enum of a thousand values) they are said in a few words instead.
 func Message(e *jsonschema.ValidationError) string {
+	switch k := e.ErrorKind.(type) {
+	case *kind.Enum:
+		if len(k.Want) > 16 || !small(k.Got) {
+			return fmt.Sprintf("the value is not one of the %d the schema lists", len(k.Want))
+		}
+	case *kind.Const:
+		if !small(k.Got) || !small(k.Want) {
+			return "the value is not the one the schema requires"
+		}
+	}
 	return e.ErrorKind.LocalizedString(english)
+}
+
+// small says whether v is a scalar short enough to quote in a message.
+func small(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return len(x) <= 100
+	case map[string]any, []any:
+		return false
+	}
+	return true
 }
 
 // Pointer is e's location as a JSON pointer ("/" for the document).

@@ -238,3 +238,30 @@ func TestBoundsWhereStepsAreNotCounted(t *testing.T) {
 		t.Fatalf("the schema checked again after a check was left: %v", err)
 	}
 }
+
+// A problem with a large enum or a large value is told in a few words.
+func TestMessagesStaySmall(t *testing.T) {
+	var values []string
+	for i := range 1000 {
+		values = append(values, fmt.Sprintf(`"value-%d"`, i))
+	}
+	for _, tc := range []struct{ schema, value, want string }{
+		{`{"enum":[` + strings.Join(values, ",") + `]}`, `"other"`, "the value is not one of the 1000 the schema lists"},
+		{`{"enum":["a","b"]}`, `"` + strings.Repeat("x", 5000) + `"`, "the value is not one of the 2 the schema lists"},
+		{`{"const":"a"}`, `{"big":"` + strings.Repeat("x", 5000) + `"}`, "the value is not the one the schema requires"},
+		{`{"enum":["a","b"]}`, `"c"`, "value must be one of 'a', 'b'"},
+	} {
+		s, err := Compile("t.json", []byte(tc.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
+		var ve *jsonschema.ValidationError
+		if !errors.As(s.Validate(v), &ve) {
+			t.Fatalf("%s matched", tc.schema[:20])
+		}
+		if got := strings.Join(Problems(ve), "; "); !strings.Contains(got, tc.want) || len(got) > 400 {
+			t.Errorf("problems %q, want %q", got, tc.want)
+		}
+	}
+}
