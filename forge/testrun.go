@@ -114,6 +114,10 @@ func runOne(ctx context.Context, sb Sandbox, ws *workspace.Workspace, s *skills.
 		r.Failure = "the test did not start: " + err.Error()
 		return r
 	}
+	if why := draftExecPaths(s); why != "" {
+		r.Failure = why
+		return r
+	}
 	g, err := grant.For(grant.Request{Skill: s, Workspace: cw, Backend: sb.Backend})
 	if err != nil {
 		r.Failure = "the test did not start: " + err.Error()
@@ -139,6 +143,30 @@ func runOne(ctx context.Context, sb Sandbox, ws *workspace.Workspace, s *skills.
 			orNothing(g.Record.Read), orNothing(g.Record.Write), orNothing(g.Record.Exec))
 	}
 	return r
+}
+
+// draftExecPaths says why a draft's manifest may not run its tests
+// ("" when it may): its exec entries may name programs on PATH, not
+// paths. The manifest is the model's own and the tests run before a
+// person has seen it; an absolute directory or file there is bound into
+// the test's sandbox, and the test's output goes back to the model, so
+// a path would show the model any host directory the sandbox user may
+// read (the operator's home, where harness is not root).
+func draftExecPaths(s *skills.Skill) string {
+	perms, err := skills.PermissionsOf(s.Frontmatter)
+	if err != nil || perms == nil {
+		return ""
+	}
+	var paths []string
+	for _, e := range perms.Exec {
+		if entry, err := skills.ExecEntryOf(e); err == nil && entry.Path != "" {
+			paths = append(paths, e)
+		}
+	}
+	if len(paths) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the test did not start: the draft's permission manifest names %s to execute; a draft's manifest may name programs on PATH only, since its tests run before a person has seen it: approve the draft (harness skills approve) to give it paths", strings.Join(paths, ", "))
 }
 
 // judge compares what a test did with what it expected; "" is a pass.
