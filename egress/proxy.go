@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -146,8 +148,43 @@ func (p *Proxy) dial(ctx context.Context, host string, port int) (net.Conn, erro
 	if ok, why := p.policy.Decide(host, port); !ok {
 		return nil, fmt.Errorf("%s:%d: %s", host, port, why)
 	}
-	d := net.Dialer{Timeout: DialTimeout}
-	return d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	return dialerFor(host).DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+}
+
+// dialerFor is the dialer that connects to host, judging each address
+// the name resolved to as the socket connects (localRefusal).
+func dialerFor(host string) *net.Dialer {
+	return &net.Dialer{Timeout: DialTimeout, Control: func(_, address string, _ syscall.RawConn) error {
+		return localRefusal(host, address)
+	}}
+}
+
+// localRefusal refuses to connect to address, what host resolved to, when
+// it is an address of this machine or its link (loopback, link-local
+// such as a cloud's metadata service at 169.254.169.254, unspecified)
+// and host does not name it: a declared and allowed name whose DNS
+// answer is 127.0.0.1 (a record its owner can change at any time) would
+// otherwise carry the sandbox to the host's own services. localhost, or
+// the address itself, declared and allowed, still reaches it. It runs
+// on the address the dialer is about to connect to, after resolution,
+// so a name that answers differently each time is judged on the answer
+// used.
+func localRefusal(host, address string) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%s: not an address: %v", address, err)
+	}
+	ip := ap.Addr().Unmap()
+	if !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsInterfaceLocalMulticast() {
+		return nil
+	}
+	if host == "localhost" && ip.IsLoopback() {
+		return nil
+	}
+	if named, err := netip.ParseAddr(host); err == nil && named.Unmap() == ip {
+		return nil
+	}
+	return fmt.Errorf("%s resolved to %s, an address of this machine or its link, which only localhost or that address itself, declared and allowed, may reach", host, ip)
 }
 
 func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, a Attempt) {

@@ -260,3 +260,51 @@ func TestProxyRefusesWhatItCannotRecord(t *testing.T) {
 		}
 	}
 }
+
+// A declared and allowed name whose DNS answer is an address of this
+// machine or its link (a record its owner controls, changed after the
+// operator allowed the name) does not reach it: only localhost, or the
+// address itself, declared and allowed, does.
+func TestLocalAddressesOnlyByTheirOwnName(t *testing.T) {
+	for _, tc := range []struct {
+		host, address string
+		ok            bool
+	}{
+		{"api.example.com", "203.0.113.7:443", true},
+		{"api.example.com", "10.1.2.3:443", true},
+		{"api.example.com", "127.0.0.1:8080", false},
+		{"api.example.com", "127.9.9.9:8080", false},
+		{"api.example.com", "[::1]:8080", false},
+		{"api.example.com", "[::ffff:127.0.0.1]:8080", false},
+		{"api.example.com", "169.254.169.254:80", false},
+		{"api.example.com", "[fe80::1]:80", false},
+		{"api.example.com", "0.0.0.0:80", false},
+		{"localhost", "127.0.0.1:8080", true},
+		{"localhost", "[::1]:8080", true},
+		{"localhost", "169.254.169.254:80", false},
+		{"127.0.0.1", "127.0.0.1:8080", true},
+		{"169.254.169.254", "169.254.169.254:80", true},
+		{"127.0.0.1", "127.0.0.2:8080", false},
+	} {
+		err := localRefusal(tc.host, tc.address)
+		if (err == nil) != tc.ok {
+			t.Errorf("localRefusal(%s, %s) = %v, want allowed %v", tc.host, tc.address, err, tc.ok)
+		}
+	}
+	// The dialer the proxy connects with judges the address it connects
+	// to: here a name's answer of 127.0.0.1, given as the address.
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	addr := strings.TrimPrefix(up.URL, "http://")
+	if c, err := dialerFor("api.example.com").DialContext(context.Background(), "tcp", addr); err == nil {
+		c.Close()
+		t.Fatalf("a name's answer %s was connected to", addr)
+	} else if !strings.Contains(err.Error(), "an address of this machine or its link") {
+		t.Fatalf("refused for another reason: %v", err)
+	}
+	c, err := dialerFor("127.0.0.1").DialContext(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatalf("the address by itself: %v", err)
+	}
+	c.Close()
+}
