@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // A tool's schema is written by whoever wrote the tool: a skill's author
@@ -78,7 +79,7 @@ func TestToolSchemaValidationIsBoundedUnderRefFanOut(t *testing.T) {
 		defs += fmt.Sprintf(`,"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i-1, i-1)
 	}
 	raw := `{"$defs":{` + defs + `},"$ref":"#/$defs/d60"}`
-	if !inBoundedChild(t, 3*time.Second, "checking {} against a 4 KB schema") {
+	if !testenv.InBoundedChild(t, 3*time.Second, "checking {} against a 4 KB schema") {
 		return
 	}
 	s, err := compileSchema("t", json.RawMessage(raw))
@@ -101,7 +102,7 @@ func TestAnswerCheckIsBoundedUnderHugeExponents(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer := "[" + strings.TrimSuffix(strings.Repeat("1e999999,", 3000), ",") + "]"
-	if !inBoundedChild(t, 3*time.Second, fmt.Sprintf("checking a %d-byte answer", len(answer))) {
+	if !testenv.InBoundedChild(t, 3*time.Second, fmt.Sprintf("checking a %d-byte answer", len(answer))) {
 		return
 	}
 	check.Check(answer)
@@ -118,7 +119,7 @@ func TestToolSchemaCompileIsBoundedUnderHugeExponents(t *testing.T) {
 		props = append(props, fmt.Sprintf(`"p%d":{"maximum":1e999999}`, i))
 	}
 	raw := `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
-	if !inBoundedChild(t, 3*time.Second, fmt.Sprintf("compiling a %d-byte tool schema", len(raw))) {
+	if !testenv.InBoundedChild(t, 3*time.Second, fmt.Sprintf("compiling a %d-byte tool schema", len(raw))) {
 		return
 	}
 	compileSchema("t", json.RawMessage(raw))
@@ -134,7 +135,7 @@ func TestToolSchemaCompileIsBoundedUnderHugeExponents(t *testing.T) {
 func TestToolSchemaCompileIsBoundedUnderDeepNesting(t *testing.T) {
 	const depth = 2000
 	raw := strings.Repeat(`{"items":`, depth) + `{"type":"string"}` + strings.Repeat(`}`, depth)
-	if !inBoundedChild(t, 3*time.Second, fmt.Sprintf("compiling a %d-byte tool schema nested %d deep", len(raw), depth)) {
+	if !testenv.InBoundedChild(t, 3*time.Second, fmt.Sprintf("compiling a %d-byte tool schema nested %d deep", len(raw), depth)) {
 		return
 	}
 	compileSchema("t", json.RawMessage(raw))
@@ -184,35 +185,4 @@ func TestArgumentErrorStaysSmallWhateverTheArguments(t *testing.T) {
 			}
 		})
 	}
-}
-
-// inBoundedChild runs the calling test again in a child process and gives
-// it limit: true in the child, which then does the work (and exits when
-// the test returns), false in the parent, which fails the test when the
-// child outlives limit and kills it, so that work the library cannot be
-// told to stop does not keep a core busy for the rest of the package.
-func inBoundedChild(t *testing.T, limit time.Duration, what string) bool {
-	t.Helper()
-	const env = "HARNESS_TEST_BOUNDED_CHILD"
-	if os.Getenv(env) == t.Name() {
-		return true
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env+"="+t.Name())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%s: the child failed: %v", what, err)
-		}
-	case <-time.After(limit):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("%s took more than %s: refuse it, or bound the work", what, limit)
-	}
-	return false
 }
