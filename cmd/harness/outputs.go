@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -213,13 +212,13 @@ func holdsRunResult(path, runDir string) bool {
 	if path == "" || runDir == "" {
 		return false
 	}
-	f, err := os.Open(path)
+	// Judged by the descriptor: a FIFO there is not waited on.
+	b, err := artifacts.ReadRegular(path, 16<<20)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
 	var res record.Result
-	if err := json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&res); err != nil || res.Type != record.TypeResult || res.RunDir == "" {
+	if err := json.Unmarshal(b, &res); err != nil || res.Type != record.TypeResult || res.RunDir == "" {
 		return false
 	}
 	dir, err := filepath.Abs(runDir)
