@@ -80,15 +80,6 @@ func Compile(name string, src []byte) (*Schema, error) {
 	out := &Schema{}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(selfContained{})
-	// Every schema object of the document gets the step counter, so
-	// each evaluation the validator makes is counted where it is made.
-	c.RegisterVocabulary(&jsonschema.Vocabulary{
-		URL: "harness:///vocab/steps",
-		Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) {
-			return (*stepCounter)(out), nil
-		},
-	})
-	c.AssertVocabs()
 	// A hierarchical URL of no place: a relative $ref resolves to
 	// another URL of it, which the loader refuses. Under a relative name
 	// the library would resolve it against the working directory, and
@@ -103,20 +94,18 @@ func Compile(name string, src []byte) (*Schema, error) {
 	if err := inPlaceBounded(out.s); err != nil {
 		return nil, err
 	}
+	if err := out.countSteps(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
 // MaxSteps bounds the evaluations of (sub)schemas one check of a value
-// makes. A schema is a graph: $defs that each refer twice to the one
-// before make a few hundred bytes whose check of {} takes 2^n steps, and
-// the validator has no bound or cancellation of its own. A legitimate
-// check makes a few steps per value of the document. The count is kept
-// where the validator lets a schema's own keywords run, at the end of
-// each evaluation that did not stop early, so it counts every schema
-// that applies others (anyOf, properties, items), not each leaf; under
-// "not" and "if", which the validator evaluates only for a yes or no, a
-// failing evaluation is not counted at all, and MaxInPlace and
-// MaxCheckTime bound those.
+// makes. A schema is a graph: parts that refer to each other make a few
+// hundred bytes whose check of a small value takes 2^n steps, and the
+// validator has no bound or cancellation of its own. A legitimate check
+// makes a few steps per value of the document. Every evaluation of a
+// part that applies anything further is counted (countSteps).
 const MaxSteps = 1 << 18
 
 // MaxInPlace bounds how many schemas apply to one value through one
@@ -124,9 +113,9 @@ const MaxSteps = 1 << 18
 // dependentSchemas), each counted as often as it is reached.
 const MaxInPlace = 1 << 12
 
-// MaxCheckTime bounds one check's wall time, whatever the step count
-// saw. A check past it is left to end on its own, and its schema checks
-// nothing more: the validator cannot be stopped from outside.
+// MaxCheckTime bounds one check's wall time, behind the step count. A
+// check past it is left to end on its own, and its schema checks nothing
+// more: the validator cannot be stopped from outside.
 const MaxCheckTime = 5 * time.Second
 
 // checkTime is MaxCheckTime; a test shortens it.
@@ -145,18 +134,71 @@ type Schema struct {
 	abandoned atomic.Bool
 }
 
-// stepCounter is a Schema seen as the extension every schema object of
-// it carries.
-type stepCounter Schema
-
 type overBudget struct{}
 
-func (c *stepCounter) Validate(*jsonschema.ValidatorContext, any) {
-	c.steps++
-	if c.steps > MaxSteps {
+// step counts one evaluation of a part of the schema.
+func (s *Schema) step() {
+	s.steps++
+	if s.steps > MaxSteps {
 		// Unwinds the validator, which recovers nothing, to check.
 		panic(overBudget{})
 	}
+}
+
+// countSteps makes every part of the compiled schema count its
+// evaluations. The validator has no hook of its own that every
+// evaluation reaches: it checks a part's "format" on every evaluation
+// that got past "type", "const" and "enum", including those made only
+// for a yes or no (under "not" and "if"), so each part gets one (wrapping
+// the format it had). What it does not count is a part that failed one of
+// those three, which applies nothing further. A $dynamicRef or
+// $recursiveRef that resolves by the scope of the check may reach a part
+// no walk of the schema finds, so a schema from outside may not use one.
+func (s *Schema) countSteps() error {
+	var err error
+	walkParts(s.s, func(p *jsonschema.Schema) bool {
+		if (p.DynamicRef != nil && p.DynamicRef.Anchor != "") || p.RecursiveRef != nil {
+			err = fmt.Errorf("%s uses $dynamicRef or $recursiveRef, which a schema harness did not write may not use: name the part with $ref", p.Location)
+			return false
+		}
+		orig := p.Format
+		name := "harness-step"
+		if orig != nil {
+			name = orig.Name
+		}
+		p.Format = &jsonschema.Format{Name: name, Validate: func(v any) error {
+			s.step()
+			if orig != nil {
+				return orig.Validate(v)
+			}
+			return nil
+		}}
+		return true
+	})
+	return err
+}
+
+// walkParts calls f on every part of the schema at root once, until f
+// says to stop.
+func walkParts(root *jsonschema.Schema, f func(*jsonschema.Schema) bool) {
+	seen := map[*jsonschema.Schema]bool{}
+	var walk func(p *jsonschema.Schema) bool
+	walk = func(p *jsonschema.Schema) bool {
+		if p == nil || seen[p] {
+			return true
+		}
+		seen[p] = true
+		if !f(p) {
+			return false
+		}
+		for _, c := range append(inPlaceParts(p), descentParts(p)...) {
+			if !walk(c) {
+				return false
+			}
+		}
+		return true
+	}
+	walk(root)
 }
 
 // Validate checks v (as jsonschema.UnmarshalJSON decodes it): nil, a
@@ -224,24 +266,15 @@ func inPlaceBounded(root *jsonschema.Schema) error {
 		weight[s] = w
 		return w
 	}
-	seen := map[*jsonschema.Schema]bool{}
-	var walk func(s *jsonschema.Schema) error
-	walk = func(s *jsonschema.Schema) error {
-		if s == nil || seen[s] {
-			return nil
+	var err error
+	walkParts(root, func(p *jsonschema.Schema) bool {
+		if inPlace(p) > MaxInPlace {
+			err = fmt.Errorf("%w: more than %d schemas apply to one value through %s (its references multiply)", ErrTooCostly, MaxInPlace, p.Location)
+			return false
 		}
-		seen[s] = true
-		if inPlace(s) > MaxInPlace {
-			return fmt.Errorf("%w: more than %d schemas apply to one value through %s (its references multiply)", ErrTooCostly, MaxInPlace, s.Location)
-		}
-		for _, c := range append(inPlaceParts(s), descentParts(s)...) {
-			if err := walk(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return walk(root)
+		return true
+	})
+	return err
 }
 
 // inPlaceParts are the schemas that apply to the same value as s.
