@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -56,6 +57,11 @@ func Parse(data []byte) (*Index, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("the index is not JSON: %v", err)
+	}
+	// Its numbers are the server's: bounded before the validator
+	// compares them as exact fractions. Its size is bounded already.
+	if err := docschema.CheckDocument(doc, math.MaxInt); err != nil {
+		return nil, fmt.Errorf("the index is %v", err)
 	}
 	if err := schema().Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError

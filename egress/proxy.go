@@ -160,8 +160,9 @@ func dialerFor(host string) *net.Dialer {
 }
 
 // localRefusal refuses to connect to address, what host resolved to, when
-// it is an address of this machine or its link (loopback, link-local
-// such as a cloud's metadata service at 169.254.169.254, unspecified)
+// it is an address of this machine or its link (loopback, one of its
+// interfaces' addresses, link-local such as a cloud's metadata service at
+// 169.254.169.254, unspecified)
 // and host does not name it: a declared and allowed name whose DNS
 // answer is 127.0.0.1 (a record its owner can change at any time) would
 // otherwise carry the sandbox to the host's own services. localhost, or
@@ -169,13 +170,33 @@ func dialerFor(host string) *net.Dialer {
 // on the address the dialer is about to connect to, after resolution,
 // so a name that answers differently each time is judged on the answer
 // used.
+// ownAddress says whether ip is an address of one of this machine's
+// interfaces: a service of the host listening on all addresses answers
+// there as on 127.0.0.1. Read at each connection, since interfaces
+// change. When they cannot be listed, every address may be one: the
+// connection is refused, with the reason in its error.
+func ownAddress(ip netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if own, ok := netip.AddrFromSlice(n.IP); ok && own.Unmap() == ip {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func localRefusal(host, address string) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%s: not an address: %v", address, err)
 	}
 	ip := ap.Addr().Unmap()
-	if !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsInterfaceLocalMulticast() {
+	if !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsLinkLocalMulticast() && !ip.IsUnspecified() && !ip.IsInterfaceLocalMulticast() && !ownAddress(ip) {
 		return nil
 	}
 	if host == "localhost" && ip.IsLoopback() {

@@ -344,13 +344,22 @@ const MaxDepth = 128
 // checkValue refuses a document of more than MaxValues values, nested
 // past MaxDepth, or holding a number past MaxNumberDigits.
 func checkValue(v any) error {
-	n := 0
-	return walkValue(v, &n, 0)
+	return CheckDocument(v, MaxValues)
 }
 
-func walkValue(v any, n *int, depth int) error {
-	if *n++; *n > MaxValues {
-		return fmt.Errorf("%w: it holds more than %d values", ErrTooCostly, MaxValues)
+// CheckDocument refuses a document from outside, as decoded by
+// jsonschema.UnmarshalJSON, that holds more than maxValues values, nests
+// past MaxDepth or holds a number past MaxNumberDigits, before a schema
+// of harness's own (Embedded) checks it: the validator compares numbers
+// as exact fractions whoever wrote the schema.
+func CheckDocument(v any, maxValues int) error {
+	n := 0
+	return walkValue(v, &n, maxValues, 0)
+}
+
+func walkValue(v any, n *int, maxValues, depth int) error {
+	if *n++; *n > maxValues {
+		return fmt.Errorf("%w: it holds more than %d values", ErrTooCostly, maxValues)
 	}
 	if depth > MaxDepth {
 		return fmt.Errorf("%w: it nests more than %d deep", ErrTooCostly, MaxDepth)
@@ -358,13 +367,13 @@ func walkValue(v any, n *int, depth int) error {
 	switch x := v.(type) {
 	case map[string]any:
 		for _, e := range x {
-			if err := walkValue(e, n, depth+1); err != nil {
+			if err := walkValue(e, n, maxValues, depth+1); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if err := walkValue(e, n, depth+1); err != nil {
+			if err := walkValue(e, n, maxValues, depth+1); err != nil {
 				return err
 			}
 		}

@@ -201,11 +201,11 @@ func TestProblemsStaySmall(t *testing.T) {
 	}
 }
 
-// Under "not" and "if" the validator asks only yes or no, and a failing
-// evaluation there is not counted: references that multiply in place are
-// refused as the schema compiles, and a check that multiplies with the
-// value's depth is left once it runs past the time bound, after which its
-// schema checks nothing more.
+// Under "not" and "if" the validator asks only yes or no: references that
+// multiply in place are refused as the schema compiles, and a check that
+// multiplies with the value's depth is counted there too. Behind the
+// count, a check past the time bound is left, and its schema checks
+// nothing more.
 func TestBoundsWhereStepsAreNotCounted(t *testing.T) {
 	fanOut := `"d0":{"type":"string"}`
 	for i := 1; i <= 40; i++ {
@@ -218,9 +218,7 @@ func TestBoundsWhereStepsAreNotCounted(t *testing.T) {
 		}
 	}
 
-	defer func(d time.Duration) { checkTime = d }(checkTime)
-	checkTime = 200 * time.Millisecond
-	// Two ways in at each level of the value, under "not".
+	// Two ways in at each level of the value, under "not": counted.
 	s, err := Compile("t.json", []byte(`{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"}]},
 		"b":{"type":"object","required":["a"],"properties":{"a":{"$ref":"#/$defs/a"}}}},"not":{"$ref":"#/$defs/a"}}`))
 	if err != nil {
@@ -231,10 +229,30 @@ func TestBoundsWhereStepsAreNotCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Validate(v); !errors.Is(err, ErrTooCostly) {
+	if err := s.Validate(v); !errors.Is(err, ErrTooCostly) || !strings.Contains(err.Error(), "steps") {
 		t.Fatalf("a check that doubles with each level: %v", err)
 	}
-	if err := s.Validate(map[string]any{}); !errors.Is(err, ErrTooCostly) || !strings.Contains(err.Error(), "checks nothing more") {
+	if err := s.Validate(map[string]any{}); errors.Is(err, ErrTooCostly) {
+		t.Fatalf("the schema's next check: %v", err)
+	}
+
+	// Behind the steps, the time: a check past it is left, and its
+	// schema checks nothing more.
+	defer func(d time.Duration) { checkTime = d }(checkTime)
+	checkTime = time.Millisecond
+	s, err = Compile("t.json", []byte(`{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := strings.TrimSuffix(strings.Repeat(`{"id":1},`, 40000), ",")
+	v, err = jsonschema.UnmarshalJSON(strings.NewReader("[" + items + "]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(v); !errors.Is(err, ErrTooCostly) || !strings.Contains(err.Error(), "ran past") {
+		t.Fatalf("a check past the time: %v", err)
+	}
+	if err := s.Validate([]any{}); !errors.Is(err, ErrTooCostly) || !strings.Contains(err.Error(), "checks nothing more") {
 		t.Fatalf("the schema checked again after a check was left: %v", err)
 	}
 }
