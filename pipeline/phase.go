@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -157,13 +158,14 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 	if err != nil {
 		return run.Options{}, outcome.Usage("phase_prompt_invalid", "%s %s: the prompt cannot be filled in: %v (it reads only .vars, .task and the phases in its needs)", p.layout.unit, ph.Name, err)
 	}
+	readsPhases := ph.readsPhases || dependsOnPhases(ph.prompt, data, prompt)
 	role, roleSource := d.PromptRole, sources["prompt-role"]
 	switch {
-	case ph.PromptRole == "" && !ph.readsPhases && role == "":
+	case ph.PromptRole == "" && !readsPhases && role == "":
 		roleSource = "default"
 	case ph.PromptRole != "":
 		role, roleSource = ph.PromptRole, p.layout.unit+" field"
-	case ph.readsPhases:
+	case readsPhases:
 		// Earlier phases' answers are model output, not the operator's
 		// words: they must not authorize write or side-effect tools
 		// unless the phase says so itself (prompt-role: direct-command).
@@ -203,7 +205,13 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		o.Workspace, sources["workspace"] = p.manifest.Workspace, "flag"
 	}
 	if ph.Workspace != "" {
+		shared := o.Workspace
 		o.Workspace, sources["workspace"] = f.abs(ph.Workspace), p.layout.unit+" field"
+		ws, err := unitWorkspace(o.Workspace, f.abs(shared))
+		if err != nil {
+			return o, outcome.Policy("phase_workspace_link", "%s %s: workspace %s %v", p.layout.unit, ph.Name, ph.Workspace, err)
+		}
+		o.Workspace = ws
 	}
 	if ph.ExternalSkillsRoot != nil {
 		o.SkillsRoots, o.ExternalSkillsRoots = nil, nil
@@ -260,12 +268,38 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		if a == "" {
 			return o, outcome.Usage("phase_attach_invalid", "%s %s: an attach entry is empty once filled in (a phase it needs left no answer?)", p.layout.unit, ph.Name)
 		}
-		if strings.Contains(entry, ".phases") && !p.mayAttach(f.abs(a), o.Workspace) {
+		if dependsOnPhases(t, data, a) && !p.mayAttach(f.abs(a), o.Workspace) {
 			return o, outcome.Usage("phase_attach_outside", "%s %s: attach %q is filled in as %q, outside the workspace and the %s directory: a path an earlier phase's words give is attached only from there (name any other file in the entry itself)", p.layout.unit, ph.Name, entry, a, p.layout.kind)
 		}
 		o.Attach = append(o.Attach, f.abs(a))
 	}
 	return o, nil
+}
+
+// unitWorkspace is a unit's own workspace, ws, as the path of the
+// directory it is now. One inside the workspace the other units share is
+// opened beneath it without following a link: the units' models write
+// there, and a link one of them made would otherwise make a host
+// directory this unit's workspace.
+func unitWorkspace(ws, shared string) (string, error) {
+	real, err := filepath.EvalSymlinks(shared)
+	if err != nil {
+		return ws, nil // the run says what is wrong with it
+	}
+	rel, ok := resolve.Beneath(ws, real)
+	if !ok || rel == "." {
+		return ws, nil
+	}
+	d, err := artifacts.OpenDirBeneath(real, rel)
+	if err != nil {
+		if errors.Is(err, artifacts.ErrOutsideDir) {
+			return "", fmt.Errorf("is inside the shared workspace %s and goes through a symbolic link there, which a model may have made: give a directory", real)
+		}
+		return ws, nil // missing, or not a directory: the run says so
+	}
+	defer d.Close()
+	// The directory opened, by the path it has now.
+	return filepath.EvalSymlinks(artifacts.DirPath(d))
 }
 
 // mayAttach says whether a path filled in from earlier phases (their
@@ -335,6 +369,21 @@ func rootPath(f *File, r string) string {
 		return r
 	}
 	return f.abs(r)
+}
+
+// dependsOnPhases says whether what t filled in from data (rendered)
+// depends on the earlier phases' output: filled in again with no phase
+// in data, it fails or differs. It is judged on the output, not on how
+// the template is spelled: `index . "phases"`, a range over the data or
+// a name built by printf reach the phases as well as `.phases` does.
+func dependsOnPhases(t *template.Template, data map[string]any, rendered string) bool {
+	if _, ok := data["phases"]; !ok {
+		return false
+	}
+	without := maps.Clone(data)
+	without["phases"] = map[string]any{}
+	again, err := render(t, without)
+	return err != nil || again != rendered
 }
 
 func render(t *template.Template, data map[string]any) (string, error) {
