@@ -76,6 +76,7 @@ func inBoundedChild(t *testing.T, limit time.Duration, what string) bool {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", what, err, out.String())
 		}
+		t.Log(out.String())
 	case <-time.After(limit):
 		cmd.Process.Kill()
 		<-done
