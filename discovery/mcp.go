@@ -109,7 +109,10 @@ func SearchMCP(ctx context.Context, client *http.Client, registry, query string,
 // installHint is how a package runs as an MCP server, as the command of a
 // --mcp-config entry.
 func installHint(kind, id, version string) string {
-	if id == "" {
+	// A registry's words name a package: not an option of the command
+	// (npx runs --call=..., uvx --from=... fetches elsewhere, docker
+	// --privileged), and not a command of the registry's choosing.
+	if !packageWord(id) || (version != "" && !packageWord(version)) {
 		return ""
 	}
 	at := ""
@@ -134,7 +137,7 @@ func installHint(kind, id, version string) string {
 	case "nuget":
 		words = []string{"dnx", id + at}
 	default:
-		words = []string{kind, id + at}
+		return ""
 	}
 	// The registry's words: each stays one word of one command.
 	line, ok := shellquote.Line(words...)
@@ -142,6 +145,21 @@ func installHint(kind, id, version string) string {
 		return ""
 	}
 	return line
+}
+
+// packageWord says whether w can be a package's name, image or version
+// as registries write them: letters, digits and @ / . _ : ~ + -, not
+// starting with "-".
+func packageWord(w string) bool {
+	if w == "" || w[0] == '-' {
+		return false
+	}
+	for _, r := range w {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@/._:~+-", r)) {
+			return false
+		}
+	}
+	return true
 }
 
 func firstOf(xs ...string) string {

@@ -37,9 +37,6 @@ func TestMCPInstallHintIsOneCommandWhateverTheRegistryWrote(t *testing.T) {
 		t.Fatalf("servers: %+v", servers)
 	}
 	want := map[string]int{"npx": 3, "uvx": 2, "docker": 5} // npx -y ID@V; uvx ID; docker run -i --rm ID:V
-	if len(servers[0].Install) != 3 {
-		t.Fatalf("hints: %q", servers[0].Install)
-	}
 	for _, hint := range servers[0].Install {
 		n, err := shellquotetest.Words(hint)
 		if err != nil {

@@ -196,7 +196,9 @@ func installHints(specs []InstallSpec, goos string) []string {
 		}
 		// The names are the skill author's words: each stays one word
 		// of one command, and the label one comment.
-		if len(words) == 0 || words[len(words)-1] == "" {
+		// A name that starts with "-" would be an option of the
+		// installer (--index-url=..., -oDPkg::...), not a package.
+		if len(words) == 0 || words[len(words)-1] == "" || strings.HasPrefix(words[len(words)-1], "-") {
 			continue
 		}
 		cmd, ok := shellquote.Line(words...)

@@ -224,6 +224,9 @@ func skillsDiscoverCommand() *cli.Command {
 					for _, h := range s.Install {
 						fmt.Fprintf(w, "    %s\n", e(h))
 					}
+					if len(s.Install) == 0 {
+						fmt.Fprintf(w, "    (no command to run it: the registry names no package of a kind harness knows as a plain name)\n")
+					}
 				}
 			}
 			return nil

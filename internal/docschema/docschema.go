@@ -136,9 +136,10 @@ type Schema struct {
 
 type overBudget struct{}
 
-// step counts one evaluation of a part of the schema.
-func (s *Schema) step() {
-	s.steps++
+// step counts one evaluation of a part of the schema, of the given
+// weight.
+func (s *Schema) step(weight int) {
+	s.steps += weight
 	if s.steps > MaxSteps {
 		// Unwinds the validator, which recovers nothing, to check.
 		panic(overBudget{})
@@ -166,8 +167,9 @@ func (s *Schema) countSteps() error {
 		if orig != nil {
 			name = orig.Name
 		}
+		w := weight(p)
 		p.Format = &jsonschema.Format{Name: name, Validate: func(v any) error {
-			s.step()
+			s.step(w)
 			if orig != nil {
 				return orig.Validate(v)
 			}
@@ -176,6 +178,23 @@ func (s *Schema) countSteps() error {
 		return true
 	})
 	return err
+}
+
+// weight is what one evaluation of p costs at most beyond itself: a
+// failed "required" (or dependentRequired) keeps the list of every name
+// missing, so a list of 40,000 names checked against as many objects had
+// held gigabytes.
+func weight(p *jsonschema.Schema) int {
+	w := 1 + len(p.Required)
+	for _, names := range p.DependentRequired {
+		w += len(names)
+	}
+	for _, d := range p.Dependencies {
+		if names, ok := d.([]string); ok {
+			w += len(names)
+		}
+	}
+	return w
 }
 
 // walkParts calls f on every part of the schema at root once, until f
