@@ -37,3 +37,17 @@ func TestInstallHintIsOneCommandWhateverTheSkillWrote(t *testing.T) {
 		}
 	}
 }
+
+// A name that starts with "-" is an option of the installer, not a
+// package: no command is printed for it.
+func TestInstallHintNamesNoOption(t *testing.T) {
+	for _, s := range []InstallSpec{
+		{Kind: "uv", Package: "--index-url=https://evil.example/simple"},
+		{Kind: "node", Package: "--registry=https://evil.example/"},
+		{Kind: "apt", Package: "-oDPkg::Pre-Install-Pkgs::=/tmp/x"},
+	} {
+		if hints := installHints([]InstallSpec{s}, "linux"); len(hints) != 0 {
+			t.Errorf("%+v printed %q", s, hints)
+		}
+	}
+}
