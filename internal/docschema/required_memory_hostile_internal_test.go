@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -22,7 +23,7 @@ import (
 // growing with the product. The child runs with 4 GiB of address space,
 // so a failure ends it rather than the host's memory.
 func TestRequiredNamesTimesObjectsStayBounded(t *testing.T) {
-	if !inBoundedChild(t, 60*time.Second, "a check of 40,000 objects each missing 40,000 names") {
+	if !testenv.InBoundedChild(t, 60*time.Second, "a check of 40,000 objects each missing 40,000 names") {
 		return
 	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: 4 << 30, Max: 4 << 30}); err != nil {
