@@ -156,8 +156,11 @@ func listTools(ctx context.Context, s *sdk.ClientSession) ([]Tool, error) {
 			return nil, fmt.Errorf("tool %s: schema: %w", t.Name, err)
 		}
 		size += len(t.Name) + len(t.Description) + len(schema)
+		if t.Annotations != nil {
+			size += len(t.Annotations.Title)
+		}
 		if len(out) == maxTools || size > maxToolBytes {
-			return nil, fmt.Errorf("the server lists more than %d tools or %d MiB of names, descriptions and schemas: harness offers a model no more than that", maxTools, maxToolBytes>>20)
+			return nil, fmt.Errorf("the server lists more than %d tools or %d MiB of names, titles, descriptions and schemas: harness offers a model no more than that", maxTools, maxToolBytes>>20)
 		}
 		tool := ToolOf(t.Name, t.Description, schema)
 		tool.Annotations = t.Annotations

@@ -268,8 +268,8 @@ func (p *pipe) options(ph *Phase, data map[string]any) (run.Options, error) {
 		if a == "" {
 			return o, outcome.Usage("phase_attach_invalid", "%s %s: an attach entry is empty once filled in (a phase it needs left no answer?)", p.layout.unit, ph.Name)
 		}
-		if dependsOnPhases(t, data, a) && !p.mayAttach(f.abs(a), o.Workspace) {
-			return o, outcome.Usage("phase_attach_outside", "%s %s: attach %q is filled in as %q, outside the workspace and the %s directory: a path an earlier phase's words give is attached only from there (name any other file in the entry itself)", p.layout.unit, ph.Name, entry, a, p.layout.kind)
+		if dependsOnPhases(t, data, a) && !p.mayAttach(f.abs(a), o.Workspace, data) {
+			return o, outcome.Usage("phase_attach_outside", "%s %s: attach %q is filled in as %q, neither in the workspace nor the answer file of a %s this one needs: a path an earlier %s's words give is attached only from there (name any other file in the entry itself)", p.layout.unit, ph.Name, entry, a, p.layout.unit, p.layout.unit)
 		}
 		o.Attach = append(o.Attach, f.abs(a))
 	}
@@ -303,18 +303,23 @@ func unitWorkspace(ws, shared string) (string, error) {
 }
 
 // mayAttach says whether a path filled in from earlier phases (their
-// answers are model output) lies in the workspace or in this pipeline's
-// or batch's own directory (an answerFile). The run then reads a file of
-// the workspace without following a link (resolve.Attachments).
-func (p *pipe) mayAttach(path, workspace string) bool {
+// answers are model output) names a file of the workspace or the answer
+// file of a phase this one needs (data's answerFile): not another file of
+// the pipeline's directory, which holds the runs of phases it does not
+// need. The run then reads a file of the workspace without following a
+// link (resolve.Attachments).
+func (p *pipe) mayAttach(path, workspace string, data map[string]any) bool {
 	if ws, err := resolve.Workspace(p.file.abs(workspace)); err == nil {
 		if _, ok := resolve.Beneath(path, ws); ok {
 			return true
 		}
 	}
-	if dir, err := filepath.EvalSymlinks(p.dir); err == nil {
-		if _, ok := resolve.Beneath(path, dir); ok {
-			return true
+	phases, _ := data["phases"].(map[string]any)
+	for _, v := range phases {
+		if fields, ok := v.(map[string]any); ok {
+			if af, _ := fields["answerFile"].(string); af != "" && filepath.Clean(af) == filepath.Clean(path) {
+				return true
+			}
 		}
 	}
 	return false

@@ -77,6 +77,9 @@ func Compile(name string, src []byte) (*Schema, error) {
 	if err := checkValue(doc); err != nil {
 		return nil, err
 	}
+	if err := patternsBounded(doc); err != nil {
+		return nil, err
+	}
 	out := &Schema{}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(selfContained{})
@@ -98,6 +101,54 @@ func Compile(name string, src []byte) (*Schema, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// MaxPatterns and MaxPatternBytes bound the regular expressions of a
+// schema ("pattern" values and "patternProperties" keys): each is checked
+// against the meta-schema and compiled as the schema compiles, about a
+// millisecond or more apiece, on the goroutine that adds a run's tools.
+const (
+	MaxPatterns     = 256
+	MaxPatternBytes = 64 << 10
+)
+
+// patternsBounded refuses a schema document past MaxPatterns or
+// MaxPatternBytes. It counts every "pattern" that holds a string and
+// every key of a "patternProperties", wherever they stand: a count that
+// errs high is a refusal a person can read, one that errs low a compile
+// of unbounded time.
+func patternsBounded(doc any) error {
+	n, size := 0, 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				switch p := e.(type) {
+				case string:
+					if k == "pattern" {
+						n, size = n+1, size+len(p)
+					}
+				case map[string]any:
+					if k == "patternProperties" {
+						for re := range p {
+							n, size = n+1, size+len(re)
+						}
+					}
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(doc)
+	if n > MaxPatterns || size > MaxPatternBytes {
+		return fmt.Errorf("%w: it holds %d regular expressions of %d bytes, more than the %d or %d KiB harness compiles", ErrTooCostly, n, size, MaxPatterns, MaxPatternBytes>>10)
+	}
+	return nil
 }
 
 // MaxSteps bounds the evaluations of (sub)schemas one check of a value
@@ -454,7 +505,7 @@ var english = message.NewPrinter(language.English)
 func Message(e *jsonschema.ValidationError) string {
 	switch k := e.ErrorKind.(type) {
 	case *kind.Enum:
-		if len(k.Want) > 16 || !small(k.Got) {
+		if len(k.Want) > 16 || !small(k.Got) || slices.ContainsFunc(k.Want, func(w any) bool { return !small(w) }) {
 			return fmt.Sprintf("the value is not one of the %d the schema lists", len(k.Want))
 		}
 	case *kind.Const:

@@ -135,6 +135,13 @@ func TestValidateIsBounded(t *testing.T) {
 		{"too many digits", `{"type":"number"}`, strings.Repeat("9", 401), ErrTooCostly},
 		{"deep in an array", `{"type":"array"}`, `[[{"a":1e500}]]`, ErrTooCostly},
 		{"nested past the bound", `{}`, strings.Repeat(`[`, MaxDepth+2) + strings.Repeat(`]`, MaxDepth+2), ErrTooCostly},
+		{"more patterns than compile in bounded time", `{"properties":{` + func() string {
+			var ps []string
+			for i := range MaxPatterns + 1 {
+				ps = append(ps, fmt.Sprintf(`"p%d":{"pattern":"^a%d$"}`, i, i))
+			}
+			return strings.Join(ps, ",")
+		}() + `}}`, `{}`, ErrTooCostly},
 		{"a schema nested past the bound", strings.Repeat(`{"items":`, MaxDepth+2) + `{}` + strings.Repeat(`}`, MaxDepth+2), `[]`, ErrTooCostly},
 		{"float64's range", `{"type":"number","maximum":1e308}`, `1e308`, nil},
 		{"20,000 items", `{"type":"array","items":{"type":"object","required":["id"],"properties":{"id":{"type":"integer"},"name":{"type":"string"}}}}`, "[" + strings.Join(items, ",") + "]", nil},

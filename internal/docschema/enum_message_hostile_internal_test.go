@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/testenv"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -18,7 +19,7 @@ import (
 // of copying after Validate has returned, outside its time bound, on the
 // caller's goroutine (the loop's, which --timeout cannot end).
 func TestProblemsOfAnEnumOfLargeValuesStayCheap(t *testing.T) {
-	if !inBoundedChild(t, 20*time.Second, "telling 100,000 problems with an enum of 16 values of 64 KB") {
+	if !testenv.InBoundedChild(t, 20*time.Second, "telling 100,000 problems with an enum of 16 values of 64 KB") {
 		return
 	}
 	var want []string
