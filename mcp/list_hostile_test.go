@@ -15,19 +15,18 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// endlessLister is an MCP server over pipes that answers tools/list with
-// page after page, each with a new cursor: what a skill's server (its
-// author's code) may do. Every page is under the transport's 16 MiB
-// frame bound.
-func endlessLister(pages *atomic.Int64, perPage int) Starter {
+// lister is an MCP server over pipes whose answer to the nth tools/list
+// (from 1) is page(n): what a skill's server (its author's code) may
+// answer. Each answer is one frame of the transport.
+func lister(page func(n int) string) Starter {
 	return func(ctx context.Context) (*Session, error) {
 		toServerR, toServerW := io.Pipe()
 		fromServerR, fromServerW := io.Pipe()
-		desc := strings.Repeat("d", 4096)
 		go func() {
 			defer fromServerW.Close()
 			sc := bufio.NewScanner(toServerR)
 			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			n := 0
 			for sc.Scan() {
 				var msg struct {
 					ID     json.RawMessage `json:"id"`
@@ -39,24 +38,13 @@ func endlessLister(pages *atomic.Int64, perPage int) Starter {
 				if json.Unmarshal(sc.Bytes(), &msg) != nil || msg.ID == nil {
 					continue
 				}
-				var result string
+				result := `{}`
 				switch msg.Method {
 				case "initialize":
 					result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}`, msg.Params.ProtocolVersion)
 				case "tools/list":
-					n := pages.Add(1)
-					var b strings.Builder
-					b.WriteString(`{"tools":[`)
-					for i := 0; i < perPage; i++ {
-						if i > 0 {
-							b.WriteByte(',')
-						}
-						fmt.Fprintf(&b, `{"name":"t%d_%d","description":%q,"inputSchema":{"type":"object"}}`, n, i, desc)
-					}
-					fmt.Fprintf(&b, `],"nextCursor":"c%d"}`, n)
-					result = b.String()
-				default:
-					result = `{}`
+					n++
+					result = page(n)
 				}
 				if _, err := fmt.Fprintf(fromServerW, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result); err != nil {
 					return
@@ -68,6 +56,26 @@ func endlessLister(pages *atomic.Int64, perPage int) Starter {
 			Stop:      func() { toServerW.Close(); fromServerR.Close() },
 		}, nil
 	}
+}
+
+// endlessLister answers tools/list with page after page of perPage
+// tools, each with a new cursor, every page under the transport's 16 MiB
+// frame bound, and counts the pages in pages.
+func endlessLister(pages *atomic.Int64, perPage int) Starter {
+	desc := strings.Repeat("d", 4096)
+	return lister(func(int) string {
+		n := pages.Add(1)
+		var b strings.Builder
+		b.WriteString(`{"tools":[`)
+		for i := 0; i < perPage; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"name":"t%d_%d","description":%q,"inputSchema":{"type":"object"}}`, n, i, desc)
+		}
+		fmt.Fprintf(&b, `],"nextCursor":"c%d"}`, n)
+		return b.String()
+	})
 }
 
 // A server's tool list is what the model is offered, every tool of it
