@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -50,23 +51,57 @@ func Attachments(paths []string, ws string) ([]record.Attachment, error) {
 
 // Beneath says whether the absolute path p names something inside the
 // directory root (itself resolved, with no link in it), and its path
-// there. Only p's ancestors are resolved, from the top down to the first
-// that is root: a link below root is left for the caller's open to refuse,
-// so that a link a model made inside root cannot carry p out of it
-// unseen. The ancestors above root are the operator's.
+// there. p is resolved from the top, a component at a time, following
+// links only until the path so far is root: what lies below root is kept
+// as written, for the caller's open beneath root to refuse any link in
+// it, so that a link a model made inside root cannot carry p out of it
+// (or to another part of it) unseen, however p reaches root (through an
+// operator's link to the workspace or into one of its directories).
 func Beneath(p, root string) (string, bool) {
-	if root == "" {
+	if root == "" || !filepath.IsAbs(p) {
 		return "", false
 	}
-	p = filepath.Clean(p)
-	for a := p; ; a = filepath.Dir(a) {
-		if real, err := filepath.EvalSymlinks(a); err == nil && real == root {
-			rel, err := filepath.Rel(a, p)
-			return rel, err == nil
+	rest := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+	cur := "/"
+	for links := 0; ; {
+		if cur == root {
+			// What is left is below root unless it climbs back out (a
+			// link's target may say "..").
+			if rel := filepath.Clean(filepath.Join(append([]string{"."}, rest...)...)); rel != ".." && !strings.HasPrefix(rel, "../") {
+				return rel, true
+			}
 		}
-		if a == filepath.Dir(a) {
+		if len(rest) == 0 || (len(rest) == 1 && rest[0] == "") {
 			return "", false
 		}
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, name)
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			// A missing part, or a file or directory: the rest is below
+			// it, as written.
+			cur = next
+			continue
+		}
+		if links++; links > 40 {
+			return "", false
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", false
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(strings.Trim(target, "/"), "/"), rest...)
 	}
 }
 

@@ -140,3 +140,36 @@ func TestAttachInTheWorkspaceFollowsNoLink(t *testing.T) {
 		})
 	}
 }
+
+// Beneath resolves a path from the top and stops at the workspace: links
+// above it are the operator's and are followed, links below it are kept
+// as written for the open beneath the workspace to refuse.
+func TestBeneathStopsAtTheWorkspace(t *testing.T) {
+	top := t.TempDir()
+	ws := filepath.Join(top, "ws")
+	testenv.Must(t, os.MkdirAll(filepath.Join(ws, "real"), 0o755))
+	testenv.Must(t, os.Symlink(ws, filepath.Join(top, "to-ws")))                        // the operator's
+	testenv.Must(t, os.Symlink(filepath.Join(ws, "sub"), filepath.Join(top, "to-sub"))) // the operator's, into the workspace
+	testenv.Must(t, os.Symlink(top, filepath.Join(ws, "sub")))                          // a model's, out of it
+	testenv.Must(t, os.Symlink(".", filepath.Join(ws, "loop")))                         // a model's, back into it
+	testenv.Must(t, os.Symlink("ws/../ws/real", filepath.Join(top, "rel-to-real")))     // the operator's, relative
+	for _, tc := range []struct {
+		path, rel string
+		ok        bool
+	}{
+		{filepath.Join(ws, "real", "f"), "real/f", true},
+		{ws, ".", true},
+		{filepath.Join(top, "to-ws", "real", "f"), "real/f", true},
+		{filepath.Join(top, "to-sub", "secret"), "sub/secret", true},
+		{filepath.Join(ws, "loop", "real", "f"), "loop/real/f", true},
+		{filepath.Join(ws, "sub", "host.txt"), "sub/host.txt", true},
+		{filepath.Join(top, "rel-to-real", "f"), "real/f", true},
+		{filepath.Join(top, "elsewhere"), "", false},
+		{filepath.Join(ws, "..", "elsewhere"), "", false},
+	} {
+		rel, ok := Beneath(tc.path, ws)
+		if rel != tc.rel || ok != tc.ok {
+			t.Errorf("Beneath(%s) = %q, %v; want %q, %v", tc.path, rel, ok, tc.rel, tc.ok)
+		}
+	}
+}
