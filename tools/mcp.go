@@ -108,12 +108,29 @@ type MCPHub struct {
 	writers []*grant.Grant
 }
 
+// DefaultSkillMCPCallTimeout bounds one call of a skill's MCP server
+// whose skill sets no limits.timeout: a server that never answers would
+// otherwise hold a run given no --timeout for ever. Scripts have their
+// own default (a minute); a server's tool may do more in one call.
+const DefaultSkillMCPCallTimeout = 10 * time.Minute
+
+// skillCallTimeout is the bound of one call of a skill's server and
+// where it comes from.
+func skillCallTimeout(l *skills.ExecLimits) (time.Duration, string) {
+	if l != nil && l.Timeout > 0 {
+		return l.Timeout, "the skill's limit (metadata.harness.limits.timeout " + l.Timeout.String() + ")"
+	}
+	return DefaultSkillMCPCallTimeout, "harness's default for a skill's server without metadata.harness.limits.timeout (" + DefaultSkillMCPCallTimeout.String() + ")"
+}
+
 type mcpConn struct {
 	key, name string
 	conn      *mcp.Conn // nil while deferred
 	rec       int       // index into rec.Servers
-	// timeout is the skill's own limit on one call (0: none).
-	timeout time.Duration
+	// timeout bounds one call of a skill's server (0, for the
+	// operator's servers: none); timeoutSource says whose it is.
+	timeout       time.Duration
+	timeoutSource string
 	// skill is the name of the skill whose server this is ("" for the
 	// operator's).
 	skill string
@@ -332,9 +349,8 @@ func (h *MCPHub) startDue(ctx context.Context) {
 			c := &mcpConn{key: d.key, name: d.name, conn: conn, rec: len(h.rec.Servers) - 1, deferred: later}
 			if d.skill != nil {
 				c.skill = d.skill.Name
-				if l, _ := skills.LimitsOf(d.skill.Frontmatter); l != nil {
-					c.timeout = l.Timeout
-				}
+				l, _ := skills.LimitsOf(d.skill.Frontmatter)
+				c.timeout, c.timeoutSource = skillCallTimeout(l)
 			}
 			h.conns = append(h.conns, c)
 		}

@@ -88,7 +88,7 @@ func (t *MCPTool) Call(ctx context.Context, call loop.ToolCall, raw json.RawMess
 			return loop.ErrorResult("interrupted", rec.Error.Message, rec), nil
 		}
 		if callCtx.Err() != nil {
-			msg := fmt.Sprintf("the call took longer than the skill's limit (metadata.harness.limits.timeout %s)", t.c.timeout)
+			msg := fmt.Sprintf("the call took longer than %s", t.c.timeoutSource)
 			rec.Status, rec.Error = "timeout", &outcome.Record{Code: "mcp_call_timeout", Message: msg}
 			return loop.ErrorResult("mcp_call_timeout", msg, rec), nil
 		}
