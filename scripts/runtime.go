@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"strings"
 )
 
@@ -101,11 +102,17 @@ func lookupOnPath(name, path string, accept func(string) bool) (string, bool) {
 }
 
 func isELF(p string) bool {
-	f, err := os.Open(p)
+	// Judged by the descriptor: a FIFO or a device put where a regular
+	// file was listed (a shared directory an exec entry names) is not
+	// waited on or read.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
 	var head [4]byte
 	n, _ := f.Read(head[:])
 	return n == 4 && bytes.Equal(head[:], []byte("\x7fELF"))
