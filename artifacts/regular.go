@@ -78,3 +78,25 @@ func ReadFileAtMost(path string, max int64) ([]byte, error) {
 	defer f.Close()
 	return ReadAtMost(f, max)
 }
+
+// PrivateDir refuses a cache directory that another user could write, or
+// that is not this user's: whoever can write a cache decides what a later
+// reader of it takes as already known. what names the cache in the
+// refusal ("snapshot cache") and flag the option that chooses another
+// ("--snapshot-cache").
+func PrivateDir(dir, what, flag string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s %s is not a directory", what, dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s %s is writable by other users (mode %v): make it private (chmod go-w) or choose another %s", what, dir, fi.Mode().Perm(), flag)
+	case ok && int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s %s belongs to another user (uid %d): choose another %s", what, dir, st.Uid, flag)
+	}
+	return nil
+}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/harness-dev/harness/artifacts"
@@ -149,23 +148,10 @@ func privateDir(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	fi, err := os.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("index cache: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("index cache %s is not a directory", dir)
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("index cache %s is writable by other users (mode %v): make it private (chmod go-w) or choose another --index-cache", dir, fi.Mode().Perm())
-	case ok && int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("index cache %s belongs to another user (uid %d): choose another --index-cache", dir, st.Uid)
-	}
-	return nil
+	return artifacts.PrivateDir(dir, "index cache", "--index-cache")
 }
 
 // cacheFile is where url's index is kept: named by the URL's hash.

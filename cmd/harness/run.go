@@ -26,7 +26,7 @@ var runOptions = []option{
 	{name: "embedding-model", usage: "embeddings model `NAME` on the same endpoint: find_skills then fuses BM25 with semantic similarity (recorded in cassettes like any exchange)", def: ""},
 	{name: "snapshot-cache", usage: "`DIR` keeping skill file digests by stat fingerprint between runs, so unchanged files are not read again (the snapshot is the same as without)", def: "", defText: "the user cache directory"},
 	{name: "no-snapshot-cache", kind: kindBool, usage: "read every skill file, without the snapshot cache"},
-	{name: "embedding-cache", usage: "`DIR` keeping skill vectors between runs, by model and text digest", def: "", defText: "the user cache directory"},
+	{name: "embedding-cache", usage: "`DIR` keeping skill vectors between runs, by model and text digest (yours alone: one other users may write is not used)", def: "", defText: "the user cache directory"},
 	{name: "skill", kind: kindStrings, usage: "preload skill `NAME` for this run (needs --skills-root or --external-skills-root)"},
 	{name: "prompt", usage: "the task `TEXT`", def: ""},
 	{name: "prompt-file", usage: "read the task from `FILE` (- for standard input; a pipe such as <(command) works too), at most 16 MiB", def: ""},

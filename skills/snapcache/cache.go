@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/harness-dev/harness/artifacts"
 )
@@ -71,20 +70,7 @@ func (c *Cache) Stamp() int64 { return c.stamp }
 // (or that is not this user's): whoever can write the cache can make a
 // later scan keep a stale digest or a content scan keep stale findings.
 func PrivateDir(dir string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("snapshot cache: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("snapshot cache %s is not a directory", dir)
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("snapshot cache %s is writable by other users (mode %v): make it private (chmod go-w) or choose another --snapshot-cache", dir, fi.Mode().Perm())
-	case ok && int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("snapshot cache %s belongs to another user (uid %d): choose another --snapshot-cache", dir, st.Uid)
-	}
-	return nil
+	return artifacts.PrivateDir(dir, "snapshot cache", "--snapshot-cache")
 }
 
 // fsStamp is the file system's own idea of now: the mtime of a file
