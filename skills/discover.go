@@ -88,9 +88,14 @@ func (sc *scanner) discover(ctx context.Context, r *scanRoot) ([]candidate, erro
 		for _, e := range entries {
 			name := e.Name()
 			if len(name) == len("SKILL.md") && strings.EqualFold(name, "SKILL.md") {
-				// Not SKILL.md (that directory would be a skill): the
-				// same name in another case, which no client loads.
-				sc.diag(SeverityWarning, CodeSkillFileName, filepath.Join(it.dir, name), "%s is not a skill: its file is named %s, and clients look for SKILL.md exactly; rename it to SKILL.md", it.dir, name)
+				// Not a skill's SKILL.md (that directory would be a skill):
+				// the same name in another case, which no client loads, or
+				// SKILL.md that is not a regular file.
+				if name == "SKILL.md" {
+					sc.diag(SeverityWarning, CodeSkillFileName, filepath.Join(it.dir, name), "%s is not a skill: its SKILL.md is not a regular file (%s); make it one", it.dir, fileKind(e.Type()))
+				} else {
+					sc.diag(SeverityWarning, CodeSkillFileName, filepath.Join(it.dir, name), "%s is not a skill: its file is named %s, and clients look for SKILL.md exactly; rename it to SKILL.md", it.dir, name)
+				}
 				continue
 			}
 			if strings.HasPrefix(name, ".") || name == "node_modules" {
@@ -212,4 +217,21 @@ func followDir(r *scanRoot, visited map[string]bool, p string, e fs.DirEntry, ou
 	}
 	visited[real] = true
 	return true, nil
+}
+
+// fileKind names what a directory entry that is not a regular file is.
+func fileKind(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t.IsDir():
+		return "a directory"
+	}
+	return "not a regular file"
 }

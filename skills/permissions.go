@@ -151,11 +151,11 @@ func checkRelPath(s string) error {
 	if strings.HasPrefix(s, "/") || strings.Contains(s, "\\") {
 		return fmt.Errorf("%q must be relative to the workspace", s)
 	}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return fmt.Errorf("%q holds a control character; paths are literal names of files", s)
+	}
 	if strings.ContainsAny(s, globChars) {
 		return fmt.Errorf("%q holds a wildcard character (%s); paths are literal: name each directory or file", s, globChars)
-	}
-	if strings.ContainsRune(s, 0) {
-		return fmt.Errorf("%q holds a NUL byte", s)
 	}
 	c := path.Clean(s)
 	if c == ".." || strings.HasPrefix(c, "../") {

@@ -50,6 +50,7 @@ func TestPermissionsOf(t *testing.T) {
 		{"read class", "{filesystem: {read: ['out[12]']}}", 0, "wildcard character"},
 		{"write brace", "{filesystem: {write: ['{a,b}']}}", 0, "wildcard character"},
 		{"read question", "{filesystem: {read: ['a?']}}", 0, "wildcard character"},
+		{"escape sequence", "{filesystem: {read: [\"a\\x1b[2Jb\"]}}", 0, "control character"},
 		{"credentials string", "{credentials: 'yes'}", 0, "true or false"},
 		{"non-string entry", "{env: [1]}", 0, "non-empty string"},
 	} {
