@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"strings"
+	"syscall"
 )
 
 // Runtimes a script can run under.
