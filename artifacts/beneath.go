@@ -24,13 +24,19 @@ var ErrOutsideDir = errors.New("leaves the run directory or goes through a link"
 // 256 MiB. A run directory is input once it travels (a CI artifact, a
 // copy): the paths written in it are not trusted to stay in it.
 func ReadBeneath(dir, rel string) ([]byte, error) {
+	return ReadBeneathAtMost(dir, rel, maxArtifact)
+}
+
+// ReadBeneathAtMost is ReadBeneath with a bound of max bytes (a
+// *TooLargeError past it).
+func ReadBeneathAtMost(dir, rel string, max int64) ([]byte, error) {
 	fd, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	b, err := readOpened(f, maxArtifact)
+	b, err := readOpened(f, max)
 	var tooLarge *TooLargeError
 	if errors.Is(err, ErrNotRegular) || errors.As(err, &tooLarge) {
 		return nil, fmt.Errorf("%s is %w", rel, err)
@@ -44,14 +50,7 @@ func ReadBeneath(dir, rel string) ([]byte, error) {
 // created in that directory by its descriptor (a temporary name, fsync,
 // rename, fsync of the directory), so no path is resolved twice.
 func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
-	parent, name := filepath.Split(rel)
-	if name == "" || name == "." || name == ".." {
-		return fmt.Errorf("%s: not a file name", rel)
-	}
-	if parent == "" {
-		parent = "."
-	}
-	pd, err := openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	pd, name, err := openParentBeneath(dir, rel)
 	if err != nil {
 		return err
 	}
@@ -77,7 +76,7 @@ func WriteBeneath(dir, rel string, data []byte, perm os.FileMode) error {
 		return &os.PathError{Op: "write", Path: rel, Err: err}
 	}
 	if err := unix.Fsync(pd); err != nil {
-		return &os.PathError{Op: "sync", Path: parent, Err: err}
+		return &os.PathError{Op: "sync", Path: filepath.Dir(rel), Err: err}
 	}
 	return nil
 }
@@ -200,14 +199,10 @@ func MkdirAllBeneath(dir, rel string, perm os.FileMode) error {
 	if rel == "." {
 		return nil
 	}
-	parent, name := filepath.Split(rel)
-	if parent == "" {
-		parent = "."
-	}
-	if err := MkdirAllBeneath(dir, parent, perm); err != nil {
+	if err := MkdirAllBeneath(dir, filepath.Dir(rel), perm); err != nil {
 		return err
 	}
-	pd, err := openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	pd, name, err := openParentBeneath(dir, rel)
 	if err != nil {
 		return err
 	}
@@ -226,11 +221,7 @@ func MkdirAllBeneath(dir, rel string, perm os.FileMode) error {
 // RemoveBeneath removes the file rel inside dir, reaching its directory
 // under ReadBeneath's rules; a file that is not there is no error.
 func RemoveBeneath(dir, rel string) error {
-	parent, name := filepath.Split(filepath.Clean(rel))
-	if parent == "" {
-		parent = "."
-	}
-	pd, err := openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	pd, name, err := openParentBeneath(dir, filepath.Clean(rel))
 	if err != nil {
 		return err
 	}
@@ -239,4 +230,18 @@ func RemoveBeneath(dir, rel string) error {
 		return &os.PathError{Op: "remove", Path: rel, Err: err}
 	}
 	return nil
+}
+
+// openParentBeneath opens the directory that holds rel inside dir under
+// ReadBeneath's rules, and names rel's last element in it.
+func openParentBeneath(dir, rel string) (fd int, name string, err error) {
+	parent, name := filepath.Split(rel)
+	if name == "" || name == "." || name == ".." {
+		return -1, "", fmt.Errorf("%s: not a file name", rel)
+	}
+	if parent == "" {
+		parent = "."
+	}
+	fd, err = openBeneath(dir, parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return fd, name, err
 }

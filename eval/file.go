@@ -155,18 +155,11 @@ func (s *Suite) readFile(path string) ([]byte, error) {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return artifacts.ReadRegular(path, maxEvalFile)
 	}
-	f, err := artifacts.OpenBeneath(s.SkillDir, rel, os.O_RDONLY, 0)
+	b, err := artifacts.ReadBeneathAtMost(s.SkillDir, rel, maxEvalFile)
 	if errors.Is(err, artifacts.ErrOutsideDir) {
 		return nil, errors.New("it goes through a symbolic link, and a skill's own files are read only as themselves")
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > maxEvalFile {
-		return nil, &artifacts.TooLargeError{Size: fi.Size(), Max: maxEvalFile}
-	}
-	return artifacts.ReadAtMost(f, maxEvalFile)
+	return b, err
 }
 
 func (s *Suite) readEvals() error {

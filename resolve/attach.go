@@ -108,37 +108,31 @@ func Beneath(p, root string) (string, bool) {
 // readAttachmentBeneath reads rel inside dir under artifacts.OpenBeneath's
 // rules (no link, no FIFO or device) and the attachment bound.
 func readAttachmentBeneath(dir, rel string) ([]byte, error) {
-	f, err := artifacts.OpenBeneath(dir, rel, os.O_RDONLY, 0)
-	if err != nil {
-		if errors.Is(err, artifacts.ErrOutsideDir) {
-			return nil, err
-		}
-		return nil, errors.New("not a readable file")
+	b, err := artifacts.ReadBeneathAtMost(dir, rel, maxAttachment)
+	if errors.Is(err, artifacts.ErrOutsideDir) {
+		return nil, err
 	}
-	defer f.Close()
-	b, err := artifacts.ReadAtMost(f, maxAttachment)
-	var tooLarge *artifacts.TooLargeError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, fmt.Errorf("more than %d bytes; at most %d can be attached", maxAttachment, maxAttachment)
-	case err != nil:
-		return nil, errors.New("not a readable file")
-	}
-	return b, nil
+	return b, attachmentError(err)
 }
 
 // readAttachment reads one --attach file, judged by the descriptor it
 // opened (artifacts.ReadRegular), in the words --attach has always used.
 func readAttachment(path string) ([]byte, error) {
 	b, err := artifacts.ReadRegular(path, maxAttachment)
+	return b, attachmentError(err)
+}
+
+// attachmentError says why a file could not be attached, in the words
+// --attach has always used.
+func attachmentError(err error) error {
 	var tooLarge *artifacts.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge) && tooLarge.Size >= 0:
-		return nil, fmt.Errorf("%d bytes; at most %d can be attached", tooLarge.Size, maxAttachment)
+		return fmt.Errorf("%d bytes; at most %d can be attached", tooLarge.Size, maxAttachment)
 	case errors.As(err, &tooLarge):
-		return nil, fmt.Errorf("more than %d bytes; at most %d can be attached", maxAttachment, maxAttachment)
+		return fmt.Errorf("more than %d bytes; at most %d can be attached", maxAttachment, maxAttachment)
 	case err != nil:
-		return nil, errors.New("not a readable file")
+		return errors.New("not a readable file")
 	}
-	return b, nil
+	return nil
 }

@@ -125,12 +125,7 @@ func checkMCPConfig(s *skills.Skill) []skills.Diagnostic {
 	servers, file, _, err := tools.SkillServers(s, func(rel string) ([]byte, error) {
 		// Read again after the scan: beneath the skill, no link, no FIFO
 		// or device, bounded, whatever was put there since.
-		f, err := artifacts.OpenBeneath(s.SkillDir, filepath.FromSlash(rel), os.O_RDONLY, 0)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		return artifacts.ReadAtMost(f, maxMCPConfig)
+		return artifacts.ReadBeneathAtMost(s.SkillDir, filepath.FromSlash(rel), maxMCPConfig)
 	})
 	if err != nil {
 		return []skills.Diagnostic{diag(skills.CodeMCPConfigInvalid, "%v", err)}
